@@ -1,0 +1,97 @@
+"""tractile: a small, hackable neural-network inference engine on NumPy.
+
+    import tractile
+    model = tractile.load("model.onnx", inputs={"x": "N,3,224,224,f32"})
+    y, = model.run([x])
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+from .datum import DatumType
+from .dim import TDim, parse_dim, symbol
+from .errors import AnalysisError, ModelFormatError, RunError, TractileError, UnsupportedOpError
+from .fact import InferenceFact, QParams, ShapeFactoid, TypedFact, parse_fact, unify
+from .graph import InletId, Node, Outlet, OutletId
+from .model import InferenceModel, TypedModel
+from .ops.base import Limits
+from .patch import ModelPatch
+
+__version__ = "0.1.0"
+
+FactSpecs = Mapping[str, Any] | Sequence[Any] | None
+
+
+def _apply_facts(model, specs: FactSpecs, outputs: bool) -> None:
+    if not specs:
+        return
+    items = specs.items() if isinstance(specs, Mapping) else enumerate(specs)
+    for which, spec in items:
+        if spec is None:
+            continue
+        if outputs:
+            model.set_output_fact(which, spec)
+        else:
+            model.set_input_fact(which, spec)
+
+
+def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: bool = True,
+         format: str | None = None):
+    """Load a model file (or bytes, or an ``onnx.ModelProto``).
+
+    ``inputs``: facts for the model inputs, by name or position: ``"N,3,224,224,f32"``
+    (symbols such as ``N`` stay symbolic), ``(shape, dtype)``, or an array (its shape
+    and type). ``outputs``: hints about the outputs, which analysis can propagate back.
+
+    With ``optimize`` (the default) the model is analysed, typed, decluttered and
+    optimized: the result runs with ``.run(...)``. With ``optimize=False`` you get the
+    model as loaded, and can call ``analyse()``, ``into_typed()``, ``declutter()``,
+    ``optimize()`` yourself.
+    """
+    kind = format or _guess_format(source)
+    if kind == "onnx":
+        from .formats.onnx import load_onnx
+
+        model = load_onnx(source)
+    else:
+        raise TractileError(f"unknown model format {kind!r}: tractile reads .onnx files")
+    _apply_facts(model, inputs, outputs=False)
+    _apply_facts(model, outputs, outputs=True)
+    if not optimize:
+        return model
+    return model.into_optimized()
+
+
+def _guess_format(source) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.exists(path):
+            raise TractileError(f"no such model file: {path}")
+        ext = os.path.splitext(path)[1].lower()
+        if ext == ".tflite":
+            return "tflite"
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+        if head[4:8] == b"TFL3":
+            return "tflite"
+        return "onnx"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "tflite" if bytes(source[4:8]) == b"TFL3" else "onnx"
+    return "onnx"
+
+
+def set_limits(max_tensor_bytes: int | None = None, max_loop_iterations: int | None = None) -> None:
+    """Change run-time resource limits (a larger tensor or a longer loop raises RunError)."""
+    if max_tensor_bytes is not None:
+        Limits.max_tensor_bytes = int(max_tensor_bytes)
+    if max_loop_iterations is not None:
+        Limits.max_loop_iterations = int(max_loop_iterations)
+
+
+__all__ = [
+    "load", "set_limits", "DatumType", "TDim", "symbol", "parse_dim", "TypedFact", "InferenceFact",
+    "ShapeFactoid", "QParams", "parse_fact", "unify", "OutletId", "InletId", "Outlet", "Node",
+    "InferenceModel", "TypedModel", "ModelPatch", "TractileError", "ModelFormatError",
+    "UnsupportedOpError", "AnalysisError", "RunError",
+]

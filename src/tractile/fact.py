@@ -1,0 +1,331 @@
+"""Facts about wires: full (:class:`TypedFact`) and partial (:class:`InferenceFact`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .datum import DatumType
+from .dim import Dim, TDim, dim_symbols, is_concrete, to_dim, volume
+from .errors import AnalysisError, TractileError
+
+
+@dataclass(frozen=True)
+class QParams:
+    """Affine quantization: ``real = scale * (q - zero_point)``.
+
+    ``scale``/``zero_point`` are tuples (one entry per channel along ``axis``) or a
+    single entry with ``axis`` None for per-tensor quantization.
+    """
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+    def __str__(self) -> str:
+        if self.axis is None:
+            return f"q(s={self.scale[0]:.6g},zp={self.zero_point[0]})"
+        return f"q(axis={self.axis},{len(self.scale)} ch)"
+
+
+def _dims_text(shape: Sequence) -> str:
+    return ",".join("?" if d is None else str(d) for d in shape)
+
+
+def _values_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    if a is b:
+        return True
+    if a.shape != b.shape:
+        return False
+    if a.dtype == object or b.dtype == object:
+        return all(x == y for x, y in zip(a.ravel().tolist(), b.ravel().tolist()))
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
+
+
+def is_symbolic_value(value: np.ndarray | None) -> bool:
+    """True for object arrays of ints and TDims (shape computations on symbolic dims)."""
+    return value is not None and value.dtype == object and any(isinstance(v, TDim) for v in value.flat)
+
+
+class TypedFact:
+    """Everything known about a wire in a typed model.
+
+    ``shape`` is a tuple of :data:`~tractile.dim.Dim`; ``konst`` the constant value if
+    the wire is constant; ``sym_value`` the value as ints and TDims when it is a small
+    integer tensor computed from symbolic shapes (it is never run, only reasoned on).
+    """
+
+    __slots__ = ("dtype", "shape", "konst", "qparams", "sym_value")
+
+    def __init__(self, dtype: DatumType, shape: Sequence, konst: np.ndarray | None = None,
+                 qparams: QParams | None = None, sym_value: np.ndarray | None = None):
+        self.dtype = dtype
+        self.shape = tuple(to_dim(d) for d in shape)
+        self.konst = konst
+        self.qparams = qparams
+        self.sym_value = sym_value
+
+    @staticmethod
+    def from_array(value: np.ndarray, qparams: QParams | None = None) -> "TypedFact":
+        value = np.asarray(value)
+        return TypedFact(DatumType.from_numpy(value.dtype), value.shape, value, qparams)
+
+    @staticmethod
+    def dt_shape(dtype: DatumType, shape: Sequence) -> "TypedFact":
+        return TypedFact(dtype, shape)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def volume(self) -> Dim:
+        return volume(self.shape)
+
+    def is_concrete(self) -> bool:
+        return all(is_concrete(d) for d in self.shape)
+
+    def concrete_shape(self) -> tuple[int, ...] | None:
+        return self.shape if self.is_concrete() else None
+
+    def symbols(self) -> set[str]:
+        return dim_symbols(self.shape)
+
+    def known_value(self) -> np.ndarray | None:
+        """The constant value, or else the symbolic value, or None."""
+        return self.konst if self.konst is not None else self.sym_value
+
+    def without_value(self) -> "TypedFact":
+        return TypedFact(self.dtype, self.shape, None, self.qparams)
+
+    def with_shape(self, shape: Sequence) -> "TypedFact":
+        return TypedFact(self.dtype, shape, None, self.qparams)
+
+    def with_dtype(self, dtype: DatumType) -> "TypedFact":
+        return TypedFact(dtype, self.shape, None, None)
+
+    def same_type_and_shape(self, other: "TypedFact") -> bool:
+        return self.dtype == other.dtype and self.shape == other.shape and self.qparams == other.qparams
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, TypedFact) or not self.same_type_and_shape(other):
+            return False
+        if (self.konst is None) != (other.konst is None):
+            return False
+        return self.konst is None or _values_equal(self.konst, other.konst)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        text = ",".join([*(str(d) for d in self.shape), str(self.dtype)])
+        if self.qparams is not None:
+            text += f" {self.qparams}"
+        if self.known_value() is not None:
+            text += " " + _value_summary(self.known_value())
+        return text
+
+    __repr__ = __str__
+
+
+def _value_summary(value: np.ndarray) -> str:
+    if value.size <= 8:
+        flat = value.ravel().tolist()
+        return "value=" + ("[" + ",".join(str(v) for v in flat) + "]" if value.ndim else str(flat[0]))
+    return "const"
+
+
+@dataclass(frozen=True)
+class ShapeFactoid:
+    """A partially known shape: ``dims`` (``None`` = unknown), ``open`` = more dims may follow."""
+
+    dims: tuple = ()
+    open: bool = True
+
+    @staticmethod
+    def unknown() -> "ShapeFactoid":
+        return ShapeFactoid((), True)
+
+    @staticmethod
+    def closed(dims: Sequence) -> "ShapeFactoid":
+        return ShapeFactoid(tuple(None if d is None else to_dim(d) for d in dims), False)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.open else len(self.dims)
+
+    def is_complete(self) -> bool:
+        return not self.open and all(d is not None for d in self.dims)
+
+    def __str__(self) -> str:
+        return _dims_text(self.dims) + (",.." if self.open and self.dims else ".." if self.open else "")
+
+
+class InferenceFact:
+    """A partial fact: datum type, shape and value each possibly unknown."""
+
+    __slots__ = ("dtype", "shape", "value")
+
+    def __init__(self, dtype: DatumType | None = None, shape: ShapeFactoid | Sequence | None = None,
+                 value: np.ndarray | None = None):
+        if shape is None:
+            shape = ShapeFactoid.unknown()
+        elif not isinstance(shape, ShapeFactoid):
+            shape = ShapeFactoid.closed(shape)
+        if value is not None:
+            value = np.asarray(value)
+            if value.dtype != object:
+                value_dtype = DatumType.from_numpy(value.dtype)
+            elif dtype is not None:
+                value_dtype = dtype
+            else:
+                value_dtype = DatumType.STRING if any(isinstance(v, (str, bytes)) for v in value.flat) \
+                    else DatumType.I64
+            dtype = unify_dtype(dtype, value_dtype)
+            shape = unify_shape(shape, ShapeFactoid.closed(value.shape))
+        self.dtype = dtype
+        self.shape = shape
+        self.value = value
+
+    @staticmethod
+    def from_typed(fact: TypedFact) -> "InferenceFact":
+        return InferenceFact(fact.dtype, ShapeFactoid.closed(fact.shape), fact.known_value())
+
+    @property
+    def rank(self) -> int | None:
+        return self.shape.rank
+
+    def is_complete(self) -> bool:
+        return self.dtype is not None and self.shape.is_complete()
+
+    def to_typed(self) -> TypedFact:
+        if not self.is_complete():
+            raise AnalysisError(f"fact {self} is not complete")
+        konst = sym = None
+        if self.value is not None:
+            if self.value.dtype == object and is_symbolic_value(self.value):
+                sym = self.value
+            elif self.value.dtype == object and self.dtype != DatumType.STRING:
+                konst = self.value.astype(self.dtype.np)
+            else:
+                konst = self.value
+        return TypedFact(self.dtype, self.shape.dims, konst, None, sym)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, InferenceFact):
+            return False
+        if self.dtype != other.dtype or self.shape != other.shape:
+            return False
+        if (self.value is None) != (other.value is None):
+            return False
+        return self.value is None or _values_equal(self.value, other.value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        dims = str(self.shape)
+        dtype = "?" if self.dtype is None else str(self.dtype)
+        text = f"{dims},{dtype}" if dims else dtype
+        if self.value is not None:
+            text += " " + _value_summary(self.value)
+        return text
+
+    __repr__ = __str__
+
+
+def unify_dtype(a: DatumType | None, b: DatumType | None) -> DatumType | None:
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    raise AnalysisError(f"datum types {a} and {b} conflict")
+
+
+def unify_dim(a, b):
+    """Unify two dims (``None`` = unknown). A concrete dim wins over a symbolic one."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        raise AnalysisError(f"dimensions {a} and {b} conflict")
+    if isinstance(a, TDim) and isinstance(b, TDim):
+        diff = a - b
+        if isinstance(diff, int):
+            raise AnalysisError(f"dimensions {a} and {b} conflict")
+        return a
+    return a if isinstance(a, int) else b
+
+
+def unify_shape(a: ShapeFactoid, b: ShapeFactoid) -> ShapeFactoid:
+    if a.open and b.open:
+        common = min(len(a.dims), len(b.dims))
+        dims = [unify_dim(x, y) for x, y in zip(a.dims, b.dims)]
+        longer = a.dims if len(a.dims) > len(b.dims) else b.dims
+        return ShapeFactoid(tuple(dims) + tuple(longer[common:]), True)
+    if not a.open and not b.open and len(a.dims) != len(b.dims):
+        raise AnalysisError(f"ranks {len(a.dims)} and {len(b.dims)} conflict")
+    closed, other = (a, b) if not a.open else (b, a)
+    if len(other.dims) > len(closed.dims):
+        raise AnalysisError(f"ranks {len(closed.dims)} and at least {len(other.dims)} conflict")
+    dims = list(closed.dims)
+    for axis, dim in enumerate(other.dims):
+        dims[axis] = unify_dim(dims[axis], dim)
+    return ShapeFactoid(tuple(dims), False)
+
+
+def unify(a: InferenceFact, b: InferenceFact) -> InferenceFact:
+    """The most precise fact compatible with both; :class:`AnalysisError` on conflict."""
+    try:
+        dtype = unify_dtype(a.dtype, b.dtype)
+        shape = unify_shape(a.shape, b.shape)
+        value = a.value
+        if value is None:
+            value = b.value
+        elif b.value is not None and not _values_equal(a.value, b.value):
+            if a.value.dtype == object or b.value.dtype == object:
+                value = a.value if a.value.dtype != object else b.value
+            else:
+                raise AnalysisError("values differ")
+        return InferenceFact(dtype, shape, value)
+    except AnalysisError as error:
+        raise AnalysisError(f"facts {a} and {b} conflict: {error.message}") from None
+
+
+def parse_fact(spec) -> InferenceFact:
+    """Turn a user's fact spec into an :class:`InferenceFact`.
+
+    Accepts a tract-style string ``"N,3,224,224,f32"`` (``?`` for an unknown dim, a
+    trailing ``..`` for unknown rank, the datum type last and optional), a ``(shape,
+    dtype)`` tuple, a NumPy array (its shape and dtype), or a fact.
+    """
+    if isinstance(spec, InferenceFact):
+        return spec
+    if isinstance(spec, TypedFact):
+        return InferenceFact.from_typed(spec)
+    if isinstance(spec, np.ndarray):
+        return InferenceFact(DatumType.from_numpy(spec.dtype), ShapeFactoid.closed(spec.shape))
+    if isinstance(spec, tuple) and len(spec) == 2 and not isinstance(spec[1], (int, TDim)):
+        shape, dtype = spec
+        dtype = dtype if isinstance(dtype, DatumType) else (
+            DatumType.parse(dtype) if isinstance(dtype, str) else DatumType.from_numpy(dtype))
+        dims = [None if d in ("?", None) else to_dim(d) for d in shape]
+        return InferenceFact(dtype, ShapeFactoid.closed(dims))
+    if not isinstance(spec, str):
+        raise TractileError(f"cannot read a fact from {spec!r}: give 'N,3,224,224,f32' or (shape, dtype)")
+    items = [item.strip() for item in spec.replace(";", ",").split(",") if item.strip()]
+    dtype = None
+    if items:
+        try:
+            dtype = DatumType.parse(items[-1])
+            items = items[:-1]
+        except TractileError:
+            dtype = None
+    open_rank = bool(items) and items[-1] in ("..", "...")
+    if open_rank:
+        items = items[:-1]
+    try:
+        dims = tuple(None if item == "?" else to_dim(item) for item in items)
+    except TractileError as error:
+        raise TractileError(f"cannot read fact {spec!r}: {error}") from None
+    return InferenceFact(dtype, ShapeFactoid(dims, open_rank))

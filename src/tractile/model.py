@@ -1,0 +1,204 @@
+"""The two model levels and the pipeline that links them.
+
+``InferenceModel`` (partial facts) --analyse--> --into_typed--> ``TypedModel``
+--declutter--> --optimize--> runnable ``TypedModel``.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .dim import SymbolFactory, fresh_symbols_scope
+from .errors import AnalysisError, TractileError, with_node_context
+from .fact import InferenceFact, TypedFact, parse_fact, unify
+from .graph import Graph, OutletId
+
+InputValues = Sequence[Any] | Mapping[str, Any]
+
+
+class _ModelBase(Graph):
+    def __init__(self) -> None:
+        super().__init__()
+        self.symbols = SymbolFactory()
+
+    def add_source(self, name: str, fact) -> OutletId:
+        from .ops.io import Source
+
+        outlet = self._wire(name, Source(), [], [fact])[0]
+        self.inputs.append(outlet)
+        return outlet
+
+    def add_const(self, name: str, value) -> OutletId:
+        from .ops.io import Const
+
+        return self.wire_node(name, Const(np.asarray(value)), [])[0]
+
+    def _port(self, which: int | str, outputs: bool) -> int:
+        if isinstance(which, str):
+            return self.output_index(which) if outputs else self.input_index(which)
+        ports = self.outputs if outputs else self.inputs
+        if not 0 <= which < len(ports):
+            kind = "outputs" if outputs else "inputs"
+            raise TractileError(f"the model has {len(ports)} {kind}, no {kind[:-1]} {which}")
+        return which
+
+    @property
+    def input_facts(self) -> list:
+        return [self.outlet_fact(o) for o in self.inputs]
+
+    @property
+    def output_facts(self) -> list:
+        return [self.outlet_fact(o) for o in self.outputs]
+
+    def input_fact(self, which: int | str = 0):
+        return self.outlet_fact(self.inputs[self._port(which, False)])
+
+    def output_fact(self, which: int | str = 0):
+        return self.outlet_fact(self.outputs[self._port(which, True)])
+
+    def run(self, inputs: InputValues) -> list[np.ndarray] | dict[str, np.ndarray]:
+        """Run once. A list in gives a list out (output order); a dict in gives a dict by output name."""
+        return self._runnable().plan().run(inputs)
+
+    def _runnable(self) -> "TypedModel":
+        raise NotImplementedError
+
+
+class InferenceModel(_ModelBase):
+    """A model whose wires carry partial facts; formats with incomplete types load here."""
+
+    def wire_node(self, name: str, op, inputs: Sequence[OutletId]) -> list[OutletId]:
+        return self._wire(name, op, list(inputs), [InferenceFact() for _ in range(op.nboutputs)])
+
+    def set_input_fact(self, which: int | str, spec) -> "InferenceModel":
+        """Replace what is known of an input (``"N,3,224,224,f32"``, ``(shape, dtype)``, a fact)."""
+        outlet = self.inputs[self._port(which, False)]
+        self.set_outlet_fact(outlet, parse_fact(spec))
+        self._typed_cache = None
+        return self
+
+    def set_output_fact(self, which: int | str, spec) -> "InferenceModel":
+        """Hint what an output is; analysis can propagate it backwards to the inputs."""
+        outlet = self.outputs[self._port(which, True)]
+        try:
+            self.set_outlet_fact(outlet, unify(self.outlet_fact(outlet), parse_fact(spec)))
+        except AnalysisError as error:
+            raise AnalysisError(f"output {self.outlet_label(outlet)!r}: {error.message}") from None
+        self._typed_cache = None
+        return self
+
+    def analyse(self, obstinate: bool = False) -> "InferenceModel":
+        """Propagate facts forward and backward until nothing changes (in place)."""
+        from .infer.analyse import analyse
+
+        with fresh_symbols_scope(self.symbols):
+            analyse(self, obstinate=obstinate)
+        return self
+
+    def into_typed(self) -> "TypedModel":
+        """Analyse, then convert to a TypedModel (statically known values become constants)."""
+        from .infer.typed import into_typed
+
+        self.analyse()
+        with fresh_symbols_scope(self.symbols):
+            return into_typed(self)
+
+    def into_optimized(self) -> "TypedModel":
+        return self.into_typed().into_optimized()
+
+    def _runnable(self) -> "TypedModel":
+        cached = getattr(self, "_typed_cache", None)
+        if cached is None:
+            cached = self.into_optimized()
+            self._typed_cache = cached
+        return cached
+
+
+class TypedModel(_ModelBase):
+    """A model whose every wire has a full :class:`~tractile.fact.TypedFact`."""
+
+    def wire_node(self, name: str, op, inputs: Sequence[OutletId]) -> list[OutletId]:
+        inputs = list(inputs)
+        facts = [self.outlet_fact(o) for o in inputs]
+        try:
+            with fresh_symbols_scope(self.symbols):
+                outputs = op.output_facts(facts)
+        except AnalysisError as error:
+            from .graph import Node
+
+            pending = Node(len(self.nodes), self.unique_name(name), op, inputs, [])
+            raise with_node_context(error, pending, facts) from None
+        if len(outputs) != op.nboutputs:
+            raise TractileError(f"{op.name}.output_facts gave {len(outputs)} facts for {op.nboutputs} outputs")
+        return self._wire(name, op, inputs, outputs)
+
+    def set_input_fact(self, which: int | str, spec) -> "TypedModel":
+        """Set an input's fact; downstream facts are recomputed."""
+        fact = spec if isinstance(spec, TypedFact) else parse_fact(spec).to_typed()
+        outlet = self.inputs[self._port(which, False)]
+        self.set_outlet_fact(outlet, fact)
+        self.refresh_facts()
+        return self
+
+    def refresh_facts(self) -> None:
+        """Recompute every node's output facts from its inputs (after an input fact changed)."""
+        for node_id in self.eval_order(self.outputs + [OutletId(n.id, 0) for n in self.nodes if n.outputs]):
+            node = self.nodes[node_id]
+            if not node.inputs:
+                continue
+            facts = self.input_facts(node_id)
+            try:
+                with fresh_symbols_scope(self.symbols):
+                    outputs = node.op.output_facts(facts)
+            except AnalysisError as error:
+                raise with_node_context(error, node, facts) from None
+            for outlet, fact in zip(node.outputs, outputs):
+                outlet.fact = fact
+        self._plan_cache = None
+
+    def declutter(self) -> "TypedModel":
+        """Remove format and training artefacts (no-ops, foldable constants, BatchNorm)."""
+        from .passes import declutter
+
+        return declutter(self)
+
+    def optimize(self) -> "TypedModel":
+        """Rewrite for speed (fused bias and activations, kernel choices)."""
+        from .passes import optimize
+
+        return optimize(self)
+
+    def into_optimized(self) -> "TypedModel":
+        return self.declutter().optimize()
+
+    def into_typed(self) -> "TypedModel":
+        return self
+
+    def analyse(self, obstinate: bool = False) -> "TypedModel":
+        return self
+
+    def compact(self) -> "TypedModel":
+        """A copy with only the nodes the outputs need, numbered in evaluation order."""
+        from .patch import compact
+
+        return compact(self)
+
+    def plan(self, outputs: Sequence[OutletId] | None = None):
+        """The execution plan (built once, shared by states)."""
+        from .runtime.plan import SimplePlan
+
+        if outputs is not None:
+            return SimplePlan(self, list(outputs))
+        cached = getattr(self, "_plan_cache", None)
+        if cached is None:
+            cached = SimplePlan(self)
+            self._plan_cache = cached
+        return cached
+
+    def state(self):
+        """A fresh run state: reuse it for repeated runs from one thread."""
+        return self.plan().state()
+
+    def _runnable(self) -> "TypedModel":
+        return self

@@ -1,0 +1,268 @@
+"""Array ops that move data without arithmetic: Transpose, Concat, Slice, Gather, Pad."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dim import TDim, fresh_symbol
+from ..errors import AnalysisError
+from ..fact import TypedFact
+from ..patch import ModelPatch
+from .base import Op, check_alloc, expect_inputs
+from .nn import normalize_axis
+
+
+def _with_value(fact: TypedFact, value) -> TypedFact:
+    if value is not None:
+        if value.dtype == object:
+            fact.sym_value = value
+        else:
+            fact.konst = value
+    return fact
+
+
+@dataclass(frozen=True)
+class Transpose(Op):
+    """Permute axes (``perm`` None reverses them)."""
+
+    perm: tuple[int, ...] | None = None
+
+    def _perm(self, rank: int) -> tuple[int, ...]:
+        perm = tuple(reversed(range(rank))) if self.perm is None else self.perm
+        if sorted(perm) != list(range(rank)):
+            raise AnalysisError(f"perm {perm} is not a permutation of the {rank} axes")
+        return perm
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 1, self)
+        x = inputs[0]
+        perm = self._perm(x.rank)
+        return [TypedFact(x.dtype, [x.shape[p] for p in perm])]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.equals(inputs[0].rank, outputs[0].rank)
+
+        def dims(s, rank):
+            for axis, source in enumerate(self._perm(rank)):
+                s.equals(outputs[0].shape[axis], inputs[0].shape[source])
+
+        if self.perm is not None:
+            s.equals(inputs[0].rank, len(self.perm))
+        s.given(inputs[0].rank, dims)
+
+    def eval(self, inputs):
+        return [np.transpose(inputs[0], self.perm)]
+
+    def declutter(self, model, node):
+        rank = model.outlet_fact(node.inputs[0]).rank
+        if self._perm(rank) == tuple(range(rank)):
+            return ModelPatch.shunt_one_op(model, node, f"identity transpose {node.name}")
+        return None
+
+
+@dataclass(frozen=True)
+class Concat(Op):
+    """Concatenate along ``axis``."""
+
+    axis: int = 0
+
+    def output_facts(self, inputs):
+        if not inputs:
+            raise AnalysisError("Concat needs at least one input")
+        first = inputs[0]
+        axis = normalize_axis(self.axis, first.rank, "Concat axis")
+        total = 0
+        for index, fact in enumerate(inputs):
+            if fact.rank != first.rank or fact.dtype != first.dtype:
+                raise AnalysisError(f"Concat input {index} is {fact}, input 0 is {first}")
+            for other_axis, (a, b) in enumerate(zip(fact.shape, first.shape)):
+                if other_axis != axis and a != b and isinstance(a, int) and isinstance(b, int):
+                    raise AnalysisError(f"Concat inputs 0 and {index} differ on axis {other_axis}: {first}; {fact}")
+            total = total + fact.shape[axis]
+        shape = list(first.shape)
+        shape[axis] = total
+        values = [f.known_value() for f in inputs]
+        value = None
+        if all(v is not None for v in values):
+            objects = any(v.dtype == object for v in values)
+            value = np.concatenate([v.astype(object) if objects else v for v in values], axis=axis)
+        return [_with_value(TypedFact(first.dtype, shape), value if value is not None and value.dtype == object
+                            else None)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals_all(*[i.datum_type for i in inputs], outputs[0].datum_type)
+        s.equals_all(*[i.rank for i in inputs], outputs[0].rank)
+
+        def dims(s, rank):
+            axis = normalize_axis(self.axis, rank, "Concat axis")
+            for other in range(rank):
+                if other != axis:
+                    s.equals_all(*[i.shape[other] for i in inputs], outputs[0].shape[other])
+            s.sum_equals_zero(outputs[0].shape[axis], *[-1 * i.shape[axis] for i in inputs])
+
+        s.given(outputs[0].rank, dims)
+
+    def eval(self, inputs):
+        if len(inputs) == 1:
+            return [inputs[0]]
+        objects = any(v.dtype == object for v in inputs)
+        if objects:
+            inputs = [v.astype(object) for v in inputs]
+        return [np.concatenate(inputs, axis=self.axis)]
+
+
+def _slice_params(inputs, values):
+    """Resolve Slice's (starts, ends, axes, steps) value lists; None if any is unknown."""
+    rank = inputs[0].rank
+    starts, ends = values[1], values[2]
+    if starts is None or ends is None:
+        return None
+    axes = values[3] if len(values) > 3 and values[3] is not None else list(range(len(starts)))
+    if len(inputs) > 3 and values[3] is None:
+        return None
+    steps = values[4] if len(values) > 4 else [1] * len(starts)
+    if steps is None:
+        return None
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise AnalysisError(f"Slice starts {starts}, ends {ends}, axes {axes}, steps {steps} differ in length")
+    axes = [normalize_axis(int(a), rank, "Slice axis") for a in axes]
+    if len(set(axes)) != len(axes):
+        raise AnalysisError(f"Slice axes {axes} repeat")
+    if any(s == 0 for s in steps):
+        raise AnalysisError("Slice steps cannot be 0")
+    return starts, ends, axes, steps
+
+
+def _sliced_dim(dim, start, end, step):
+    """Length of ``range(dim)[start:end:step]``, symbolically when it can be told."""
+    if isinstance(dim, int) and isinstance(start, int) and isinstance(end, int):
+        return len(range(*slice(start, end, step).indices(dim)))
+    big = 1 << 62
+    if step > 0:
+        if isinstance(start, int) and start < 0:
+            start = dim + start
+        if isinstance(end, int) and end >= big:
+            end = dim
+        elif isinstance(end, int) and end < 0:
+            end = dim + end
+        length = end - start
+        if isinstance(length, TDim) or length >= 0:
+            return (length + step - 1) // step if step > 1 else length
+    return fresh_symbol()
+
+
+@dataclass(frozen=True)
+class Slice(Op):
+    """ONNX Slice: inputs data, starts, ends, optional axes and steps (Python slicing rules)."""
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, (3, 5), self)
+        data = inputs[0]
+        values = [None] + [_int_list(f) for f in inputs[1:]]
+        params = _slice_params(inputs, values)
+        if params is None:
+            return [TypedFact(data.dtype, [fresh_symbol() for _ in data.shape])]
+        starts, ends, axes, steps = params
+        shape = list(data.shape)
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            shape[axis] = _sliced_dim(shape[axis], start, end, int(step))
+        fact = TypedFact(data.dtype, shape)
+        if data.sym_value is not None and all(isinstance(v, int) for v in starts + ends):
+            fact.sym_value = self.eval([data.sym_value, *[np.asarray(v) for v in values[1:]]])[0]
+        return [fact]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.equals(inputs[0].rank, outputs[0].rank)
+
+    def eval(self, inputs):
+        data = inputs[0]
+        starts, ends = inputs[1].ravel().tolist(), inputs[2].ravel().tolist()
+        axes = inputs[3].ravel().tolist() if len(inputs) > 3 else range(len(starts))
+        steps = inputs[4].ravel().tolist() if len(inputs) > 4 else [1] * len(starts)
+        index = [slice(None)] * data.ndim
+        for start, end, axis, step in zip(starts, ends, axes, steps):
+            index[int(axis)] = slice(int(start), int(end), int(step))
+        return [data[tuple(index)]]
+
+
+def _int_list(fact: TypedFact) -> list | None:
+    value = fact.known_value()
+    if value is None:
+        return None
+    return [v if isinstance(v, TDim) else int(v) for v in value.ravel().tolist()]
+
+
+@dataclass(frozen=True)
+class Gather(Op):
+    """Take entries of input 0 along ``axis`` at the (possibly negative) indices of input 1."""
+
+    axis: int = 0
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 2, self)
+        data, indices = inputs
+        if indices.dtype.value not in ("i32", "i64"):
+            raise AnalysisError(f"Gather indices must be i32 or i64, got {indices}")
+        axis = normalize_axis(self.axis, data.rank, "Gather axis")
+        shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1:])
+        fact = TypedFact(data.dtype, shape)
+        if data.known_value() is not None and indices.konst is not None and data.known_value().dtype == object:
+            fact.sym_value = np.asarray(np.take(data.known_value(), indices.konst.astype(np.int64), axis=axis),
+                                        dtype=object)
+        return [fact]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.sum_equals_zero(outputs[0].rank, -1 * inputs[0].rank, -1 * inputs[1].rank, 1)
+
+    def eval(self, inputs):
+        data, indices = inputs
+        return [np.take(data, indices.astype(np.int64, copy=False), axis=self.axis)]
+
+
+@dataclass(frozen=True)
+class Pad(Op):
+    """ONNX Pad: inputs data, pads (begins then ends), optional constant value and axes."""
+
+    mode: str = "constant"
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, (2, 4), self)
+        data = inputs[0]
+        pads = _int_list(inputs[1])
+        axes = _int_list(inputs[3]) if len(inputs) > 3 else list(range(data.rank))
+        if self.mode not in ("constant", "reflect", "edge", "wrap"):
+            raise AnalysisError(f"Pad mode {self.mode!r} is not one of constant, reflect, edge, wrap")
+        if pads is None or axes is None:
+            return [TypedFact(data.dtype, [fresh_symbol() for _ in data.shape])]
+        axes = [normalize_axis(a, data.rank, "Pad axis") for a in axes]
+        if len(pads) != 2 * len(axes):
+            raise AnalysisError(f"Pad has {len(pads)} pads for {len(axes)} axes")
+        shape = list(data.shape)
+        for index, axis in enumerate(axes):
+            shape[axis] = shape[axis] + pads[index] + pads[index + len(axes)]
+        return [TypedFact(data.dtype, shape)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.equals(inputs[0].rank, outputs[0].rank)
+
+    def eval(self, inputs):
+        data = inputs[0]
+        pads = [int(p) for p in inputs[1].ravel()]
+        axes = [int(a) % max(data.ndim, 1) for a in inputs[3].ravel()] if len(inputs) > 3 else range(data.ndim)
+        widths = [[0, 0] for _ in range(data.ndim)]
+        for index, axis in enumerate(axes):
+            widths[axis] = [pads[index], pads[index + len(pads) // 2]]
+        # negative pads crop
+        crop = tuple(slice(max(-b, 0), data.shape[a] - max(-e, 0)) for a, (b, e) in enumerate(widths))
+        data = data[crop]
+        widths = [(max(b, 0), max(e, 0)) for b, e in widths]
+        check_alloc([s + b + e for s, (b, e) in zip(data.shape, widths)], data.dtype, "Pad")
+        if self.mode == "constant":
+            value = inputs[2].reshape(-1)[0] if len(inputs) > 2 and inputs[2].size else 0
+            return [np.pad(data, widths, mode="constant", constant_values=value)]
+        return [np.pad(data, widths, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[self.mode])]

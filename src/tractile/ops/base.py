@@ -1,0 +1,121 @@
+"""The op protocol: a frozen dataclass of attributes plus optional hooks.
+
+Only :meth:`Op.output_facts` and :meth:`Op.eval` are required. The analyser uses
+:meth:`Op.rules` for declarative (two-way) inference and falls back on
+``output_facts`` and ``eval`` once the inputs are known.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ..errors import AnalysisError, RunError
+from ..fact import TypedFact
+
+if TYPE_CHECKING:
+    from ..graph import Node, OutletId
+    from ..infer.rules import Solver, TensorProxy
+    from ..model import TypedModel
+    from ..patch import ModelPatch
+
+
+class Op:
+    """Base class of every op. Subclasses are ``@dataclass(frozen=True)``."""
+
+    name: ClassVar[str] = "Op"
+    #: ops with memory across runs (Delay, streaming buffers) set this to False
+    is_stateless: ClassVar[bool] = True
+    #: ops whose eval draws random numbers must never be constant-folded
+    is_random: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__:
+            cls.name = cls.__name__
+
+    # required ---------------------------------------------------------------------------
+    def output_facts(self, inputs: list[TypedFact]) -> list[TypedFact]:
+        raise NotImplementedError(f"{self.name}.output_facts")
+
+    def eval(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError(f"{self.name}.eval")
+
+    # optional ---------------------------------------------------------------------------
+    @property
+    def nboutputs(self) -> int:
+        return 1
+
+    def rules(self, s: "Solver", inputs: list["TensorProxy"], outputs: list["TensorProxy"]) -> None:
+        """Declare constraints between input and output facts (default: none)."""
+
+    def declutter(self, model: "TypedModel", node: "Node") -> "ModelPatch | None":
+        return None
+
+    def optimize(self, model: "TypedModel", node: "Node") -> "ModelPatch | None":
+        return None
+
+    def cost(self, inputs: list[TypedFact]) -> dict[str, Any]:
+        """FLOPs (``flops``) or other costs for profiles; empty when the op cannot say."""
+        return {}
+
+    def wire_typed(self, model: "TypedModel", name: str, inputs: list["OutletId"]) -> list["OutletId"]:
+        """Wire this op into a typed model (expansions override it to wire several ops)."""
+        return model.wire_node(name, self, inputs)
+
+    def state(self):
+        """Per-run state for stateful ops (None for stateless ones)."""
+        return None
+
+    def subgraphs(self) -> dict[str, Any]:
+        """Named body graphs held by control-flow ops."""
+        return {}
+
+    def attributes(self) -> dict[str, Any]:
+        """The attributes to show in dumps (large arrays summarised)."""
+        if not dataclasses.is_dataclass(self):
+            return {}
+        shown = {}
+        for field in dataclasses.fields(self):
+            if not field.repr:
+                continue
+            value = getattr(self, field.name)
+            if isinstance(value, np.ndarray):
+                value = f"array{list(value.shape)} {value.dtype}"
+            shown[field.name] = value
+        return shown
+
+    def __str__(self) -> str:
+        attrs = ", ".join(f"{k}={v}" for k, v in self.attributes().items())
+        return f"{self.name}({attrs})" if attrs else self.name
+
+
+def expect_inputs(inputs: list, count: int | tuple[int, int], op: Op) -> None:
+    """Raise an AnalysisError unless the number of inputs is ``count`` (or within a range)."""
+    low, high = (count, count) if isinstance(count, int) else count
+    if not low <= len(inputs) <= high:
+        want = str(low) if low == high else f"{low} to {high}"
+        raise AnalysisError(f"{op.name} takes {want} inputs, got {len(inputs)}")
+
+
+class Limits:
+    """Run-time resource limits; change them with :func:`tractile.set_limits`."""
+
+    max_tensor_bytes: int = 8 << 30
+    max_loop_iterations: int = 1 << 24
+
+
+def check_alloc(shape, dtype, what: str) -> None:
+    """Raise a RunError before allocating a tensor beyond :attr:`Limits.max_tensor_bytes`."""
+    count = 1
+    for dim in shape:
+        if dim < 0:
+            raise RunError(f"{what}: negative dimension in shape {tuple(shape)}")
+        count *= int(dim)
+    size = count * np.dtype(dtype).itemsize
+    if size > Limits.max_tensor_bytes:
+        raise RunError(
+            f"{what}: a tensor of shape {tuple(shape)} ({size / 2**30:.1f} GiB) is over the limit of "
+            f"{Limits.max_tensor_bytes / 2**30:.1f} GiB (raise it with tractile.set_limits)"
+        )

@@ -1,0 +1,134 @@
+"""Convolution over N,C,spatial... tensors: im2col + BLAS, 1x1 as matmul, depthwise per tap."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import AnalysisError
+from ..fact import TypedFact
+from .activations import Activation
+from .base import Op, expect_inputs
+from .window import Window, pad_spatial, taps, window_view
+
+
+@dataclass(frozen=True)
+class Conv(Op):
+    """ONNX-style convolution: inputs X (N,C,...), W (M,C/group,...), optional bias B (M).
+
+    ``window.kernel`` may be empty: it is then read from W's shape. ``activation``
+    is an activation fused by the optimizer, applied in place on the output.
+    """
+
+    window: Window
+    group: int = 1
+    activation: Activation | None = None
+
+    def _window(self, kernel_shape) -> Window:
+        return self.window.for_kernel(kernel_shape)
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, (2, 3), self)
+        x, w = inputs[0], inputs[1]
+        if x.rank < 3 or w.rank != x.rank:
+            raise AnalysisError(f"Conv needs input and kernel of the same rank >= 3, got input {x} and kernel {w}")
+        if x.dtype != w.dtype:
+            raise AnalysisError(f"input is {x.dtype} but the kernel is {w.dtype}")
+        if x.shape[1] != w.shape[1] * self.group:
+            raise AnalysisError(f"input 0 has {x.shape[1]} channels, the kernel expects {w.shape[1] * self.group} "
+                                f"(input {x}; kernel {w})")
+        if isinstance(w.shape[0], int) and w.shape[0] % self.group:
+            raise AnalysisError(f"{w.shape[0]} output channels cannot be split in {self.group} groups")
+        if len(inputs) == 3 and inputs[2].shape != (w.shape[0],):
+            raise AnalysisError(f"bias should have shape ({w.shape[0]},), got {inputs[2]}")
+        window = self._window(w.shape[2:]) if all(isinstance(k, int) for k in w.shape[2:]) else None
+        if window is None:
+            raise AnalysisError(f"kernel spatial dims must be known, got {w}")
+        spatial = window.output_dims(x.shape[2:])
+        return [TypedFact(x.dtype, (x.shape[0], w.shape[0], *spatial))]
+
+    def rules(self, s, inputs, outputs):
+        x, w, y = inputs[0], inputs[1], outputs[0]
+        s.equals_all(x.datum_type, w.datum_type, y.datum_type)
+        s.equals_all(x.rank, w.rank, y.rank)
+        s.equals(y.shape[0], x.shape[0])
+        s.equals(y.shape[1], w.shape[0])
+        s.equals(x.shape[1], self.group * w.shape[1], why="input 0 has {} channels, the kernel expects {}")
+        if len(inputs) == 3:
+            s.equals(inputs[2].rank, 1)
+            s.equals(inputs[2].shape[0], w.shape[0], why="the kernel has {} output channels, the bias {}")
+
+    def eval(self, inputs):
+        x, w = inputs[0], inputs[1]
+        bias = inputs[2] if len(inputs) > 2 else None
+        window = self._window(w.shape[2:])
+        begins, ends, out = window.concrete_pads(x.shape[2:])
+        xp = pad_spatial(x, begins, ends, 0)
+        y = convolve(xp, w, window, out, self.group)
+        if bias is not None:
+            y += bias.reshape((-1,) + (1,) * len(out)).astype(y.dtype, copy=False)
+        if self.activation is not None:
+            y = self.activation.apply_inplace(y)
+        return [y]
+
+    def cost(self, inputs):
+        x, w = inputs[0], inputs[1]
+        out = self.output_facts(inputs)[0]
+        kernel = 1
+        for dim in w.shape[1:]:
+            kernel = kernel * dim
+        return {"flops": 2 * out.volume * kernel}
+
+
+def convolve(xp: np.ndarray, w: np.ndarray, window: Window, out: tuple[int, ...], group: int) -> np.ndarray:
+    """Convolve an already padded input; returns a fresh (N, M, *out) array."""
+    n, channels = xp.shape[:2]
+    m = w.shape[0]
+    length = int(np.prod(out))
+    if group == 1:
+        return _dense(xp, w, window, out).reshape((n, m, *out))
+    if w.shape[1] == 1 and m == channels and xp.dtype.kind == "f":
+        return _depthwise(xp, w, window, out)
+    per_in, per_out = channels // group, m // group
+    y = np.empty((n, m, length), dtype=np.result_type(xp.dtype, w.dtype))
+    for g in range(group):
+        part = xp[:, g * per_in:(g + 1) * per_in]
+        y[:, g * per_out:(g + 1) * per_out] = _dense(part, w[g * per_out:(g + 1) * per_out], window, out)
+    return y.reshape((n, m, *out))
+
+
+def _dense(xp, w, window: Window, out) -> np.ndarray:
+    n, channels = xp.shape[:2]
+    m = w.shape[0]
+    pointwise = all(k == 1 for k in window.kernel) and all(s == 1 for s in window.strides)
+    if pointwise:
+        cols = xp.reshape(n, channels, -1)
+    else:
+        view = window_view(xp, window, out)
+        cols = view.reshape(n, channels * int(np.prod(window.kernel)), -1)
+    kernel = w.reshape(m, -1)
+    if xp.dtype.kind in "iu":
+        return np.matmul(kernel.astype(np.float64), cols.astype(np.float64)).astype(np.result_type(xp, w))
+    return np.matmul(kernel, cols)
+
+
+def _depthwise(xp, w, window: Window, out) -> np.ndarray:
+    n, channels = xp.shape[:2]
+    y = np.zeros((n, channels, *out), dtype=xp.dtype)
+    spatial_ones = (1,) * len(out)
+    scratch = np.empty_like(y)
+    for tap, view in taps(xp, window, out):
+        weights = w[(slice(None), 0) + tap].reshape((channels, *spatial_ones))
+        np.multiply(view, weights, out=scratch)
+        y += scratch
+    return y
+
+
+def with_activation(op: Conv, activation: Activation) -> Conv:
+    return replace(op, activation=activation)
+
+
+def check_group(group: int) -> int:
+    if group < 1:
+        raise AnalysisError(f"group must be >= 1, got {group}")
+    return group

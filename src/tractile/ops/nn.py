@@ -1,0 +1,112 @@
+"""Neural-network specific ops: Softmax and inference-mode BatchNormalization."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import AnalysisError
+from ..fact import TypedFact
+from ..graph import OutletId
+from ..patch import ModelPatch
+from .base import Op, expect_inputs
+from .binary import Add, Mul
+from .unary import UnaryOp
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """``axis`` in ``[-rank, rank)`` mapped to ``[0, rank)``; AnalysisError otherwise."""
+    if not -rank <= axis < max(rank, 1):
+        raise AnalysisError(f"{what} {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+@dataclass(frozen=True)
+class Softmax(UnaryOp):
+    """Softmax along ``axis``; ``legacy`` (ONNX < 13) flattens every axis from ``axis`` on."""
+
+    axis: int = -1
+    legacy: bool = False
+    log: bool = False
+
+    def output_facts(self, inputs):
+        facts = super().output_facts(inputs)
+        normalize_axis(self.axis, inputs[0].rank)
+        return facts
+
+    def _axes(self, rank: int) -> tuple[int, ...]:
+        axis = normalize_axis(self.axis, rank)
+        return tuple(range(axis, rank)) if self.legacy else (axis,)
+
+    def compute(self, x):
+        work = x.astype(np.float32) if x.dtype == np.float16 or x.dtype.kind == "V" else x
+        if x.ndim == 0:
+            out = np.zeros_like(work) if self.log else np.ones_like(work)
+            return out.astype(x.dtype)
+        axes = self._axes(x.ndim)
+        shifted = work - np.max(work, axis=axes, keepdims=True)
+        exp = np.exp(shifted)
+        total = np.sum(exp, axis=axes, keepdims=True)
+        if self.log:
+            return (shifted - np.log(total)).astype(x.dtype, copy=False)
+        exp /= total
+        return exp.astype(x.dtype, copy=False)
+
+    def cost(self, inputs):
+        return {"flops": 5 * inputs[0].volume}
+
+
+@dataclass(frozen=True)
+class BatchNorm(Op):
+    """Inference BatchNormalization: inputs X, scale, B, mean, var (channel axis 1)."""
+
+    epsilon: float = 1e-5
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 5, self)
+        x = inputs[0]
+        if x.rank < 2:
+            raise AnalysisError(f"BatchNormalization needs an input of rank >= 2, got {x}")
+        for name, fact in zip(("scale", "B", "mean", "var"), inputs[1:]):
+            if fact.rank != 1 or fact.shape[0] != x.shape[1]:
+                raise AnalysisError(f"{name} should have shape ({x.shape[1]},) for {x.shape[1]} channels, got {fact}")
+        return [TypedFact(x.dtype, x.shape)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals_shape(inputs[0], outputs[0])
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        for param in inputs[1:]:
+            s.equals(param.rank, 1)
+            s.equals(param.shape[0], inputs[0].shape[1],
+                     why="BatchNormalization has {} channels but a parameter has {}")
+
+    def affine(self, scale, bias, mean, var) -> tuple[np.ndarray, np.ndarray]:
+        """Per-channel (multiplier, offset) with ``y = x * multiplier + offset``."""
+        dtype = np.result_type(scale.dtype, np.float32)
+        multiplier = scale.astype(dtype) / np.sqrt(var.astype(dtype) + dtype.type(self.epsilon))
+        return multiplier, bias.astype(dtype) - mean.astype(dtype) * multiplier
+
+    def eval(self, inputs):
+        x = inputs[0]
+        multiplier, offset = self.affine(*inputs[1:])
+        shape = (-1,) + (1,) * (x.ndim - 2)
+        y = x * multiplier.reshape(shape).astype(x.dtype) + offset.reshape(shape).astype(x.dtype)
+        return [y.astype(x.dtype, copy=False)]
+
+    def declutter(self, model, node):
+        """With constant parameters, become a per-channel Mul and Add (which may fold further)."""
+        params = [model.outlet_fact(o).konst for o in node.inputs[1:]]
+        if any(p is None for p in params):
+            return None
+        x = model.outlet_fact(node.inputs[0])
+        multiplier, offset = self.affine(*params)
+        shape = (-1,) + (1,) * (x.rank - 2)
+        patch = ModelPatch(model, f"batchnorm as affine {node.name}")
+        data = patch.tap(node.inputs[0])
+        scale = patch.add_const(f"{node.name}.multiplier", multiplier.reshape(shape).astype(x.dtype.np))
+        shift = patch.add_const(f"{node.name}.offset", offset.reshape(shape).astype(x.dtype.np))
+        scaled = patch.wire_node(f"{node.name}.mul", Mul(), [data, scale])[0]
+        y = patch.wire_node(f"{node.name}.add", Add(), [scaled, shift])[0]
+        patch.shunt(OutletId(node.id, 0), y)
+        patch.obliterate(node.id)
+        return patch

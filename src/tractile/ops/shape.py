@@ -1,0 +1,276 @@
+"""Ops that compute or change shapes: Shape, Reshape, Flatten, Squeeze, Unsqueeze, ConstantOfShape.
+
+Shape values may be symbolic (object arrays of ints and TDims): a ``Shape`` of an
+``N,3,T`` input is known statically as ``[N, 3, T]``, so the usual exported
+``Shape -> Gather -> Concat -> Reshape`` chains resolve to symbolic shapes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..datum import DatumType
+from ..dim import TDim, fresh_symbol, volume
+from ..errors import AnalysisError, RunError
+from ..fact import TypedFact, is_symbolic_value
+from ..patch import ModelPatch
+from .base import Op, check_alloc, expect_inputs
+from .nn import normalize_axis
+
+
+def shape_value(fact: TypedFact, what: str) -> list | None:
+    """The dims a 1-d shape-like input holds (ints or TDims), or None if unknown."""
+    if fact.rank != 1 or not isinstance(fact.shape[0], int):
+        raise AnalysisError(f"{what} must be a 1-d tensor of known length, got {fact}")
+    value = fact.known_value()
+    if value is None:
+        return None
+    return [v if isinstance(v, TDim) else int(v) for v in value.ravel().tolist()]
+
+
+def _known_or_fresh(value: list | None, length: int) -> list:
+    return value if value is not None else [fresh_symbol() for _ in range(length)]
+
+
+def value_fact(dims: list, dtype: DatumType = DatumType.I64) -> TypedFact:
+    """Fact of a 1-d integer tensor with these (possibly symbolic) items."""
+    array = np.asarray(dims, dtype=object)
+    if is_symbolic_value(array):
+        return TypedFact(dtype, (len(dims),), sym_value=array)
+    return TypedFact(dtype, (len(dims),), konst=np.asarray(dims, dtype=dtype.np))
+
+
+@dataclass(frozen=True)
+class Shape(Op):
+    """The input's shape as a 1-d i64 tensor, from ``start`` to ``end`` (ONNX semantics)."""
+
+    start: int = 0
+    end: int | None = None
+
+    def _range(self, rank: int) -> slice:
+        def clamp(axis, default):
+            if axis is None:
+                return default
+            axis = axis + rank if axis < 0 else axis
+            return min(max(axis, 0), rank)
+
+        return slice(clamp(self.start, 0), clamp(self.end, rank))
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 1, self)
+        dims = list(inputs[0].shape[self._range(inputs[0].rank)])
+        return [value_fact(dims)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(outputs[0].datum_type, DatumType.I64)
+        s.equals(outputs[0].rank, 1)
+
+    def eval(self, inputs):
+        x = inputs[0]
+        return [np.asarray(x.shape[self._range(x.ndim)], dtype=np.int64)]
+
+    def declutter(self, model, node):
+        fact = node.outputs[0].fact
+        if fact.konst is not None:
+            return ModelPatch.replace_by_const(model, node, [fact.konst])
+        return None
+
+
+def reshaped_dims(input_shape: tuple, target: list, allowzero: bool = False) -> list:
+    """Resolve ONNX Reshape targets (``0`` copies, ``-1`` infers) over symbolic dims."""
+    dims = []
+    infer_at = None
+    for axis, item in enumerate(target):
+        if isinstance(item, int) and item == 0 and not allowzero:
+            if axis >= len(input_shape):
+                raise AnalysisError(f"Reshape target {target}: 0 at axis {axis} but the input has rank "
+                                    f"{len(input_shape)}")
+            dims.append(input_shape[axis])
+        elif isinstance(item, int) and item == -1:
+            if infer_at is not None:
+                raise AnalysisError(f"Reshape target {target} has more than one -1")
+            infer_at = axis
+            dims.append(None)
+        elif isinstance(item, int) and item < -1:
+            raise AnalysisError(f"Reshape target {target} has a negative dimension {item}")
+        else:
+            dims.append(item)
+    total = volume(input_shape)
+    if infer_at is not None:
+        known = volume(d for d in dims if d is not None)
+        if isinstance(total, int) and isinstance(known, int):
+            if known == 0 or total % known:
+                raise AnalysisError(f"cannot reshape ({','.join(map(str, input_shape))}) to {target}")
+            dims[infer_at] = total // known
+        else:
+            quotient = total.div_exact(known) if isinstance(total, TDim) else None
+            dims[infer_at] = quotient if quotient is not None else fresh_symbol()
+    elif isinstance(total, int) and isinstance(volume(dims), int) and total != volume(dims):
+        raise AnalysisError(f"cannot reshape ({','.join(map(str, input_shape))}) ({total} elements) to "
+                            f"({','.join(map(str, dims))}) ({volume(dims)} elements)")
+    return dims
+
+
+@dataclass(frozen=True)
+class Reshape(Op):
+    """Reshape to the dims held by input 1 (``0`` copies an input dim unless ``allowzero``)."""
+
+    allowzero: bool = False
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 2, self)
+        data, shape = inputs
+        target = shape_value(shape, "Reshape's shape")
+        if target is None:
+            dims = [fresh_symbol() for _ in range(shape.shape[0])]
+        else:
+            dims = reshaped_dims(data.shape, target, self.allowzero)
+        fact = TypedFact(data.dtype, dims)
+        if data.sym_value is not None and all(isinstance(d, int) for d in dims):
+            fact.sym_value = data.sym_value.reshape(dims)
+        return [fact]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.equals(inputs[1].rank, 1)
+        s.equals(outputs[0].rank, inputs[1].shape[0])
+
+    def eval(self, inputs):
+        data, shape = inputs
+        target = [int(v) for v in shape.tolist()] if shape.dtype != object else shape.tolist()
+        if not self.allowzero:
+            target = [data.shape[i] if v == 0 else v for i, v in enumerate(target)]
+        return [np.reshape(data, target)]
+
+    def declutter(self, model, node):
+        if model.outlet_fact(node.inputs[0]).shape == node.outputs[0].fact.shape:
+            return ModelPatch.shunt_one_op(model, node, f"no-op reshape {node.name}")
+        return None
+
+
+@dataclass(frozen=True)
+class Flatten(Op):
+    """Reshape to 2-d: dims before ``axis`` times dims from ``axis`` on."""
+
+    axis: int = 1
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 1, self)
+        x = inputs[0]
+        axis = self.axis + x.rank if self.axis < 0 else self.axis
+        if not 0 <= axis <= x.rank:
+            raise AnalysisError(f"Flatten axis {self.axis} is out of range for {x}")
+        return [TypedFact(x.dtype, (volume(x.shape[:axis]), volume(x.shape[axis:])))]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.equals(outputs[0].rank, 2)
+
+    def eval(self, inputs):
+        x = inputs[0]
+        axis = self.axis + x.ndim if self.axis < 0 else self.axis
+        lead = int(np.prod(x.shape[:axis], dtype=np.int64))
+        return [x.reshape(lead, int(np.prod(x.shape[axis:], dtype=np.int64)))]
+
+
+def _axes_of(inputs, index: int, what: str) -> list[int] | None:
+    if len(inputs) <= index:
+        return None
+    fact = inputs[index]
+    if fact.konst is None:
+        raise AnalysisError(f"{what} axes must be constant, got {fact}")
+    return [int(a) for a in fact.konst.ravel()]
+
+
+@dataclass(frozen=True)
+class Squeeze(Op):
+    """Remove the size-1 axes listed in input 1 (all size-1 axes if absent)."""
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, (1, 2), self)
+        x = inputs[0]
+        axes = _axes_of(inputs, 1, "Squeeze")
+        if axes is None:
+            axes = [i for i, d in enumerate(x.shape) if d == 1]
+        axes = sorted({normalize_axis(a, x.rank, "Squeeze axis") for a in axes})
+        for axis in axes:
+            if isinstance(x.shape[axis], int) and x.shape[axis] != 1:
+                raise AnalysisError(f"cannot squeeze axis {axis} of {x}: its size is {x.shape[axis]}")
+        dims = [d for i, d in enumerate(x.shape) if i not in axes]
+        fact = TypedFact(x.dtype, dims)
+        if x.sym_value is not None:
+            fact.sym_value = x.sym_value.reshape([int(d) for d in dims])
+        return [fact]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+
+    def eval(self, inputs):
+        x = inputs[0]
+        if len(inputs) > 1:
+            axes = tuple(int(a) for a in inputs[1].ravel())
+        else:
+            axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
+        return [np.squeeze(x, axis=axes)]
+
+
+@dataclass(frozen=True)
+class Unsqueeze(Op):
+    """Insert size-1 axes at the positions (of the output) listed in input 1."""
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 2, self)
+        x = inputs[0]
+        axes = _axes_of(inputs, 1, "Unsqueeze")
+        rank = x.rank + len(axes)
+        axes = sorted(normalize_axis(a, rank, "Unsqueeze axis") for a in axes)
+        if len(set(axes)) != len(axes):
+            raise AnalysisError(f"Unsqueeze axes {axes} repeat")
+        dims = list(x.shape)
+        for axis in axes:
+            dims.insert(axis, 1)
+        fact = TypedFact(x.dtype, dims)
+        if x.sym_value is not None:
+            fact.sym_value = x.sym_value.reshape([int(d) for d in dims])
+        return [fact]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.given(inputs[1].value, lambda s, axes: s.sum_equals_zero(outputs[0].rank, -1 * inputs[0].rank,
+                                                                    -int(np.asarray(axes).size)))
+
+    def eval(self, inputs):
+        x = inputs[0]
+        axes = [int(a) for a in inputs[1].ravel()]
+        rank = x.ndim + len(axes)
+        return [np.expand_dims(x, tuple(sorted(a + rank if a < 0 else a for a in axes)))]
+
+
+@dataclass(frozen=True, eq=False)
+class ConstantOfShape(Op):
+    """A tensor of the shape held by input 0, filled with ``value`` (a 1-element array)."""
+
+    value: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.float32))
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 1, self)
+        dims = _known_or_fresh(shape_value(inputs[0], "ConstantOfShape's input"), inputs[0].shape[0])
+        for dim in dims:
+            if isinstance(dim, int) and dim < 0:
+                raise AnalysisError(f"ConstantOfShape: negative dimension in {dims}")
+        return [TypedFact(DatumType.from_numpy(self.value.dtype), dims)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(outputs[0].datum_type, DatumType.from_numpy(self.value.dtype))
+        s.equals(outputs[0].rank, inputs[0].shape[0])
+
+    def eval(self, inputs):
+        shape = [int(d) for d in inputs[0].tolist()]
+        if any(d < 0 for d in shape):
+            raise RunError(f"ConstantOfShape: negative dimension in {shape}")
+        check_alloc(shape, self.value.dtype, "ConstantOfShape")
+        return [np.full(shape, self.value.reshape(-1)[0], dtype=self.value.dtype)]
+
+    def attributes(self):
+        return {"value": self.value.reshape(-1)[0].item(), "dtype": str(self.value.dtype)}

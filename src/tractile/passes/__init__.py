@@ -1,0 +1,34 @@
+"""Model-level passes: ``declutter`` (normalise) and ``optimize`` (speed)."""
+from __future__ import annotations
+
+from .const_fold import fold_constants
+from .driver import op_declutter, op_optimize, run_passes
+from .fold_batchnorm import fold_batchnorm
+from .fuse import fuse_activation, fuse_bias
+
+#: normalising rewrites, in the order each round applies them
+DECLUTTER_PASSES = [
+    ("declutter", op_declutter),
+    ("fold-constants", fold_constants),
+    ("fold-batchnorm", fold_batchnorm),
+]
+
+#: speed rewrites
+OPTIMIZE_PASSES = [
+    ("optimize", op_optimize),
+    ("fuse-bias", fuse_bias),
+    ("fuse-activation", fuse_activation),
+]
+
+
+def declutter(model, trace: list | None = None):
+    """Remove no-ops, fold constants and BatchNorm; dead nodes go with compaction."""
+    return run_passes(model, DECLUTTER_PASSES, trace=trace)
+
+
+def optimize(model, trace: list | None = None):
+    """Fuse bias adds and activations into the producing op, then the ops' own speed rewrites."""
+    return run_passes(model, OPTIMIZE_PASSES, trace=trace)
+
+
+__all__ = ["declutter", "optimize", "run_passes", "DECLUTTER_PASSES", "OPTIMIZE_PASSES"]

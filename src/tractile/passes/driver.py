@@ -1,0 +1,54 @@
+"""The pass driver: applies node rewrites until none applies, checking the graph each time."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..errors import AnalysisError, with_node_context
+from ..graph import Node
+from ..patch import ModelPatch, _Obliterated
+
+#: a node pass looks at one node and may return a patch
+NodePass = Callable[["TypedModel", Node], "ModelPatch | None"]  # noqa: F821
+
+
+def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 32,
+               trace: list | None = None):
+    """Run ``passes`` over a compacted copy of ``model`` until a round changes nothing.
+
+    Each round visits the nodes in evaluation order with every pass. A patch is
+    applied at once, then the graph's consistency is checked, so a faulty rewrite
+    is caught where it happens. ``trace``, if given, collects ``(pass, node, label)``.
+    """
+    model = model.compact()
+    for _ in range(max_rounds):
+        applied = 0
+        for pass_name, rewrite in passes:
+            for node_id in model.eval_order():
+                node = model.nodes[node_id]
+                if isinstance(node.op, _Obliterated):
+                    continue
+                try:
+                    patch = rewrite(model, node)
+                except AnalysisError as error:
+                    raise with_node_context(error, node, model.input_facts(node_id)) from None
+                if patch is None:
+                    continue
+                patch.apply(model)
+                model.check_consistency()
+                applied += 1
+                if trace is not None:
+                    trace.append((pass_name, node.name, patch.label))
+        model = model.compact()
+        if not applied:
+            break
+    return model
+
+
+def op_declutter(model, node: Node) -> ModelPatch | None:
+    """The op's own ``declutter`` hook."""
+    return node.op.declutter(model, node)
+
+
+def op_optimize(model, node: Node) -> ModelPatch | None:
+    """The op's own ``optimize`` hook."""
+    return node.op.optimize(model, node)

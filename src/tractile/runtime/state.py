@@ -1,0 +1,167 @@
+"""Run state: binds symbols from the inputs, evaluates the plan, frees values early."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..datum import DatumType
+from ..dim import TDim
+from ..errors import RunError, TractileError
+from ..fact import TypedFact
+from .plan import SimplePlan
+
+
+class SimpleState:
+    """Runs a :class:`SimplePlan`; holds the per-run memory of stateful ops.
+
+    One state per thread: states share the plan (read-only) but nothing else.
+    """
+
+    def __init__(self, plan: SimplePlan, check_facts: bool = False):
+        self.plan = plan
+        self.check_facts = check_facts
+        self.bindings: dict[str, int] = {}
+        self.op_states: dict[int, Any] = {}
+        self._program = []
+        for index, step in enumerate(plan.steps):
+            if step.op.is_stateless:
+                evaluate = step.op.eval
+            else:
+                op_state = step.op.state()
+                self.op_states[index] = op_state
+                evaluate = op_state.eval
+            self._program.append((evaluate, step.inputs, step.outputs, step.frees))
+
+    def reset(self) -> None:
+        """Forget what stateful ops remember (start a new stream)."""
+        for op_state in self.op_states.values():
+            op_state.reset()
+
+    # inputs ---------------------------------------------------------------------------------
+    def _ordered_inputs(self, inputs) -> tuple[list, bool]:
+        plan = self.plan
+        if isinstance(inputs, Mapping):
+            unknown = [k for k in inputs if k not in plan.input_names]
+            if unknown:
+                raise RunError(f"unknown input(s) {', '.join(map(repr, unknown))}; the model's inputs are "
+                               + ", ".join(plan.input_names))
+            missing = [n for n in plan.input_names if n not in inputs]
+            if missing:
+                raise RunError(f"missing input(s): {', '.join(missing)}")
+            return [inputs[name] for name in plan.input_names], True
+        if isinstance(inputs, np.ndarray):
+            inputs = [inputs]
+        inputs = list(inputs)
+        if len(inputs) != len(plan.input_names):
+            raise RunError(f"the model takes {len(plan.input_names)} input(s) ({', '.join(plan.input_names)}), "
+                           f"{len(inputs)} given")
+        return inputs, False
+
+    def _check_input(self, name: str, fact: TypedFact, value, bindings: dict[str, int]) -> np.ndarray:
+        expected = fact.dtype.np
+        if not isinstance(value, np.ndarray):
+            value = np.asarray(value, dtype=expected)
+        if value.dtype != expected and not (fact.dtype == DatumType.STRING and value.dtype.kind in "OUS"):
+            raise RunError(f'input "{name}": expected {fact} but got datum type {value.dtype}'
+                           f" (convert it with .astype(np.{expected.name}))")
+        if value.ndim != len(fact.shape):
+            raise RunError(f'input "{name}": expected rank {len(fact.shape)} ({fact}) '
+                           f"but got shape {value.shape}")
+        for axis, (dim, actual) in enumerate(zip(fact.shape, value.shape)):
+            if isinstance(dim, int):
+                if dim != actual:
+                    raise RunError(f'input "{name}": expected {fact} but got shape {value.shape} '
+                                   f"(axis {axis} should be {dim})")
+            elif len(dim.terms) == 1 and dim.terms[0][1] == 1 and len(dim.terms[0][0]) == 1 \
+                    and isinstance(dim.terms[0][0][0], str):
+                symbol = dim.terms[0][0][0]
+                bound = bindings.setdefault(symbol, actual)
+                if bound != actual:
+                    raise RunError(f'input "{name}": axis {axis} is {actual} but {symbol} is already {bound} '
+                                   "from another input")
+        for axis, (dim, actual) in enumerate(zip(fact.shape, value.shape)):
+            if isinstance(dim, TDim) and dim.symbols() <= bindings.keys():
+                if dim.eval(bindings) != actual:
+                    raise RunError(f'input "{name}": axis {axis} is {actual} but should be {dim} '
+                                   f"= {dim.eval(bindings)} with {bindings}")
+        return value
+
+    # running --------------------------------------------------------------------------------
+    def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
+        """Run the plan. A list in gives a list out; a dict in gives a dict by output name."""
+        plan = self.plan
+        ordered, as_dict = self._ordered_inputs(inputs)
+        bindings: dict[str, int] = {}
+        values: list[Any] = [None] * plan.slot_count
+        for slot, value in plan.constants.items():
+            values[slot] = value
+        fed = []
+        for slot, name, fact, value in zip(plan.input_slots, plan.input_names, plan.input_facts, ordered):
+            checked = self._check_input(name, fact, value, bindings)
+            values[slot] = checked
+            fed.append(checked)
+        self.bindings = bindings
+        if self.check_facts:
+            self._run_checked(values, bindings)
+        else:
+            index = 0
+            try:
+                for index, (evaluate, reads, writes, frees) in enumerate(self._program):
+                    results = evaluate([values[i] for i in reads])
+                    for slot, result in zip(writes, results):
+                        values[slot] = result
+                    for slot in frees:
+                        values[slot] = None
+            except TractileError as error:
+                raise _at_node(error, plan.steps[index]) from None
+            except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, MemoryError) as error:
+                raise _at_node(RunError(f"{type(error).__name__}: {error}"), plan.steps[index]) from error
+        outputs = [_detached(values[slot], fed) for slot in plan.output_slots]
+        if as_dict:
+            return dict(zip(plan.output_names, outputs))
+        return outputs
+
+    def _run_checked(self, values: list, bindings: dict[str, int]) -> None:
+        from .check import check_step_outputs
+
+        for index, step in enumerate(self.plan.steps):
+            try:
+                results = self._program[index][0]([values[i] for i in step.inputs])
+            except TractileError as error:
+                raise _at_node(error, step) from None
+            check_step_outputs(step, results, bindings)
+            for slot, result in zip(step.outputs, results):
+                values[slot] = result
+            for slot in step.frees:
+                values[slot] = None
+
+
+def _at_node(error: TractileError, step) -> TractileError:
+    from ..errors import node_label
+
+    node = step.node
+    label = node_label(node)
+    if label in str(error):
+        return error
+    enriched = type(error)(f"{label}: {error}") if type(error) in (RunError, TractileError) else error
+    return enriched
+
+
+def _root(array: np.ndarray) -> np.ndarray:
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _detached(value, fed: list[np.ndarray]) -> np.ndarray:
+    """Return outputs the caller may modify: copy constants and views of the inputs."""
+    if not isinstance(value, np.ndarray):
+        return np.asarray(value)
+    if not value.flags.writeable:
+        return value.copy()
+    if fed:
+        root = _root(value)
+        if any(root is _root(x) for x in fed):
+            return value.copy()
+    return value
