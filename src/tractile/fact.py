@@ -130,9 +130,14 @@ class TypedFact:
 
 def _value_summary(value: np.ndarray) -> str:
     if value.size <= 8:
-        flat = value.ravel().tolist()
-        return "value=" + ("[" + ",".join(str(v) for v in flat) + "]" if value.ndim else str(flat[0]))
+        items = [format_item(v) for v in value.ravel().tolist()]
+        return "value=" + ("[" + ",".join(items) + "]" if value.ndim else items[0])
     return "const"
+
+
+def format_item(item) -> str:
+    """A tensor element, short: floats with 4 significant digits."""
+    return f"{item:.4g}" if isinstance(item, float) else str(item)
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ class Op:
         return {}
 
     def attributes(self) -> dict[str, Any]:
-        """The attributes to show in dumps (large arrays summarised)."""
+        """The attributes to show in dumps: those not at their default, large arrays summarised."""
         if not dataclasses.is_dataclass(self):
             return {}
         shown = {}
@@ -81,9 +81,9 @@ class Op:
             if not field.repr:
                 continue
             value = getattr(self, field.name)
-            if isinstance(value, np.ndarray):
-                value = f"array{list(value.shape)} {value.dtype}"
-            shown[field.name] = value
+            if field.default is not dataclasses.MISSING and _same_value(value, field.default):
+                continue
+            shown[field.name] = show_value(value)
         return shown
 
     def __str__(self) -> str:
@@ -119,3 +119,25 @@ def check_alloc(shape, dtype, what: str) -> None:
             f"{what}: a tensor of shape {tuple(shape)} ({size / 2**30:.1f} GiB) is over the limit of "
             f"{Limits.max_tensor_bytes / 2**30:.1f} GiB (raise it with tractile.set_limits)"
         )
+
+
+def _same_value(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - exotic attribute types are simply shown
+        return False
+
+
+def show_value(value) -> Any:
+    """A short, readable form of an attribute value."""
+    if isinstance(value, np.ndarray):
+        if value.size <= 8:
+            return value.tolist()
+        return f"array{list(value.shape)} {value.dtype}"
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (tuple, list)):
+        return [show_value(v) for v in value]
+    return str(value)

@@ -40,5 +40,9 @@ class Const(Op):
     def attributes(self):
         value = self.value
         if value.size <= 8:
-            return {"value": value.tolist(), "dtype": str(value.dtype)}
+            from ..fact import format_item
+
+            items = [format_item(v) for v in value.ravel().tolist()]
+            shown = "[" + ",".join(items) + "]" if value.ndim else items[0]
+            return {"value": shown, "dtype": str(value.dtype)}
         return {"shape": list(value.shape), "dtype": str(value.dtype)}

@@ -110,3 +110,26 @@ class BatchNorm(Op):
         patch.shunt(OutletId(node.id, 0), y)
         patch.obliterate(node.id)
         return patch
+
+
+@dataclass(frozen=True)
+class LRN(UnaryOp):
+    """Local response normalization across channels (axis 1)."""
+
+    size: int = 5
+    alpha: float = 1e-4
+    beta: float = 0.75
+    bias: float = 1.0
+    accepts = "float"
+
+    def compute(self, x):
+        work = x.astype(np.float32) if x.dtype == np.float16 else x
+        squares = np.square(work)
+        before, after = (self.size - 1) // 2, self.size - 1 - (self.size - 1) // 2
+        padded = np.pad(squares, [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2))
+        cumulative = np.cumsum(padded, axis=1)
+        zeros = np.zeros_like(cumulative[:, :1])
+        cumulative = np.concatenate([zeros, cumulative], axis=1)
+        window_sum = cumulative[:, self.size:] - cumulative[:, :-self.size]
+        scale = (self.bias + (self.alpha / self.size) * window_sum) ** self.beta
+        return (work / scale).astype(x.dtype, copy=False)

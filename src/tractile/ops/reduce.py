@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dim import fresh_symbol
 from ..errors import AnalysisError
 from ..fact import TypedFact
 from .base import Op, expect_inputs
@@ -25,6 +26,9 @@ def _empty(x, axes, keep, kind):
         return np.full(shape, -np.inf if kind == "max" else np.inf, dtype=x.dtype)
     info = np.iinfo(x.dtype)
     return np.full(shape, info.min if kind == "max" else info.max, dtype=x.dtype)
+
+
+_RUNTIME_AXES = ("runtime",)
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class Reduce(Op):
         if len(inputs) > 1:
             value = inputs[1] if isinstance(inputs[1], np.ndarray) else inputs[1].konst
             if value is None:
-                raise AnalysisError(f"{self.name} axes must be constant, got {inputs[1]}")
+                return _RUNTIME_AXES
             axes = tuple(int(a) for a in value.ravel())
         if not axes:
             return None if self.noop_with_empty_axes else tuple(range(rank))
@@ -60,6 +64,15 @@ class Reduce(Op):
             raise AnalysisError(f"unknown reducer {self.reducer!r}")
         x = inputs[0]
         axes = self._axes(x.rank, inputs)
+        if axes is _RUNTIME_AXES:
+            count = inputs[1].shape[0] if inputs[1].rank == 1 else None
+            if not isinstance(count, int):
+                raise AnalysisError(f"{self.name} axes must be a 1-d tensor of known length, got {inputs[1]}")
+            if self.keepdims or (count == 0 and self.noop_with_empty_axes):
+                rank = x.rank
+            else:
+                rank = x.rank - count if count else 0
+            return [TypedFact(x.dtype, [fresh_symbol() for _ in range(rank)])]
         if axes is None:
             return [TypedFact(x.dtype, x.shape)]
         if self.keepdims:

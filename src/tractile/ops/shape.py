@@ -174,12 +174,18 @@ class Flatten(Op):
         return [x.reshape(lead, int(np.prod(x.shape[axis:], dtype=np.int64)))]
 
 
+class _UnknownAxes(Exception):
+    """Axes given at run time: the output dims are only known then."""
+
+
 def _axes_of(inputs, index: int, what: str) -> list[int] | None:
     if len(inputs) <= index:
         return None
     fact = inputs[index]
     if fact.konst is None:
-        raise AnalysisError(f"{what} axes must be constant, got {fact}")
+        if fact.rank != 1 or not isinstance(fact.shape[0], int):
+            raise AnalysisError(f"{what} axes must be a 1-d tensor of known length, got {fact}")
+        raise _UnknownAxes()
     return [int(a) for a in fact.konst.ravel()]
 
 
@@ -190,7 +196,10 @@ class Squeeze(Op):
     def output_facts(self, inputs):
         expect_inputs(inputs, (1, 2), self)
         x = inputs[0]
-        axes = _axes_of(inputs, 1, "Squeeze")
+        try:
+            axes = _axes_of(inputs, 1, "Squeeze")
+        except _UnknownAxes:
+            return [TypedFact(x.dtype, [fresh_symbol() for _ in range(x.rank - inputs[1].shape[0])])]
         if axes is None:
             axes = [i for i, d in enumerate(x.shape) if d == 1]
         axes = sorted({normalize_axis(a, x.rank, "Squeeze axis") for a in axes})
@@ -222,7 +231,10 @@ class Unsqueeze(Op):
     def output_facts(self, inputs):
         expect_inputs(inputs, 2, self)
         x = inputs[0]
-        axes = _axes_of(inputs, 1, "Unsqueeze")
+        try:
+            axes = _axes_of(inputs, 1, "Unsqueeze")
+        except _UnknownAxes:
+            return [TypedFact(x.dtype, [fresh_symbol() for _ in range(x.rank + inputs[1].shape[0])])]
         rank = x.rank + len(axes)
         axes = sorted(normalize_axis(a, rank, "Unsqueeze axis") for a in axes)
         if len(set(axes)) != len(axes):

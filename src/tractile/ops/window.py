@@ -43,6 +43,22 @@ class Window:
         """This window completed for a kernel of the given spatial shape (defaults filled in)."""
         return _complete(self, tuple(int(k) for k in kernel))
 
+    def __str__(self) -> str:
+        parts = []
+        if self.kernel:
+            parts.append("k=" + "x".join(map(str, self.kernel)))
+        if self.strides and any(s != 1 for s in self.strides):
+            parts.append("s=" + "x".join(map(str, self.strides)))
+        if self.dilations and any(d != 1 for d in self.dilations):
+            parts.append("d=" + "x".join(map(str, self.dilations)))
+        if self.auto_pad != "NOTSET":
+            parts.append(self.auto_pad.lower())
+        elif self.pads:
+            parts.append("pads=" + ",".join(map(str, self.pads)))
+        if self.ceil_mode:
+            parts.append("ceil")
+        return " ".join(parts) or "default"
+
     @property
     def rank(self) -> int:
         return len(self.kernel)

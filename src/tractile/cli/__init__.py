@@ -1,0 +1,1 @@
+"""The ``tractile`` command line."""

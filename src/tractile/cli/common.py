@@ -1,0 +1,110 @@
+"""Shared CLI plumbing: loading a model up to a pipeline stage, facts from -i, output."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from ..errors import TractileError
+
+STAGES = ("load", "analyse", "typed", "declutter", "optimize")
+
+
+def console():
+    """A rich Console, or a clear error if the cli extra is missing."""
+    try:
+        from rich.console import Console
+    except ImportError:
+        sys.stderr.write("tractile's command line needs the rich package: pip install 'tractile[cli]'\n")
+        raise SystemExit(2) from None
+    probe = Console()
+    return Console(highlight=False, soft_wrap=False, width=None if probe.is_terminal else 160)
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="model file (.onnx)")
+    parser.add_argument("-i", "--input-fact", action="append", default=[], metavar="FACT",
+                        help="fact of an input, tract style: '1,3,224,224,f32' (in input order) or "
+                             "'name=N,3,224,224,f32'; symbols (N, T) stay symbolic. Repeat per input.")
+    parser.add_argument("-o", "--output-fact", action="append", default=[], metavar="FACT",
+                        help="hint about an output, same syntax; analysis propagates it backwards")
+
+
+def parse_fact_args(items: list[str]) -> dict | list:
+    named = {}
+    positional = []
+    for item in items:
+        if "=" in item:
+            name, spec = item.split("=", 1)
+            named[name] = spec
+        else:
+            positional.append(item)
+    if named and positional:
+        raise TractileError("give input facts either all by name (name=FACT) or all by position")
+    return named or positional
+
+
+def load_at_stage(args, stage: str = "optimize"):
+    """Load the model and run the pipeline up to ``stage``."""
+    from .. import load
+
+    model = load(args.model, inputs=parse_fact_args(args.input_fact),
+                 outputs=parse_fact_args(args.output_fact), optimize=False)
+    if stage == "load":
+        return model
+    model = model.analyse()
+    if stage == "analyse":
+        return model
+    model = model.into_typed()
+    if stage == "typed":
+        return model
+    model = model.declutter()
+    if stage == "declutter":
+        return model
+    return model.optimize()
+
+
+def random_input(fact, rng: np.random.Generator, bindings: dict[str, int]) -> np.ndarray:
+    """A random tensor matching ``fact`` (symbols take their value from ``bindings``)."""
+    from ..dim import eval_dim
+
+    try:
+        shape = tuple(eval_dim(d, bindings) for d in fact.shape)
+    except TractileError as error:
+        raise TractileError(f"{error}: give the dims with -i (e.g. -i 1,3,224,224,f32) or --set N=1") from None
+    dtype = fact.dtype.np
+    if fact.dtype.is_float:
+        return rng.standard_normal(shape).astype(dtype)
+    if fact.dtype.value == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if fact.dtype.is_integer:
+        info = np.iinfo(dtype) if dtype.kind in "iu" else None
+        low, high = (max(info.min, -100), min(info.max, 100)) if info else (0, 10)
+        return rng.integers(low, high + 1, shape).astype(dtype)
+    raise TractileError(f"cannot make a random {fact.dtype} input; give it with --input")
+
+
+def parse_bindings(items: list[str]) -> dict[str, int]:
+    bindings = {}
+    for item in items:
+        if "=" not in item:
+            raise TractileError(f"--set expects SYMBOL=VALUE, got {item!r}")
+        name, value = item.split("=", 1)
+        bindings[name.strip()] = int(value)
+    return bindings
+
+
+def summarize(value: np.ndarray) -> str:
+    """One line: shape, dtype and a few statistics of a tensor."""
+    shape = "x".join(map(str, value.shape)) or "scalar"
+    text = f"{shape} {value.dtype}"
+    if value.size and value.dtype.kind in "fiub":
+        as_float = value.astype(np.float64)
+        text += f"  min {as_float.min():.6g} max {as_float.max():.6g} mean {as_float.mean():.6g}"
+        flat = value.ravel()[:6].tolist()
+        text += "  [" + ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in flat)
+        text += ", ...]" if value.size > 6 else "]"
+    elif value.size:
+        text += f"  {value.ravel()[:4].tolist()}"
+    return text

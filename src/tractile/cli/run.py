@@ -1,0 +1,101 @@
+"""``tractile run``: run a model on given or random inputs."""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from ..errors import TractileError
+from .common import add_model_arguments, console, load_at_stage, parse_bindings, random_input, summarize
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run a model on given or random inputs",
+        description="Run the optimized model once on inputs from --input (an .npz by input name, or "
+                    "arr_0, arr_1... by position) or on random inputs made from the input facts, and "
+                    "print a summary of each output. With --assert-output, compare with expected "
+                    "outputs and exit with status 1 on a mismatch.")
+    add_model_arguments(parser)
+    parser.add_argument("--input", metavar="NPZ", help="input values (.npz, or .npy for a single input)")
+    parser.add_argument("--set", action="append", default=[], metavar="SYM=N",
+                        help="value of a symbol for random inputs (e.g. --set N=1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    parser.add_argument("--assert-output", metavar="NPZ", help="expected outputs (.npz by name or position)")
+    parser.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance for --assert-output")
+    parser.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance for --assert-output")
+    parser.add_argument("--save-output", metavar="NPZ", help="write the outputs to an .npz")
+    parser.set_defaults(handler=run)
+
+
+def _load_arrays(path: str, names: list[str], what: str) -> list[np.ndarray]:
+    if path.endswith(".npy"):
+        return [np.load(path)]
+    with np.load(path, allow_pickle=False) as data:
+        keys = list(data.keys())
+        if all(name in keys for name in names):
+            return [data[name] for name in names]
+        positional = [f"arr_{i}" for i in range(len(names))]
+        if all(key in keys for key in positional):
+            return [data[key] for key in positional]
+        raise TractileError(f"{path}: {what} should be stored by name ({', '.join(names)}) or as "
+                            f"arr_0..arr_{len(names) - 1}; found {', '.join(keys)}")
+
+
+def make_inputs(model, args) -> list[np.ndarray]:
+    names = model.input_names()
+    if args.input:
+        return _load_arrays(args.input, names, "inputs")
+    rng = np.random.default_rng(args.seed)
+    bindings = parse_bindings(args.set)
+    return [random_input(f, rng, bindings) for f in model.input_facts]
+
+
+def compare_outputs(names, got, expected, rtol, atol) -> list[str]:
+    """Messages for every output that differs (empty when all match)."""
+    problems = []
+    for name, value, reference in zip(names, got, expected):
+        if value.shape != reference.shape:
+            problems.append(f"output {name!r}: shape {value.shape}, expected {reference.shape}")
+            continue
+        if value.dtype.kind in "OUS" or reference.dtype.kind in "OUS":
+            if not np.array_equal(value, reference):
+                problems.append(f"output {name!r}: values differ")
+            continue
+        a, b = value.astype(np.float64), reference.astype(np.float64)
+        diff = np.abs(a - b)
+        bad = ~(diff <= atol + rtol * np.abs(b))
+        bad &= ~(np.isnan(a) & np.isnan(b))
+        if bad.any():
+            worst = np.unravel_index(np.argmax(np.where(bad, diff, -1)), diff.shape)
+            problems.append(f"output {name!r}: {int(bad.sum())} of {bad.size} values differ; largest "
+                            f"difference {diff[worst]:.6g} at {tuple(int(i) for i in worst)} "
+                            f"(got {a[worst]:.6g}, expected {b[worst]:.6g}; rtol {rtol}, atol {atol})")
+    return problems
+
+
+def run(args: argparse.Namespace) -> int:
+    out = console()
+    model = load_at_stage(args, "optimize")
+    inputs = make_inputs(model, args)
+    for name, value in zip(model.input_names(), inputs):
+        out.print(f"input  [bold]{name}[/bold]: {summarize(value)}")
+    start = time.perf_counter()
+    outputs = model.plan().state().run(inputs)
+    elapsed = time.perf_counter() - start
+    names = model.output_names()
+    for name, value in zip(names, outputs):
+        out.print(f"output [bold]{name}[/bold]: {summarize(value)}")
+    out.print(f"ran in {elapsed * 1000:.2f} ms")
+    if args.save_output:
+        np.savez(args.save_output, **dict(zip(names, outputs)))
+    if args.assert_output:
+        expected = _load_arrays(args.assert_output, names, "expected outputs")
+        problems = compare_outputs(names, outputs, expected, args.rtol, args.atol)
+        for problem in problems:
+            out.print(f"[red]mismatch[/red] {problem}")
+        if problems:
+            return 1
+        out.print(f"[green]all {len(names)} output(s) match[/green]")
+    return 0

@@ -1,0 +1,295 @@
+"""ONNX ``ModelProto`` to :class:`~tractile.model.InferenceModel`."""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import numpy as np
+
+from ...datum import DatumType
+from ...dim import symbol
+from ...errors import ModelFormatError, TractileError, UnsupportedOpError
+from ...fact import InferenceFact, ShapeFactoid
+from ...model import InferenceModel
+from .registry import OnnxNode, Translated, lookup, supported_ops
+
+ONNX_TYPES = {
+    1: DatumType.F32, 2: DatumType.U8, 3: DatumType.I8, 4: DatumType.U16, 5: DatumType.I16,
+    6: DatumType.I32, 7: DatumType.I64, 8: DatumType.STRING, 9: DatumType.BOOL, 10: DatumType.F16,
+    11: DatumType.F64, 12: DatumType.U32, 13: DatumType.U64, 14: DatumType.C64, 15: DatumType.C128,
+    16: DatumType.BF16, 17: DatumType.F8E4M3FN, 18: DatumType.F8E4M3FNUZ, 19: DatumType.F8E5M2,
+    20: DatumType.F8E5M2FNUZ, 21: DatumType.U4, 22: DatumType.I4, 23: DatumType.F4E2M1,
+    24: DatumType.F8E8M0, 25: DatumType.U2, 26: DatumType.I2, 27: DatumType.F6E2M3, 28: DatumType.F6E3M2,
+}
+DATUM_TO_ONNX = {v: k for k, v in ONNX_TYPES.items()}
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError as error:
+        raise TractileError("reading ONNX models needs the onnx package: pip install 'tractile[onnx]'") from error
+    return onnx
+
+
+def datum_type(elem_type: int, where: str) -> DatumType:
+    try:
+        return ONNX_TYPES[elem_type]
+    except KeyError:
+        raise ModelFormatError(f"{where}: unknown ONNX element type {elem_type}") from None
+
+
+def tensor_to_array(tensor, where: str) -> np.ndarray:
+    """A TensorProto as a NumPy array (ml_dtypes for the small float types, str for strings)."""
+    from onnx import numpy_helper
+
+    datum_type(tensor.data_type, where)
+    try:
+        array = numpy_helper.to_array(tensor)
+    except Exception as error:  # noqa: BLE001 - protobuf and onnx raise many kinds
+        raise ModelFormatError(f"{where}: cannot read tensor {tensor.name!r}: {error}") from None
+    if tensor.data_type == 8:
+        array = np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else v, otypes=[object])(array) \
+            if array.size else array.astype(object)
+    return np.asarray(array)
+
+
+_SYMBOL_CHARS = re.compile(r"[^A-Za-z0-9_]")
+
+
+def symbol_name(param: str) -> str:
+    name = _SYMBOL_CHARS.sub("_", param) or "_"
+    return name if not name[0].isdigit() else "_" + name
+
+
+def fact_from_type(type_proto, where: str, unknown_dims_as_symbols: str | None = None) -> InferenceFact:
+    """An InferenceFact from a ValueInfo's TypeProto (non-tensor types give an empty fact)."""
+    if not type_proto.HasField("tensor_type"):
+        return InferenceFact()
+    tensor_type = type_proto.tensor_type
+    dtype = datum_type(tensor_type.elem_type, where) if tensor_type.elem_type else None
+    if not tensor_type.HasField("shape"):
+        return InferenceFact(dtype)
+    dims = []
+    for axis, dim in enumerate(tensor_type.shape.dim):
+        if dim.HasField("dim_value"):
+            dims.append(int(dim.dim_value))
+        elif dim.HasField("dim_param") and dim.dim_param:
+            dims.append(symbol(symbol_name(dim.dim_param)))
+        elif unknown_dims_as_symbols is not None:
+            dims.append(symbol(symbol_name(f"{unknown_dims_as_symbols}_{axis}")))
+        else:
+            dims.append(None)
+    return InferenceFact(dtype, ShapeFactoid(tuple(dims), False))
+
+
+class OnnxContext:
+    """What translation functions may need beyond their node: opsets, attribute decoding."""
+
+    def __init__(self, opsets: dict[str, int], functions: dict | None = None, base_dir: str | None = None):
+        self.opsets = opsets
+        self.functions = functions or {}
+        self.base_dir = base_dir
+
+    def opset(self, domain: str) -> int:
+        return self.opsets.get(domain or "", self.opsets.get("ai.onnx", 1) if not domain else 1)
+
+    def attribute_value(self, attribute, node: OnnxNode) -> Any:
+        from onnx import AttributeProto, helper
+
+        if attribute.type == AttributeProto.TENSOR:
+            return tensor_to_array(attribute.t, f"{node!r} attribute {attribute.name!r}")
+        if attribute.type == AttributeProto.SPARSE_TENSOR:
+            from onnx import numpy_helper
+
+            return np.asarray(numpy_helper.to_array(attribute.sparse_tensor.values))
+        return helper.get_attribute_value(attribute)
+
+
+def read_model(source):
+    """A ModelProto from a path, bytes or a ModelProto; ModelFormatError if it is not ONNX."""
+    onnx = _onnx()
+    if isinstance(source, onnx.ModelProto):
+        return source, None
+    try:
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            return onnx.load_from_string(bytes(source)), None
+        path = os.fspath(source)
+        return onnx.load(path), os.path.dirname(os.path.abspath(path))
+    except (OSError, ValueError) as error:
+        raise ModelFormatError(f"{source}: cannot read external data or file: {error}") from None
+    except Exception as error:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise ModelFormatError(f"{source}: not a valid ONNX model ({type(error).__name__}: {error})") from None
+
+
+def _subgraphs(node):
+    from onnx import AttributeProto
+
+    for attribute in node.attribute:
+        if attribute.type == AttributeProto.GRAPH:
+            yield attribute.g
+        elif attribute.type == AttributeProto.GRAPHS:
+            yield from attribute.graphs
+
+
+def find_unsupported(graph, context: OnnxContext, found: dict | None = None) -> dict:
+    """Every (domain, op type, opset) without a translation, with the node names using it."""
+    found = {} if found is None else found
+    for node in graph.node:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = context.opset(domain)
+        if lookup(domain, node.op_type, opset) is None and (domain, node.op_type) not in context.functions:
+            found.setdefault((domain, node.op_type, opset), []).append(node.name or node.output[0])
+        for subgraph in _subgraphs(node):
+            find_unsupported(subgraph, context, found)
+    return found
+
+
+def unsupported_error(found: dict) -> UnsupportedOpError:
+    lines = []
+    for (domain, op_type, opset), names in sorted(found.items()):
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        lines.append(f"  {domain or 'ai.onnx'}::{op_type} (opset {opset}) at {shown}")
+    supported = ", ".join(supported_ops())
+    message = (f"the model uses {len(found)} unsupported op(s):\n" + "\n".join(lines)
+               + f"\nsupported ai.onnx ops: {supported}")
+    return UnsupportedOpError(message, [(d, o, v, n) for (d, o, v), n in sorted(found.items())])
+
+
+def load_onnx(source) -> InferenceModel:
+    """Load an ONNX model (path, bytes or ModelProto) as an InferenceModel."""
+    from . import ops  # noqa: F401 - registers every translation
+
+    proto, base_dir = read_model(source)
+    opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): int(o.version) for o in proto.opset_import}
+    if not opsets:
+        opsets[""] = 1
+    functions = {(f.domain, f.name): f for f in proto.functions}
+    context = OnnxContext(opsets, functions, base_dir)
+    found = find_unsupported(proto.graph, context)
+    if found:
+        raise unsupported_error(found)
+    model = InferenceModel()
+    GraphBuilder(model, context).build(proto.graph)
+    model.properties["producer"] = f"{proto.producer_name} {proto.producer_version}".strip()
+    model.properties["opsets"] = dict(opsets)
+    return model
+
+
+class GraphBuilder:
+    """Wires one ONNX GraphProto into a model; ``outer`` maps names visible from an enclosing graph."""
+
+    def __init__(self, model, context: OnnxContext, outer: dict | None = None):
+        self.model = model
+        self.context = context
+        self.outlets: dict[str, Any] = {}
+        self.outer = outer or {}
+
+    def outlet(self, name: str, node: OnnxNode):
+        found = self.outlets.get(name)
+        if found is None:
+            found = self.resolve_outer(name)
+        if found is None:
+            raise ModelFormatError(f"{node!r} reads {name!r}, which no node, input or initializer defines")
+        return found
+
+    def resolve_outer(self, name: str):
+        return None
+
+    def build(self, graph) -> None:
+        model = self.model
+        initializers = {t.name for t in graph.initializer}
+        for value in graph.input:
+            if value.name in initializers:
+                continue
+            fact = fact_from_type(value.type, f"input {value.name!r}", unknown_dims_as_symbols=value.name)
+            self.outlets[value.name] = model.add_source(value.name, fact)
+        for tensor in graph.initializer:
+            self.outlets[tensor.name] = model.add_const(tensor.name, tensor_to_array(tensor, "initializer"))
+        for sparse in graph.sparse_initializer:
+            self.outlets[sparse.values.name] = model.add_const(sparse.values.name, _sparse_to_dense(sparse))
+        for node_proto in _topological(graph.node, set(self.outlets) | set(self.outer)):
+            self.wire(node_proto)
+        outputs = []
+        for value in graph.output:
+            if value.name not in self.outlets and self.resolve_outer(value.name) is None:
+                raise ModelFormatError(f"graph output {value.name!r} is not produced by any node")
+            outputs.append(self.outlets.get(value.name) or self.resolve_outer(value.name))
+        model.outputs = outputs
+        for value, outlet in zip(graph.output, outputs):
+            model.outlet_labels[outlet] = value.name
+            hint = fact_from_type(value.type, f"output {value.name!r}")
+            model.set_outlet_fact(outlet, _merge_hint(model.outlet_fact(outlet), hint))
+
+    def wire(self, proto) -> None:
+        domain = "" if proto.domain in ("", "ai.onnx") else proto.domain
+        node = OnnxNode(proto, self.context.opset(domain), self.context)
+        translate = lookup(domain, proto.op_type, node.opset)
+        if translate is None:
+            from .functions import expand_function
+
+            expand_function(self, node)
+            return
+        result = translate(node)
+        self.wire_translated(node, result)
+
+    def wire_translated(self, node: OnnxNode, result) -> None:
+        if not isinstance(result, Translated):
+            result = Translated(result, [i for i in range(len(node.inputs)) if node.present(i)])
+        inputs = []
+        for index, item in enumerate(result.inputs):
+            if isinstance(item, np.ndarray):
+                inputs.append(self.model.add_const(f"{node.name}.const{index}", item))
+            else:
+                inputs.append(self.outlet(node.inputs[item], node))
+        outlets = self.model.wire_node(node.name, result.op, inputs)
+        for index, name in enumerate(node.outputs):
+            if not name:
+                continue
+            if index >= len(outlets):
+                raise node.error(f"output {index} ({name!r}) is not supported by tractile's {result.op.name}")
+            self.outlets[name] = outlets[index]
+
+
+def _merge_hint(fact: InferenceFact, hint: InferenceFact) -> InferenceFact:
+    from ...errors import AnalysisError
+    from ...fact import unify
+
+    try:
+        return unify(fact, hint)
+    except AnalysisError:
+        return fact
+
+
+def _sparse_to_dense(sparse) -> np.ndarray:
+    values = tensor_to_array(sparse.values, "sparse initializer")
+    indices = tensor_to_array(sparse.indices, "sparse initializer")
+    dense = np.zeros(tuple(sparse.dims), dtype=values.dtype)
+    if indices.ndim == 1:
+        dense.reshape(-1)[indices] = values
+    else:
+        dense[tuple(indices.T)] = values
+    return dense
+
+
+def _topological(nodes, available: set[str]):
+    """ONNX nodes in an order where each reads only defined names (files are usually sorted)."""
+    pending = list(nodes)
+    defined = set(available)
+    ordered = []
+    while pending:
+        progress = []
+        rest = []
+        for node in pending:
+            if all(not name or name in defined for name in node.input):
+                progress.append(node)
+                defined.update(n for n in node.output if n)
+            else:
+                rest.append(node)
+        if not progress:
+            ordered.extend(rest)  # names defined in an outer scope, or missing: reported when wired
+            break
+        ordered.extend(progress)
+        pending = rest
+    return ordered

@@ -1,0 +1,2 @@
+"""ONNX control ops (translations registered on import)."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""ONNX quant ops (translations registered on import)."""
+from __future__ import annotations

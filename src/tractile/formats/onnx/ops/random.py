@@ -1,0 +1,2 @@
+"""ONNX random ops (translations registered on import)."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""ONNX recurrent ops (translations registered on import)."""
+from __future__ import annotations

@@ -1,0 +1,2 @@
+"""ONNX sequence ops (translations registered on import)."""
+from __future__ import annotations
