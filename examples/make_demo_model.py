@@ -55,7 +55,8 @@ def build() -> onnx.ModelProto:
         [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["N", 10])],
         initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="tractile-demo")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="tractile-demo",
+                              ir_version=8)
     onnx.checker.check_model(model)
     return model
 

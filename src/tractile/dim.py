@@ -398,7 +398,7 @@ class _DimParser:
                 value = value * rhs
             else:
                 if isinstance(rhs, TDim):
-                    raise TractileError(f"in {self.text!r}: can only divide by an integer")
+                    raise TractileError(f"cannot parse dimension {self.text!r}: can only divide by an integer")
                 value = value // rhs
         return value
 
@@ -413,7 +413,7 @@ class _DimParser:
         if token == "(":
             value = self.sum()
             if self.take() != ")":
-                raise TractileError(f"in {self.text!r}: missing ')'")
+                raise TractileError(f"cannot parse dimension {self.text!r}: missing ')'")
             return value
         raise TractileError(f"cannot parse dimension {self.text!r}: unexpected {token!r}")
 

@@ -109,3 +109,73 @@ def _fold_into_matmul(model, node, matmul, konst):
     patch.obliterate(node.id)
     patch.obliterate(matmul.id)
     return patch
+
+
+def _const_operand(model, node):
+    """(variable input, constant value) of a binary node with one constant operand."""
+    if len(node.inputs) != 2:
+        return None
+    for slot in (0, 1):
+        konst = model.outlet_fact(node.inputs[1 - slot]).konst
+        if konst is not None and model.outlet_fact(node.inputs[slot]).konst is None:
+            return node.inputs[slot], konst
+    return None
+
+
+def _lone_add_below(model, outlet):
+    """The Add producing ``outlet`` if it adds a constant to a same-shaped wire and feeds only here."""
+    producer = model.nodes[outlet.node]
+    if not isinstance(producer.op, Add) or len(producer.outputs[0].successors) != 1 or outlet in model.outputs:
+        return None
+    found = _const_operand(model, producer)
+    if found is None:
+        return None
+    data, konst = found
+    if model.outlet_fact(data).shape != producer.outputs[0].fact.shape:
+        return None
+    return producer, data, konst
+
+
+def push_mul_above_add(model, node) -> ModelPatch | None:
+    """``(x + a) * b`` with constants a, b becomes ``x * b + a * b``, so the Mul can reach a Conv/MatMul."""
+    if not isinstance(node.op, Mul):
+        return None
+    found = _const_operand(model, node)
+    if found is None:
+        return None
+    data, scale = found
+    below = _lone_add_below(model, data)
+    if below is None or node.outputs[0].fact.shape != model.outlet_fact(data).shape:
+        return None
+    add, x, shift = below
+    dtype = node.outputs[0].fact.dtype.np
+    patch = ModelPatch(model, f"push {node.name} above {add.name}")
+    scaled = patch.wire_node(node.name, Mul(), [patch.tap(x), patch.add_const(f"{node.name}.b", scale)])[0]
+    moved = patch.add_const(f"{add.name}.ab", (shift * scale).astype(dtype))
+    y = patch.wire_node(add.name, Add(), [scaled, moved])[0]
+    patch.shunt(OutletId(node.id, 0), y)
+    patch.obliterate(node.id)
+    patch.obliterate(add.id)
+    return patch
+
+
+def merge_constant_adds(model, node) -> ModelPatch | None:
+    """``(x + a) + b`` with constants a, b becomes ``x + (a + b)``."""
+    if not isinstance(node.op, Add):
+        return None
+    found = _const_operand(model, node)
+    if found is None:
+        return None
+    data, second = found
+    below = _lone_add_below(model, data)
+    if below is None or node.outputs[0].fact.shape != model.outlet_fact(data).shape:
+        return None
+    add, x, first = below
+    dtype = node.outputs[0].fact.dtype.np
+    patch = ModelPatch(model, f"merge {add.name} into {node.name}")
+    total = patch.add_const(f"{node.name}.sum", (first + second).astype(dtype))
+    y = patch.wire_node(node.name, Add(), [patch.tap(x), total])[0]
+    patch.shunt(OutletId(node.id, 0), y)
+    patch.obliterate(node.id)
+    patch.obliterate(add.id)
+    return patch
