@@ -1,4 +1,4 @@
-"""Neural-network specific ops: Softmax and inference-mode BatchNormalization."""
+"""Neural-network specific ops: Softmax / LogSoftmax / Hardmax, BatchNormalization, LRN, SwiGLU."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,6 +54,30 @@ class Softmax(UnaryOp):
 
     def cost(self, inputs):
         return {"flops": 5 * inputs[0].volume}
+
+
+@dataclass(frozen=True)
+class Hardmax(UnaryOp):
+    """1 at the first maximum along ``axis``, 0 elsewhere; ``legacy`` (ONNX < 13) flattens
+    every axis from ``axis`` on into one."""
+
+    axis: int = -1
+    legacy: bool = False
+
+    def output_facts(self, inputs):
+        facts = super().output_facts(inputs)
+        normalize_axis(self.axis, inputs[0].rank)
+        return facts
+
+    def compute(self, x):
+        if x.ndim == 0:
+            return np.ones_like(x)
+        axis = normalize_axis(self.axis, x.ndim)
+        rows = x.reshape(*x.shape[:axis], -1) if self.legacy else np.moveaxis(x, axis, -1)
+        y = np.zeros(rows.shape, dtype=x.dtype)
+        if rows.size:
+            np.put_along_axis(y, np.argmax(rows, axis=-1)[..., None], 1, axis=-1)
+        return y.reshape(x.shape) if self.legacy else np.moveaxis(y, -1, axis)
 
 
 @dataclass(frozen=True)
@@ -113,6 +137,40 @@ class BatchNorm(Op):
 
 
 @dataclass(frozen=True)
+class BatchNormTraining(BatchNorm):
+    """Training-mode BatchNormalization (ONNX >= 14): normalises with the batch statistics and
+    outputs, when ``outputs`` is 3, the updated running mean and variance too."""
+
+    momentum: float = 0.9
+    outputs: int = 1
+
+    @property
+    def nboutputs(self) -> int:
+        return self.outputs
+
+    def output_facts(self, inputs):
+        facts = super().output_facts(inputs)
+        x = inputs[0]
+        return (facts + [TypedFact(x.dtype, (x.shape[1],))] * 2)[:self.outputs]
+
+    def eval(self, inputs):
+        x, scale, bias, mean, var = inputs
+        axes = tuple(a for a in range(x.ndim) if a != 1)
+        work = x.astype(np.float64 if x.dtype == np.float64 else np.float32)
+        batch_mean = np.mean(work, axis=axes)
+        batch_var = np.var(work, axis=axes)
+        multiplier, offset = self.affine(scale, bias, batch_mean, batch_var)
+        shape = (-1,) + (1,) * (x.ndim - 2)
+        y = (work * multiplier.reshape(shape) + offset.reshape(shape)).astype(x.dtype)
+        running_mean = mean * self.momentum + batch_mean * (1 - self.momentum)
+        running_var = var * self.momentum + batch_var * (1 - self.momentum)
+        return [y, running_mean.astype(x.dtype), running_var.astype(x.dtype)][:self.outputs]
+
+    def declutter(self, model, node):
+        return None
+
+
+@dataclass(frozen=True)
 class LRN(UnaryOp):
     """Local response normalization across channels (axis 1)."""
 
@@ -133,3 +191,29 @@ class LRN(UnaryOp):
         window_sum = cumulative[:, self.size:] - cumulative[:, :-self.size]
         scale = (self.bias + (self.alpha / self.size) * window_sum) ** self.beta
         return (work / scale).astype(x.dtype, copy=False)
+
+
+@dataclass(frozen=True)
+class SwiGLU(Op):
+    """``A * sigmoid(alpha * A) * B`` for a gate A and a value B of one shape (no broadcasting)."""
+
+    alpha: float = 1.0
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 2, self)
+        gate, value = inputs
+        if not gate.dtype.is_float or gate.dtype != value.dtype or gate.shape != value.shape:
+            raise AnalysisError(f"SwiGLU needs a gate and a value of one float type and shape, got {gate} and {value}")
+        return [TypedFact(gate.dtype, gate.shape)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals_all(inputs[0].datum_type, inputs[1].datum_type, outputs[0].datum_type)
+        s.equals_shape(inputs[0], outputs[0])
+        s.equals_shape(inputs[1], outputs[0])
+
+    def eval(self, inputs):
+        gate, value = inputs
+        work = np.float64 if gate.dtype == np.float64 else np.float32
+        a = gate.astype(work)
+        swish = a * (0.5 + 0.5 * np.tanh(a * work(0.5 * self.alpha)))
+        return [(swish * value.astype(work)).astype(gate.dtype)]

@@ -1,10 +1,12 @@
-"""ONNX neural-network ops: Conv, pooling, Gemm, MatMul, BatchNormalization, Softmax, Dropout."""
+"""ONNX neural-network ops: Conv, pooling, Gemm, MatMul, normalisations, Softmax family, losses."""
 from __future__ import annotations
 
 from ....ops.cast import Dropout
 from ....ops.conv import Conv, check_group
+from ....ops.loss import NllLoss, SoftmaxCrossEntropy, check_reduction
 from ....ops.matmul import Gemm, MatMul
-from ....ops.nn import LRN, BatchNorm, Softmax
+from ....ops.nn import LRN, BatchNorm, BatchNormTraining, Hardmax, Softmax, SwiGLU
+from ....ops.norm import GroupNorm, InstanceNorm, LayerNorm, LpNorm, MeanVarianceNorm, RmsNorm
 from ....ops.pool import AveragePool, GlobalPool, MaxPool
 from ....ops.window import Window
 from ..registry import OnnxNode, Translated, onnx_op
@@ -51,9 +53,25 @@ def gemm(node: OnnxNode):
 def batch_norm(node: OnnxNode):
     if node.opset < 9 and node.int("spatial", 1) != 1:
         raise node.error("BatchNormalization with spatial=0 is not supported")
-    if node.int("training_mode", 0) or any(node.output_wanted(i) for i in range(1, 5)):
-        raise node.error("BatchNormalization in training mode is not supported (inference only)")
+    if any(node.output_wanted(i) for i in range(1, 5)):
+        raise node.error("BatchNormalization's training outputs before opset 14 are not supported")
     return Translated(BatchNorm(node.float("epsilon", 1e-5)), [0, 1, 2, 3, 4])
+
+
+@onnx_op("BatchNormalization", since=14)
+def batch_norm_v14(node: OnnxNode):
+    epsilon = node.float("epsilon", 1e-5)
+    if not node.int("training_mode", 0):
+        if any(node.output_wanted(i) for i in (1, 2)):
+            raise node.error("running mean and variance outputs need training_mode=1")
+        return Translated(BatchNorm(epsilon), [0, 1, 2, 3, 4])
+    op = BatchNormTraining(epsilon, node.float("momentum", 0.9), wanted_outputs(node, 3))
+    return Translated(op, [0, 1, 2, 3, 4])
+
+
+def wanted_outputs(node: OnnxNode, most: int) -> int:
+    """How many leading outputs the node uses (at least 1, at most ``most``)."""
+    return max([1] + [i + 1 for i in range(most) if node.output_wanted(i)])
 
 
 @onnx_op("Softmax", since=1)
@@ -64,6 +82,56 @@ def softmax_legacy(node: OnnxNode):
 @onnx_op("Softmax", since=13)
 def softmax(node: OnnxNode):
     return Softmax(node.int("axis", -1))
+
+
+onnx_op("LogSoftmax", since=1)(lambda node: Softmax(node.int("axis", 1), legacy=True, log=True))
+onnx_op("LogSoftmax", since=13)(lambda node: Softmax(node.int("axis", -1), log=True))
+onnx_op("Hardmax", since=1)(lambda node: Hardmax(node.int("axis", 1), legacy=True))
+onnx_op("Hardmax", since=13)(lambda node: Hardmax(node.int("axis", -1)))
+onnx_op("SwiGLU", since=1)(lambda node: SwiGLU(node.float("alpha", 1.0)))
+
+
+def _stash(node: OnnxNode):
+    from ..loader import datum_type
+
+    return datum_type(node.int("stash_type", 1), f"{node!r} stash_type")
+
+
+@onnx_op("LayerNormalization", since=1)
+def layer_norm(node: OnnxNode):
+    return LayerNorm(node.int("axis", -1), node.float("epsilon", 1e-5), _stash(node), wanted_outputs(node, 3))
+
+
+@onnx_op("RMSNormalization", since=1)
+def rms_norm(node: OnnxNode):
+    return RmsNorm(node.int("axis", -1), node.float("epsilon", 1e-5), _stash(node))
+
+
+@onnx_op("GroupNormalization", since=18)
+def group_norm(node: OnnxNode):
+    return GroupNorm(node.int("num_groups"), node.float("epsilon", 1e-5), _stash(node),
+                     per_group_params=node.opset < 21)
+
+
+onnx_op("InstanceNormalization", since=1)(lambda node: InstanceNorm(epsilon=node.float("epsilon", 1e-5)))
+onnx_op("MeanVarianceNormalization", since=1)(
+    lambda node: MeanVarianceNorm(node.ints("axes", (0, 2, 3))))
+onnx_op("LpNormalization", since=1)(lambda node: LpNorm(node.int("axis", -1), node.int("p", 2)))
+
+
+def _ignore_index(node: OnnxNode):
+    return node.int("ignore_index", None) if node.has("ignore_index") else None
+
+
+@onnx_op("NegativeLogLikelihoodLoss", since=12)
+def nll_loss(node: OnnxNode):
+    return NllLoss(check_reduction(node.string("reduction", "mean")), _ignore_index(node))
+
+
+@onnx_op("SoftmaxCrossEntropyLoss", since=12)
+def softmax_cross_entropy(node: OnnxNode):
+    return SoftmaxCrossEntropy(check_reduction(node.string("reduction", "mean")), _ignore_index(node),
+                               node.output_wanted(1))
 
 
 @onnx_op("Dropout", since=1)
