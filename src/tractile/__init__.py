@@ -54,8 +54,12 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
         from .formats.onnx import load_onnx
 
         model = load_onnx(source)
+    elif kind == "tflite":
+        from .formats.tflite import load_tflite
+
+        model = load_tflite(source)
     else:
-        raise TractileError(f"unknown model format {kind!r}: tractile reads .onnx files")
+        raise TractileError(f"unknown model format {kind!r}: tractile reads .onnx and .tflite files")
     _apply_facts(model, inputs, outputs=False)
     _apply_facts(model, outputs, outputs=True)
     if not optimize:

@@ -1,0 +1,128 @@
+"""Time tractile against onnxruntime on the same ONNX models, in one process.
+
+    python bench/bench_onnx.py [--models mlp,squeezenet,resnet50,...] [--runs 30] [--threads N]
+
+For each model: both engines run the same input; after warm-up runs, the median of
+``--runs`` timed runs is reported, with the ratio tractile / onnxruntime (lower is
+better, 1.0 = as fast). The ``chain`` model (200 cheap nodes on a 1-element tensor)
+measures the interpreter's per-node overhead. Results are printed as a table; record
+them in docs/PERFORMANCE.md with the command line used.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import builders  # noqa: E402
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+def light(name: str):
+    proto = onnx.load(LIGHT / f"light_{name}.onnx")
+    initializers = {i.name for i in proto.graph.initializer}
+    info = next(i for i in proto.graph.input if i.name not in initializers)
+    shape = [d.dim_value for d in info.type.tensor_type.shape.dim]
+    return proto, [np.random.default_rng(0).standard_normal(shape).astype(np.float32)]
+
+
+def chain(length: int = 200):
+    nodes = [helper.make_node("Neg" if i % 2 else "Abs", [f"t{i}"], [f"t{i + 1}"]) for i in range(length)]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info(f"t{length}", TensorProto.FLOAT, [1])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return proto, [np.ones(1, np.float32)]
+
+
+MODELS = {
+    "mlp": lambda: builders.mlp(),
+    "chain": chain,
+    "squeezenet": lambda: light("squeezenet"),
+    "resnet50": lambda: light("resnet50"),
+    "densenet121": lambda: light("densenet121"),
+    "inception_v1": lambda: light("inception_v1"),
+    "lstm": lambda: builders.lstm(hidden=128, steps=100),
+    "loop": lambda: builders.loop_model(),
+}
+DEFAULT = "mlp,chain,squeezenet,resnet50,lstm,loop"
+
+
+def median_time(fn, runs: int, warmup: int) -> float:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def bench_model(name: str, runs: int, threads: int) -> dict:
+    import onnxruntime as ort
+
+    import tractile
+
+    proto, inputs = MODELS[name]()
+    model = tractile.load(proto)
+    state = model.state()
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if threads:
+        options.intra_op_num_threads = threads
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feeds = {i.name: x for i, x in zip(session.get_inputs(), inputs)}
+    ours = state.run(inputs)
+    theirs = session.run(None, feeds)
+    diff = max(float(np.max(np.abs(a.astype(np.float64) - b))) for a, b in zip(ours, theirs))
+    warmup = max(3, runs // 10)
+    t_ours = median_time(lambda: state.run(inputs), runs, warmup)
+    t_theirs = median_time(lambda: session.run(None, feeds), runs, warmup)
+    return {"model": name, "nodes": len(model.nodes), "tractile_ms": t_ours * 1e3, "ort_ms": t_theirs * 1e3,
+            "ratio": t_ours / t_theirs, "max_diff": diff,
+            "per_node_us": t_ours * 1e6 / max(1, sum(1 for n in model.nodes if n.op.name not in ("Source", "Const")))}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=DEFAULT, help=f"comma-separated, from: {', '.join(MODELS)}")
+    parser.add_argument("--runs", type=int, default=30, help="timed runs per engine (median reported)")
+    parser.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads (0: its default)")
+    args = parser.parse_args(argv)
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    console = Console()
+    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    results = []
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("benchmarking", total=len(names))
+        for name in names:
+            progress.update(task, description=f"benchmarking {name}")
+            try:
+                results.append(bench_model(name, args.runs, args.threads))
+            except Exception as error:  # noqa: BLE001 - one model failing must not hide the others
+                console.print(f"[red]{name}: {type(error).__name__}: {str(error).splitlines()[0]}[/red]")
+            progress.advance(task)
+    table = Table(title=f"tractile vs onnxruntime (median of {args.runs} runs, {os.cpu_count()} cores)")
+    for column in ("model", "nodes", "tractile ms", "onnxruntime ms", "ratio", "per node µs", "max |diff|"):
+        table.add_column(column, justify="right" if column != "model" else "left")
+    for r in results:
+        table.add_row(r["model"], str(r["nodes"]), f"{r['tractile_ms']:.3f}", f"{r['ort_ms']:.3f}",
+                      f"{r['ratio']:.2f}x", f"{r['per_node_us']:.1f}", f"{r['max_diff']:.1e}")
+    console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

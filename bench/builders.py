@@ -1,0 +1,64 @@
+"""ONNX models the benchmarks build for themselves (fixed random weights)."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def _tensor(array: np.ndarray, name: str):
+    return numpy_helper.from_array(array, name)
+
+
+def mlp():
+    """The 1 -> 16 -> 16 -> 1 sine-style MLP (ReLU), batch 1."""
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal(s).astype(np.float32) for s in [(1, 16), (16,), (16, 16), (16,), (16, 1), (1,)]]
+    names = ["w1", "b1", "w2", "b2", "w3", "b3"]
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"]), helper.make_node("Relu", ["h1"], ["r1"]),
+        helper.make_node("Gemm", ["r1", "w2", "b2"], ["h2"]), helper.make_node("Relu", ["h2"], ["r2"]),
+        helper.make_node("Gemm", ["r2", "w3", "b3"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])],
+                              [_tensor(w, n) for w, n in zip(weights, names)])
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=8), [np.array([[0.5]], np.float32)]
+
+
+def lstm(hidden: int = 128, steps: int = 100, inputs: int = 128):
+    """One forward LSTM layer, batch 1, returning the whole sequence."""
+    rng = np.random.default_rng(0)
+    scale = 1 / np.sqrt(hidden)
+    w = (rng.standard_normal((1, 4 * hidden, inputs)) * scale).astype(np.float32)
+    r = (rng.standard_normal((1, 4 * hidden, hidden)) * scale).astype(np.float32)
+    b = (rng.standard_normal((1, 8 * hidden)) * scale).astype(np.float32)
+    node = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y"], hidden_size=hidden)
+    graph = helper.make_graph([node], "lstm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, inputs])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [steps, 1, 1, hidden])],
+                              [_tensor(w, "w"), _tensor(r, "r"), _tensor(b, "b")])
+    x = rng.standard_normal((steps, 1, inputs)).astype(np.float32)
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=8), [x]
+
+
+def loop_model(iterations: int = 50, size: int = 64):
+    """A Loop whose body applies a dense layer to a carried state ``iterations`` times."""
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((size, size)) / np.sqrt(size)).astype(np.float32)
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["state_in", "w"], ["mm"]), helper.make_node("Tanh", ["mm"], ["state_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("state_in", TensorProto.FLOAT, [1, size])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("state_out", TensorProto.FLOAT, [1, size])])
+    loop = helper.make_node("Loop", ["trip", "cond", "x"], ["y"], body=body)
+    graph = helper.make_graph([loop], "loop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, size])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, size])],
+                              [_tensor(np.array(iterations, np.int64), "trip"), _tensor(np.array(True), "cond"),
+                               _tensor(w, "w")])
+    x = rng.standard_normal((1, size)).astype(np.float32)
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=8), [x]
