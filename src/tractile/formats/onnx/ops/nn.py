@@ -12,6 +12,11 @@ from ....ops.window import Window
 from ..registry import OnnxNode, Translated, onnx_op
 
 
+def conv_window(node: OnnxNode) -> Window:
+    """The window of a Conv-like node (kernel_shape optional: read from the weights)."""
+    return _window(node, kernel_required=False)
+
+
 def _window(node: OnnxNode, kernel_required: bool) -> Window:
     kernel = node.ints("kernel_shape", () if not kernel_required else node.ints("kernel_shape"))
     return Window.make(kernel, node.ints("strides", None), node.ints("dilations", None),
