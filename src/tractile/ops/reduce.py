@@ -1,41 +1,92 @@
-"""Reductions over axes (ReduceMean, ReduceSum, ... with ONNX's keepdims and axes rules)."""
+"""Reductions over axes: ReduceSum, ReduceMean, ReduceMax, ReduceL2, ReduceLogSumExp...
+
+ONNX rules: the axes come from an attribute (old opsets) or an input, negative axes
+count from the back, no axes means every axis (or, with ``noop_with_empty_axes``, no
+reduction at all), ``keepdims`` keeps reduced axes as size 1. Reducing an empty set
+gives the reduction's identity (0 for sums, 1 for products, -inf for LogSum and Max).
+
+Sums and products also run on symbolic values (``ReduceProd(Shape(x))`` is ``N*3*T``).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from ..dim import fresh_symbol
-from ..errors import AnalysisError
+from ..dim import TDim, fresh_symbol
+from ..errors import AnalysisError, RunError, TractileError
 from ..fact import TypedFact
+from ..patch import ModelPatch
+from .axes import resolve_axes, widened
 from .base import Op, expect_inputs
-from .nn import normalize_axis
 
-_REDUCERS = {
-    "mean": lambda x, axes, keep: np.mean(x, axis=axes, keepdims=keep),
+
+def _lowest(dtype: np.dtype):
+    if dtype == np.bool_:
+        return False
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    return -np.inf
+
+
+def _highest(dtype: np.dtype):
+    if dtype == np.bool_:
+        return True
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).max
+    return np.inf
+
+
+def _max(x, axes, keep):
+    if x.size == 0:
+        return np.max(x, axis=axes, keepdims=keep, initial=_lowest(x.dtype))
+    return np.max(x, axis=axes, keepdims=keep)
+
+
+def _min(x, axes, keep):
+    if x.size == 0:
+        return np.min(x, axis=axes, keepdims=keep, initial=_highest(x.dtype))
+    return np.min(x, axis=axes, keepdims=keep)
+
+
+def _log_sum_exp(x, axes, keep):
+    if x.size == 0:
+        return np.log(np.sum(np.exp(x), axis=axes, keepdims=keep))
+    shift = np.max(x, axis=axes, keepdims=True)
+    shift = np.where(np.isfinite(shift), shift, 0)
+    total = np.log(np.sum(np.exp(x - shift), axis=axes, keepdims=True)) + shift
+    return total if keep else np.squeeze(total, axis=axes)
+
+
+_REDUCERS: dict[str, Callable] = {
     "sum": lambda x, axes, keep: np.sum(x, axis=axes, keepdims=keep),
-    "max": lambda x, axes, keep: np.max(x, axis=axes, keepdims=keep) if x.size else _empty(x, axes, keep, "max"),
-    "min": lambda x, axes, keep: np.min(x, axis=axes, keepdims=keep) if x.size else _empty(x, axes, keep, "min"),
+    "mean": lambda x, axes, keep: np.mean(x, axis=axes, keepdims=keep),
     "prod": lambda x, axes, keep: np.prod(x, axis=axes, keepdims=keep),
+    "max": _max,
+    "min": _min,
+    "l1": lambda x, axes, keep: np.sum(np.abs(x), axis=axes, keepdims=keep),
+    "l2": lambda x, axes, keep: np.sqrt(np.sum(x * x, axis=axes, keepdims=keep)),
+    "sum_square": lambda x, axes, keep: np.sum(x * x, axis=axes, keepdims=keep),
+    "log_sum": lambda x, axes, keep: np.log(np.sum(x, axis=axes, keepdims=keep)),
+    "log_sum_exp": _log_sum_exp,
 }
+#: reducers that make sense on symbolic dims
+_SYMBOLIC_REDUCERS = ("sum", "prod")
+#: reducers whose result on a single element is that element (reducing size-1 axes is a reshape)
+_IDEMPOTENT = ("sum", "mean", "prod", "max", "min")
 
 
-def _empty(x, axes, keep, kind):
-    shape = np.sum(np.zeros(x.shape, np.float32), axis=axes, keepdims=keep).shape
-    if x.dtype.kind == "f":
-        return np.full(shape, -np.inf if kind == "max" else np.inf, dtype=x.dtype)
-    info = np.iinfo(x.dtype)
-    return np.full(shape, info.min if kind == "max" else info.max, dtype=x.dtype)
-
-
-_RUNTIME_AXES = ("runtime",)
+class _RuntimeAxes(Exception):
+    """The axes input is only known at run time."""
 
 
 @dataclass(frozen=True)
 class Reduce(Op):
     """Reduce with ``reducer`` over the axes held by input 1 (or ``axes``, or all axes).
 
-    ``noop_with_empty_axes``: with no axes given, return the input unchanged.
+    ``reducer`` is one of sum, mean, prod, max, min, l1, l2, sum_square, log_sum,
+    log_sum_exp. ``noop_with_empty_axes``: with no axes given, return the input unchanged.
     """
 
     reducer: str
@@ -45,55 +96,92 @@ class Reduce(Op):
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return "Reduce" + self.reducer.capitalize()
+        return "Reduce" + "".join(part.capitalize() for part in self.reducer.split("_"))
 
-    def _axes(self, rank: int, inputs) -> tuple[int, ...] | None:
+    def _axes(self, rank: int, inputs, error=AnalysisError) -> tuple[int, ...] | None:
+        """Sorted axes to reduce, or None for no reduction at all."""
         axes = self.axes
         if len(inputs) > 1:
-            value = inputs[1] if isinstance(inputs[1], np.ndarray) else inputs[1].konst
-            if value is None:
-                return _RUNTIME_AXES
-            axes = tuple(int(a) for a in value.ravel())
+            item = inputs[1]
+            if isinstance(item, TypedFact):
+                if item.rank != 1 or not isinstance(item.shape[0], int):
+                    raise AnalysisError(f"{self.name} axes must be a 1-d tensor of known length, got {item}")
+                if item.konst is None and item.shape[0] != 0:
+                    raise _RuntimeAxes()
+                value = item.konst if item.konst is not None else np.zeros(0, np.int64)
+            else:
+                value = item
+            axes = tuple(int(a) for a in np.asarray(value).ravel())
         if not axes:
             return None if self.noop_with_empty_axes else tuple(range(rank))
-        return tuple(sorted({normalize_axis(a, rank, f"{self.name} axis") for a in axes}))
+        return tuple(sorted(set(resolve_axes(axes, rank, f"{self.name} axis", error, unique=False))))
 
     def output_facts(self, inputs):
         expect_inputs(inputs, (1, 2), self)
         if self.reducer not in _REDUCERS:
-            raise AnalysisError(f"unknown reducer {self.reducer!r}")
+            raise AnalysisError(f"unknown reducer {self.reducer!r}; expected one of {', '.join(_REDUCERS)}")
         x = inputs[0]
-        axes = self._axes(x.rank, inputs)
-        if axes is _RUNTIME_AXES:
-            count = inputs[1].shape[0] if inputs[1].rank == 1 else None
-            if not isinstance(count, int):
-                raise AnalysisError(f"{self.name} axes must be a 1-d tensor of known length, got {inputs[1]}")
-            if self.keepdims or (count == 0 and self.noop_with_empty_axes):
-                rank = x.rank
-            else:
-                rank = x.rank - count if count else 0
-            return [TypedFact(x.dtype, [fresh_symbol() for _ in range(rank)])]
+        if len(inputs) > 1 and not inputs[1].dtype.is_integer:
+            raise AnalysisError(f"{self.name} axes must be integers, got {inputs[1]}")
+        try:
+            axes = self._axes(x.rank, inputs)
+        except _RuntimeAxes:
+            return [self._runtime_axes_fact(x, inputs[1].shape[0])]
         if axes is None:
-            return [TypedFact(x.dtype, x.shape)]
+            return [TypedFact(x.dtype, x.shape, x.konst, x.qparams, x.sym_value)]
         if self.keepdims:
             shape = [1 if i in axes else d for i, d in enumerate(x.shape)]
         else:
             shape = [d for i, d in enumerate(x.shape) if i not in axes]
-        return [TypedFact(x.dtype, shape)]
+        fact = TypedFact(x.dtype, shape)
+        if x.sym_value is not None and self.reducer in _SYMBOLIC_REDUCERS:
+            try:
+                fact.sym_value = np.asarray(self._reduce(x.sym_value, axes), dtype=object).reshape(
+                    [int(d) for d in shape])
+            except (TractileError, TypeError):
+                pass
+        return [fact]
+
+    def _runtime_axes_fact(self, x: TypedFact, count: int) -> TypedFact:
+        if self.keepdims:
+            return TypedFact(x.dtype, [1 if d == 1 else fresh_symbol() for d in x.shape])
+        if count > x.rank:
+            raise AnalysisError(f"{self.name} has {count} axes for an input of rank {x.rank}")
+        return TypedFact(x.dtype, [fresh_symbol() for _ in range(x.rank - count)])
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
         if self.keepdims:
             s.equals(inputs[0].rank, outputs[0].rank)
+        elif len(inputs) == 1 and self.axes:
+            s.sum_equals_zero(outputs[0].rank, -1 * inputs[0].rank, len(set(self.axes)))
+
+    def _reduce(self, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        if x.dtype == object:
+            result = _REDUCERS[self.reducer](x, axes, self.keepdims)
+            return np.asarray(result, dtype=object)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            result = _REDUCERS[self.reducer](widened(x), axes, self.keepdims)
+        return np.asarray(result).astype(x.dtype, copy=False)
 
     def eval(self, inputs):
         x = inputs[0]
-        axes = self._axes(x.ndim, inputs)
+        axes = self._axes(x.ndim, inputs, RunError)
         if axes is None:
             return [x]
-        work = x.astype(np.float32) if x.dtype == np.float16 and self.reducer in ("mean", "sum") else x
-        result = _REDUCERS[self.reducer](work, axes, self.keepdims)
-        return [np.asarray(result).astype(x.dtype, copy=False)]
+        return [self._reduce(x, axes)]
+
+    def declutter(self, model, node):
+        inputs = [model.outlet_fact(o) for o in node.inputs]
+        try:
+            axes = self._axes(inputs[0].rank, inputs)
+        except _RuntimeAxes:
+            return None
+        if axes is None:
+            return ModelPatch.shunt_one_op(model, node, f"no-op {self.name} {node.name}")
+        if self.keepdims and self.reducer in _IDEMPOTENT and all(inputs[0].shape[a] == 1 for a in axes):
+            return ModelPatch.shunt_one_op(model, node, f"{self.name} over size-1 axes {node.name}")
+        return None
 
     def cost(self, inputs):
         return {"flops": inputs[0].volume}
