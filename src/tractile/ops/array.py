@@ -1,4 +1,7 @@
-"""Array ops that move data without arithmetic: Transpose, Concat, Slice, Gather, Pad."""
+"""Array ops that move data without arithmetic: Transpose, Concat, Slice, Pad, Split.
+
+``Gather`` lives in :mod:`.indexing` (re-exported here).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,10 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dim import TDim, fresh_symbol
-from ..errors import AnalysisError
+from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from ..patch import ModelPatch
+from .axes import expect_integer, resolve_axes, resolve_axis
 from .base import Op, check_alloc, expect_inputs
+from .indexing import Gather  # noqa: F401 - re-exported: it used to live here
 from .nn import normalize_axis
 
 
@@ -195,55 +200,45 @@ def _int_list(fact: TypedFact) -> list | None:
     return [v if isinstance(v, TDim) else int(v) for v in value.ravel().tolist()]
 
 
-@dataclass(frozen=True)
-class Gather(Op):
-    """Take entries of input 0 along ``axis`` at the (possibly negative) indices of input 1."""
-
-    axis: int = 0
-
-    def output_facts(self, inputs):
-        expect_inputs(inputs, 2, self)
-        data, indices = inputs
-        if indices.dtype.value not in ("i32", "i64"):
-            raise AnalysisError(f"Gather indices must be i32 or i64, got {indices}")
-        axis = normalize_axis(self.axis, data.rank, "Gather axis")
-        shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1:])
-        fact = TypedFact(data.dtype, shape)
-        if data.known_value() is not None and indices.konst is not None and data.known_value().dtype == object:
-            fact.sym_value = np.asarray(np.take(data.known_value(), indices.konst.astype(np.int64), axis=axis),
-                                        dtype=object)
-        return [fact]
-
-    def rules(self, s, inputs, outputs):
-        s.equals(inputs[0].datum_type, outputs[0].datum_type)
-        s.sum_equals_zero(outputs[0].rank, -1 * inputs[0].rank, -1 * inputs[1].rank, 1)
-
-    def eval(self, inputs):
-        data, indices = inputs
-        return [np.take(data, indices.astype(np.int64, copy=False), axis=self.axis)]
+_PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
 @dataclass(frozen=True)
 class Pad(Op):
-    """ONNX Pad: inputs data, pads (begins then ends), optional constant value and axes."""
+    """ONNX Pad: inputs data, pads (begins then ends), optional constant value and axes.
+
+    Negative pads crop. An empty constant value input means the default (zero).
+    """
 
     mode: str = "constant"
 
     def output_facts(self, inputs):
         expect_inputs(inputs, (2, 4), self)
+        if self.mode not in _PAD_MODES:
+            raise AnalysisError(f"Pad mode {self.mode!r} is not one of {', '.join(_PAD_MODES)}")
         data = inputs[0]
+        expect_integer(inputs[1], "Pad's pads")
+        if inputs[1].rank != 1:
+            raise AnalysisError(f"Pad's pads must be 1-d, got {inputs[1]}")
+        axes = list(range(data.rank))
+        if len(inputs) > 3:
+            expect_integer(inputs[3], "Pad's axes")
+            axes = _int_list(inputs[3])
         pads = _int_list(inputs[1])
-        axes = _int_list(inputs[3]) if len(inputs) > 3 else list(range(data.rank))
-        if self.mode not in ("constant", "reflect", "edge", "wrap"):
-            raise AnalysisError(f"Pad mode {self.mode!r} is not one of constant, reflect, edge, wrap")
-        if pads is None or axes is None:
+        if axes is None:
             return [TypedFact(data.dtype, [fresh_symbol() for _ in data.shape])]
-        axes = [normalize_axis(a, data.rank, "Pad axis") for a in axes]
-        if len(pads) != 2 * len(axes):
-            raise AnalysisError(f"Pad has {len(pads)} pads for {len(axes)} axes")
+        axes = resolve_axes(axes, data.rank, "Pad axis")
+        count = inputs[1].shape[0]
+        if isinstance(count, int) and count != 2 * len(axes):
+            raise AnalysisError(f"Pad has {count} pads for {len(axes)} axes: it needs {2 * len(axes)}")
         shape = list(data.shape)
         for index, axis in enumerate(axes):
+            if pads is None:
+                shape[axis] = fresh_symbol()
+                continue
             shape[axis] = shape[axis] + pads[index] + pads[index + len(axes)]
+            if isinstance(shape[axis], int) and shape[axis] < 0:
+                raise AnalysisError(f"Pad pads {pads} crop axis {axis} of {data} below zero")
         return [TypedFact(data.dtype, shape)]
 
     def rules(self, s, inputs, outputs):
@@ -253,11 +248,16 @@ class Pad(Op):
     def eval(self, inputs):
         data = inputs[0]
         pads = [int(p) for p in inputs[1].ravel()]
-        axes = [int(a) % max(data.ndim, 1) for a in inputs[3].ravel()] if len(inputs) > 3 else range(data.ndim)
+        axes = resolve_axes(inputs[3].ravel().tolist(), data.ndim, "Pad axis", RunError) if len(inputs) > 3 \
+            else list(range(data.ndim))
+        if len(pads) != 2 * len(axes):
+            raise RunError(f"Pad has {len(pads)} pads for {len(axes)} axes: it needs {2 * len(axes)}")
         widths = [[0, 0] for _ in range(data.ndim)]
         for index, axis in enumerate(axes):
-            widths[axis] = [pads[index], pads[index + len(pads) // 2]]
-        # negative pads crop
+            widths[axis] = [pads[index], pads[index + len(axes)]]
+        for axis, (begin, end) in enumerate(widths):
+            if data.shape[axis] + begin + end < 0:
+                raise RunError(f"Pad pads {pads} crop axis {axis} of an input of shape {data.shape} below zero")
         crop = tuple(slice(max(-b, 0), data.shape[a] - max(-e, 0)) for a, (b, e) in enumerate(widths))
         data = data[crop]
         widths = [(max(b, 0), max(e, 0)) for b, e in widths]
@@ -265,4 +265,81 @@ class Pad(Op):
         if self.mode == "constant":
             value = inputs[2].reshape(-1)[0] if len(inputs) > 2 and inputs[2].size else 0
             return [np.pad(data, widths, mode="constant", constant_values=value)]
-        return [np.pad(data, widths, mode={"edge": "edge", "reflect": "reflect", "wrap": "wrap"}[self.mode])]
+        for axis, (begin, end) in enumerate(widths):
+            if (begin or end) and data.shape[axis] == 0:
+                raise RunError(f"Pad mode {self.mode} cannot pad axis {axis}: it is empty")
+        return [np.pad(data, widths, mode=self.mode)]
+
+
+def split_sizes(dim, parts: int):
+    """Sizes of ``parts`` chunks of ``dim``: equal, the last one smaller if it does not divide (ONNX)."""
+    if parts < 1:
+        raise AnalysisError(f"Split into {parts} parts: it needs at least one")
+    if isinstance(dim, TDim):
+        exact = dim.div_exact(parts)
+        if exact is not None:
+            return [exact] * parts
+        chunk = (dim + (parts - 1)) // parts
+        return [chunk] * (parts - 1) + [dim - chunk * (parts - 1)]
+    chunk = -(-dim // parts)
+    last = dim - chunk * (parts - 1)
+    if last < 0:
+        raise AnalysisError(f"cannot split a dimension of {dim} into {parts} parts")
+    return [chunk] * (parts - 1) + [last]
+
+
+@dataclass(frozen=True)
+class Split(Op):
+    """Split along ``axis`` into ``outputs`` parts, sized by input 1 if present, else equal."""
+
+    axis: int = 0
+    outputs: int = 2
+
+    @property
+    def nboutputs(self) -> int:
+        return self.outputs
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, (1, 2), self)
+        x = inputs[0]
+        axis = resolve_axis(self.axis, x.rank, "Split axis")
+        dim = x.shape[axis]
+        if len(inputs) == 2:
+            expect_integer(inputs[1], "Split's split")
+            if inputs[1].rank != 1 or inputs[1].shape[0] != self.outputs:
+                raise AnalysisError(f"Split's split {inputs[1]} must hold one size for each of the "
+                                    f"{self.outputs} outputs")
+            sizes = _int_list(inputs[1])
+            if sizes is None:
+                sizes = [fresh_symbol() for _ in range(self.outputs)]
+            elif any(isinstance(s, int) and s < 0 for s in sizes):
+                raise AnalysisError(f"Split sizes {sizes} must not be negative")
+            elif isinstance(dim, int) and all(isinstance(s, int) for s in sizes) and sum(sizes) != dim:
+                raise AnalysisError(f"Split sizes {sizes} add up to {sum(sizes)}, not to axis {axis} of {x}")
+        else:
+            sizes = split_sizes(dim, self.outputs)
+        facts = []
+        for size in sizes:
+            shape = list(x.shape)
+            shape[axis] = size
+            facts.append(TypedFact(x.dtype, shape))
+        return facts
+
+    def rules(self, s, inputs, outputs):
+        for output in outputs:
+            s.equals(inputs[0].datum_type, output.datum_type)
+            s.equals(inputs[0].rank, output.rank)
+
+    def eval(self, inputs):
+        x = inputs[0]
+        axis = resolve_axis(self.axis, x.ndim, "Split axis", RunError)
+        if len(inputs) == 2:
+            sizes = [int(s) for s in inputs[1].ravel()]
+            if len(sizes) != self.outputs or any(s < 0 for s in sizes) or sum(sizes) != x.shape[axis]:
+                raise RunError(f"Split sizes {sizes} do not split an axis of {x.shape[axis]} into {self.outputs}")
+        else:
+            try:
+                sizes = split_sizes(x.shape[axis], self.outputs)
+            except AnalysisError as error:
+                raise RunError(error.message) from None
+        return np.split(x, np.cumsum(sizes)[:-1], axis=axis)

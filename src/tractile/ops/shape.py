@@ -1,4 +1,4 @@
-"""Ops that compute or change shapes: Shape, Reshape, Flatten, Squeeze, Unsqueeze, ConstantOfShape.
+"""Ops that compute or change shapes: Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, ConstantOfShape.
 
 Shape values may be symbolic (object arrays of ints and TDims): a ``Shape`` of an
 ``N,3,T`` input is known statically as ``[N, 3, T]``, so the usual exported
@@ -69,6 +69,31 @@ class Shape(Op):
     def eval(self, inputs):
         x = inputs[0]
         return [np.asarray(x.shape[self._range(x.ndim)], dtype=np.int64)]
+
+    def declutter(self, model, node):
+        fact = node.outputs[0].fact
+        if fact.konst is not None:
+            return ModelPatch.replace_by_const(model, node, [fact.konst])
+        return None
+
+
+@dataclass(frozen=True)
+class Size(Op):
+    """The number of elements of the input, as an i64 scalar (symbolic when the shape is)."""
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 1, self)
+        count = volume(inputs[0].shape)
+        if isinstance(count, TDim):
+            return [TypedFact(DatumType.I64, (), sym_value=np.asarray(count, dtype=object))]
+        return [TypedFact(DatumType.I64, (), konst=np.asarray(count, dtype=np.int64))]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(outputs[0].datum_type, DatumType.I64)
+        s.equals(outputs[0].rank, 0)
+
+    def eval(self, inputs):
+        return [np.asarray(inputs[0].size, dtype=np.int64)]
 
     def declutter(self, model, node):
         fact = node.outputs[0].fact
