@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ....ops.cast import Dropout
 from ....ops.conv import Conv, check_group
+from ....ops.conv_transpose import ConvTranspose
 from ....ops.loss import NllLoss, SoftmaxCrossEntropy, check_reduction
 from ....ops.matmul import Gemm, MatMul
 from ....ops.nn import LRN, BatchNorm, BatchNormTraining, Hardmax, Softmax, SwiGLU
@@ -27,6 +28,12 @@ def _window(node: OnnxNode, kernel_required: bool) -> Window:
 @onnx_op("Conv", since=1)
 def conv(node: OnnxNode):
     return Conv(_window(node, kernel_required=False), check_group(node.int("group", 1)))
+
+
+@onnx_op("ConvTranspose", since=1)
+def conv_transpose(node: OnnxNode):
+    return ConvTranspose(conv_window(node), check_group(node.int("group", 1)), node.ints("output_padding", ()),
+                         node.ints("output_shape", None))
 
 
 @onnx_op("MaxPool", since=1)
