@@ -133,7 +133,7 @@ class Graph(Generic[F]):
                 return node
         raise TractileError(f"no node named {name!r}")
 
-    def input_facts(self, node_id: int) -> list[F]:
+    def node_input_facts(self, node_id: int) -> list[F]:
         return [self.outlet_fact(o) for o in self.nodes[node_id].inputs]
 
     def outlet_label(self, outlet: OutletId) -> str:

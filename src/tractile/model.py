@@ -147,7 +147,7 @@ class TypedModel(_ModelBase):
             node = self.nodes[node_id]
             if not node.inputs:
                 continue
-            facts = self.input_facts(node_id)
+            facts = self.node_input_facts(node_id)
             try:
                 with fresh_symbols_scope(self.symbols):
                     outputs = node.op.output_facts(facts)
@@ -199,6 +199,12 @@ class TypedModel(_ModelBase):
     def state(self):
         """A fresh run state: reuse it for repeated runs from one thread."""
         return self.plan().state()
+
+    def profile(self, inputs, warmup: int = 3, iterations: int = 20, progress=None):
+        """Time every node over repeated runs (see :class:`tractile.runtime.profile.ProfileReport`)."""
+        from .runtime.profile import profile
+
+        return profile(self, inputs, warmup=warmup, iterations=iterations, progress=progress)
 
     def _runnable(self) -> "TypedModel":
         return self

@@ -30,7 +30,7 @@ def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 
                 try:
                     patch = rewrite(model, node)
                 except AnalysisError as error:
-                    raise with_node_context(error, node, model.input_facts(node_id)) from None
+                    raise with_node_context(error, node, model.node_input_facts(node_id)) from None
                 if patch is None:
                     continue
                 patch.apply(model)
