@@ -1,13 +1,16 @@
-"""Pooling over the spatial axes of N,C,... tensors."""
+"""Pooling over the spatial axes of N,C,... tensors: max (with indices), average, Lp, global."""
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AnalysisError
+from ..datum import DatumType
+from ..dim import fresh_symbol
+from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
-from .base import Op, expect_inputs
+from .base import Op, check_alloc, expect_inputs
 from .window import Window, pad_spatial, taps
 
 
@@ -29,10 +32,20 @@ def _lowest(dtype: np.dtype):
 
 @dataclass(frozen=True)
 class MaxPool(Op):
+    """Max over each window. With ``with_indices`` a second output holds, for each maximum,
+    its flat index in the input (spatial part column-major when ``storage_order`` is 1)."""
+
     window: Window
+    with_indices: bool = False
+    storage_order: int = 0
+
+    @property
+    def nboutputs(self) -> int:
+        return 2 if self.with_indices else 1
 
     def output_facts(self, inputs):
-        return [_pool_facts(self, inputs, self.window)]
+        fact = _pool_facts(self, inputs, self.window)
+        return [fact, TypedFact(DatumType.I64, fact.shape)] if self.with_indices else [fact]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
@@ -44,6 +57,8 @@ class MaxPool(Op):
         x = inputs[0]
         begins, ends, out = self.window.concrete_pads(x.shape[2:])
         xp = pad_spatial(x, begins, ends, _lowest(x.dtype))
+        if self.with_indices:
+            return list(self._with_indices(x, xp, begins, out))
         y = None
         for _, view in taps(xp, self.window, out):
             if y is None:
@@ -51,6 +66,30 @@ class MaxPool(Op):
             else:
                 np.maximum(y, view, out=y)
         return [y]
+
+    def _with_indices(self, x, xp, begins, out):
+        y, best = None, None
+        for index, (_, view) in enumerate(taps(xp, self.window, out)):
+            if y is None:
+                y, best = view.copy(), np.zeros(view.shape, dtype=np.int64)
+                continue
+            better = view > y
+            y[better] = view[better]
+            best[better] = index
+        kernel_taps = np.array(list(itertools.product(*(range(k) for k in self.window.kernel))),
+                               dtype=np.int64).reshape(-1, self.window.rank)
+        spatial = x.shape[2:]
+        flat = np.zeros(y.shape, dtype=np.int64)
+        stride = 1
+        axes = range(self.window.rank) if self.storage_order else reversed(range(self.window.rank))
+        for axis in axes:
+            position = np.arange(out[axis], dtype=np.int64).reshape((-1,) + (1,) * (len(out) - axis - 1))
+            coord = (position * self.window.strides[axis] - begins[axis]
+                     + kernel_taps[best, axis] * self.window.dilations[axis])
+            flat += coord * stride
+            stride *= spatial[axis]
+        planes = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[:2] + (1,) * len(out))
+        return y, flat + planes * stride
 
 
 @dataclass(frozen=True)
@@ -96,9 +135,10 @@ class AveragePool(Op):
 
 @dataclass(frozen=True)
 class GlobalPool(Op):
-    """Reduce every spatial axis to 1 (``mode``: avg or max)."""
+    """Reduce every spatial axis to 1 (``mode``: avg, max or lp with exponent ``p``)."""
 
     mode: str = "avg"
+    p: int = 2
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
@@ -118,5 +158,93 @@ class GlobalPool(Op):
         axes = tuple(range(2, x.ndim))
         if self.mode == "max":
             return [np.max(x, axis=axes, keepdims=True)]
+        if self.mode == "lp":
+            work = np.abs(x.astype(np.float32 if x.dtype.itemsize < 4 else x.dtype))
+            total = np.sum(work ** self.p, axis=axes, keepdims=True)
+            return [(total ** (1.0 / self.p)).astype(x.dtype, copy=False)]
         return [np.mean(x, axis=axes, keepdims=True, dtype=np.float32 if x.dtype == np.float16 else None)
                 .astype(x.dtype, copy=False)]
+
+
+@dataclass(frozen=True)
+class LpPool(Op):
+    """``(sum |x|^p) ^ (1/p)`` over each window (padding contributes nothing)."""
+
+    window: Window
+    p: int = 2
+
+    def output_facts(self, inputs):
+        if self.p <= 0:
+            raise AnalysisError(f"LpPool needs p > 0, got {self.p}")
+        fact = _pool_facts(self, inputs, self.window)
+        if not fact.dtype.is_float:
+            raise AnalysisError(f"LpPool needs a floating-point input, got {inputs[0]}")
+        return [fact]
+
+    rules = MaxPool.rules
+
+    def eval(self, inputs):
+        x = inputs[0]
+        begins, ends, out = self.window.concrete_pads(x.shape[2:])
+        work = np.float32 if x.dtype.itemsize < 4 else x.dtype
+        powered = np.abs(x.astype(work)) ** self.p
+        xp = pad_spatial(powered, begins, ends, 0)
+        total = np.zeros((*x.shape[:2], *out), dtype=work)
+        for _, view in taps(xp, self.window, out):
+            total += view
+        return [(total ** (1.0 / self.p)).astype(x.dtype, copy=False)]
+
+
+@dataclass(frozen=True)
+class MaxUnpool(Op):
+    """Scatter pooled values back to their recorded flat indices in a zero tensor of the
+    pooling input's inferred shape; an optional output_shape input pads that tensor at the end."""
+
+    window: Window
+
+    def _inferred(self, shape: tuple) -> tuple:
+        window = self.window
+        spatial = [(size - 1) * window.strides[a] - sum(window.explicit_pads(a)) + window.kernel[a]
+                   for a, size in enumerate(shape[2:])]
+        return (*shape[:2], *spatial)
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, (2, 3), self)
+        x, indices = inputs[0], inputs[1]
+        if x.rank != self.window.rank + 2:
+            raise AnalysisError(f"MaxUnpool with a {self.window.rank}-d kernel needs a rank {self.window.rank + 2} "
+                                f"input, got {x}")
+        if indices.dtype != DatumType.I64 or indices.shape != x.shape:
+            raise AnalysisError(f"indices should be i64 shaped as the input {x}, got {indices}")
+        if len(inputs) == 2:
+            return [TypedFact(x.dtype, self._inferred(x.shape))]
+        shape = inputs[2]
+        if shape.rank != 1 or shape.shape[0] != x.rank or not shape.dtype.is_integer:
+            raise AnalysisError(f"output_shape should be an integer vector of {x.rank} values, got {shape}")
+        value = shape.known_value()
+        if value is None:
+            return [TypedFact(x.dtype, [fresh_symbol() for _ in range(x.rank)])]
+        return [TypedFact(x.dtype, [int(v) if isinstance(v, (int, np.integer)) else v for v in value.tolist()])]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.equals(inputs[0].rank, outputs[0].rank)
+
+    def eval(self, inputs):
+        x, indices = inputs[0], inputs[1]
+        inferred = self._inferred(x.shape)
+        size = int(np.prod(inferred))
+        flat = indices.reshape(-1)
+        if flat.size and (flat.min() < 0 or flat.max() >= size):
+            raise RunError(f"MaxUnpool index {flat[(flat < 0) | (flat >= size)][0]} is out of range for an "
+                           f"output of shape {inferred}")
+        y = np.zeros(size, dtype=x.dtype)
+        y[flat] = x.reshape(-1)
+        y = y.reshape(inferred)
+        if len(inputs) == 3:
+            target = tuple(int(v) for v in inputs[2])
+            if len(target) != y.ndim or any(t < i for t, i in zip(target, inferred)):
+                raise RunError(f"MaxUnpool output_shape {target} is smaller than the inferred shape {inferred}")
+            check_alloc(target, x.dtype, "MaxUnpool output")
+            y = pad_spatial(y, [0] * y.ndim, [t - i for t, i in zip(target, inferred)], 0)
+        return [y]

@@ -8,7 +8,7 @@ from ....ops.loss import NllLoss, SoftmaxCrossEntropy, check_reduction
 from ....ops.matmul import Gemm, MatMul
 from ....ops.nn import LRN, BatchNorm, BatchNormTraining, Hardmax, Softmax, SwiGLU
 from ....ops.norm import GroupNorm, InstanceNorm, LayerNorm, LpNorm, MeanVarianceNorm, RmsNorm
-from ....ops.pool import AveragePool, GlobalPool, MaxPool
+from ....ops.pool import AveragePool, GlobalPool, LpPool, MaxPool, MaxUnpool
 from ....ops.window import Window
 from ..registry import OnnxNode, Translated, onnx_op
 
@@ -38,11 +38,25 @@ def conv_transpose(node: OnnxNode):
 
 @onnx_op("MaxPool", since=1)
 def max_pool(node: OnnxNode):
-    if node.output_wanted(1):
-        raise node.error("MaxPool's Indices output is not supported yet")
-    if node.int("storage_order", 0):
-        raise node.error("MaxPool storage_order=1 is not supported")
-    return MaxPool(_window(node, kernel_required=True))
+    storage_order = node.int("storage_order", 0)
+    if storage_order not in (0, 1):
+        raise node.error(f"storage_order must be 0 or 1, got {storage_order}")
+    return MaxPool(_window(node, kernel_required=True), node.output_wanted(1), storage_order)
+
+
+onnx_op("MaxUnpool", since=9)(lambda node: MaxUnpool(_window(node, kernel_required=True)))
+
+
+@onnx_op("LpPool", since=1)
+def lp_pool(node: OnnxNode):
+    p = node.float("p", 2.0) if node.opset < 11 else node.int("p", 2)
+    return LpPool(_window(node, kernel_required=True), int(p))
+
+
+@onnx_op("GlobalLpPool", since=1)
+def global_lp_pool(node: OnnxNode):
+    p = node.float("p", 2.0) if node.opset < 11 else node.int("p", 2)
+    return GlobalPool("lp", int(p))
 
 
 @onnx_op("AveragePool", since=1)
