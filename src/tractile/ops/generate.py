@@ -65,7 +65,8 @@ class Range(Op):
         return [fact]
 
     def rules(self, s, inputs, outputs):
-        s.equals_all(inputs[0].datum_type, inputs[1].datum_type, inputs[2].datum_type, outputs[0].datum_type)
+        s.equals_all(inputs[0].datum_type, inputs[1].datum_type, inputs[2].datum_type, outputs[0].datum_type,
+                     why="Range inputs must share a datum type ({} and {})")
         s.equals(outputs[0].rank, 1)
 
     def eval(self, inputs):
@@ -101,8 +102,8 @@ class EyeLike(Op):
         return [TypedFact(self.dtype or x.dtype, x.shape)]
 
     def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].rank, 2, why="EyeLike needs a 2-d input (rank {} given)")
         s.equals_shape(inputs[0], outputs[0])
-        s.equals(outputs[0].rank, 2)
         if self.dtype is not None:
             s.equals(outputs[0].datum_type, self.dtype)
         else:

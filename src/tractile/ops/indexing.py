@@ -71,7 +71,8 @@ class GatherElements(Op):
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
         s.equals_shape(inputs[1], outputs[0])
-        s.equals(inputs[0].rank, inputs[1].rank)
+        s.equals(inputs[0].rank, inputs[1].rank,
+                 why="GatherElements data and indices must have the same rank (ranks {} and {})")
 
     def eval(self, inputs):
         data, indices = inputs

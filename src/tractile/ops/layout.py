@@ -88,7 +88,8 @@ class Tile(Op):
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
         s.equals(inputs[0].rank, outputs[0].rank)
-        s.equals(inputs[1].shape[0], inputs[0].rank)
+        s.equals(inputs[1].shape[0], inputs[0].rank,
+                 why="Tile's repeats must have one entry per axis of the input ({} entries, rank {})")
 
     def eval(self, inputs):
         x, repeats = inputs
@@ -130,7 +131,7 @@ class DepthToSpace(Op):
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
-        s.equals(inputs[0].rank, 4)
+        s.equals(inputs[0].rank, 4, why=f"{self.name} needs a 4-d NCHW input (rank {{}} given)")
         s.equals(outputs[0].rank, 4)
 
     def eval(self, inputs):
@@ -162,7 +163,7 @@ class SpaceToDepth(Op):
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
-        s.equals(inputs[0].rank, 4)
+        s.equals(inputs[0].rank, 4, why=f"{self.name} needs a 4-d NCHW input (rank {{}} given)")
         s.equals(outputs[0].rank, 4)
 
     def eval(self, inputs):

@@ -60,7 +60,8 @@ class ScatterElements(Op):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
         s.equals(inputs[2].datum_type, outputs[0].datum_type)
         s.equals_shape(inputs[0], outputs[0])
-        s.equals_shape(inputs[1], inputs[2])
+        s.equals_all(inputs[0].rank, inputs[1].rank, inputs[2].rank,
+                     why="ScatterElements data, indices and updates must have the same rank (ranks {} and {})")
 
     def eval(self, inputs):
         data, indices, updates = inputs
