@@ -1,2 +1,66 @@
-"""ONNX image ops (translations registered on import)."""
+"""ONNX image ops: Resize, Upsample, GridSample, AffineGrid, RoiAlign, NonMaxSuppression, Col2Im, DeformConv."""
 from __future__ import annotations
+
+import numpy as np
+
+from ....errors import AnalysisError
+from ....ops.image import Resize
+from ..registry import OnnxNode, Translated, onnx_op
+
+_NO_FLOATS = np.zeros(0, dtype=np.float32)
+_NO_INTS = np.zeros(0, dtype=np.int64)
+
+
+def _checked(node: OnnxNode, op):
+    try:
+        op.check_attributes()
+    except AnalysisError as error:
+        raise node.error(error.message) from None
+    return op
+
+
+def _legacy_mode(node: OnnxNode) -> str:
+    mode = node.string("mode", "nearest").lower()
+    return "linear" if mode in ("bilinear", "trilinear") else mode
+
+
+def _legacy_resize(node: OnnxNode) -> Resize:
+    """Upsample and Resize-10: asymmetric coordinates, nearest rounds down (up when shrinking)."""
+    return _checked(node, Resize(_legacy_mode(node), "asymmetric", "simple"))
+
+
+@onnx_op("Upsample", since=7)
+def upsample_v7(node: OnnxNode):
+    scales = np.asarray(node.floats("scales"), dtype=np.float32)
+    return Translated(_legacy_resize(node), [0, _NO_FLOATS, scales, _NO_INTS])
+
+
+@onnx_op("Upsample", since=9)
+def upsample(node: OnnxNode):
+    return Translated(_legacy_resize(node), [0, _NO_FLOATS, 1, _NO_INTS])
+
+
+@onnx_op("Resize", since=10)
+def resize_v10(node: OnnxNode):
+    return Translated(_legacy_resize(node), [0, _NO_FLOATS, 1, _NO_INTS])
+
+
+@onnx_op("Resize", since=11)
+def resize(node: OnnxNode):
+    axes = node.ints("axes", None)
+    op = Resize(
+        mode=node.string("mode", "nearest"),
+        coordinate_mode=node.string("coordinate_transformation_mode", "half_pixel"),
+        nearest_mode=node.string("nearest_mode", "round_prefer_floor"),
+        cubic_coeff_a=node.float("cubic_coeff_a", -0.75),
+        exclude_outside=bool(node.int("exclude_outside", 0)),
+        extrapolation_value=node.float("extrapolation_value", 0.0),
+        antialias=bool(node.int("antialias", 0)),
+        axes=None if axes is None else tuple(axes),
+        keep_aspect_ratio_policy=node.string("keep_aspect_ratio_policy", "stretch"),
+    )
+    if op.coordinate_mode == "tf_half_pixel_for_nn" and node.opset >= 13:
+        raise node.error("coordinate_transformation_mode tf_half_pixel_for_nn was removed in opset 13")
+    inputs = [0] + [index if node.present(index) else empty
+                    for index, empty in ((1, _NO_FLOATS), (2, _NO_FLOATS), (3, _NO_INTS))]
+    return Translated(_checked(node, op), inputs)

@@ -1,0 +1,157 @@
+"""Image ops: Resize / Upsample, GridSample, AffineGrid, RoiAlign, NonMaxSuppression, Col2Im, DeformConv."""
+import numpy as np
+import pytest
+
+import tractile
+from tractile.dim import TDim
+from tractile.errors import AnalysisError, ModelFormatError, RunError
+
+from ..conftest import run_onnxruntime
+from .onnx_builder import model, node, value
+
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def run_tractile(proto, inputs):
+    return tractile.load(proto).run(list(inputs))
+
+
+def resize_model(attrs, x_shape, scales=None, sizes=None, roi=None, opset=19, dtype="f32"):
+    inits = {}
+    names = ["x", "", "", ""]
+    for slot, name, array in ((1, "roi", roi), (2, "scales", scales), (3, "sizes", sizes)):
+        if array is not None:
+            names[slot] = name
+            inits[name] = array
+    while names[-1] == "":
+        names.pop()
+    return model([node("Resize", names, ["y"], **attrs)], [value("x", dtype, x_shape)], [value("y", dtype)], inits,
+                 opset=opset)
+
+
+# Resize -------------------------------------------------------------------------------------------
+RESIZE_CASES = [
+    ({"mode": "nearest"}, [1, 1, 2.5, 1.5]),
+    ({"mode": "nearest", "nearest_mode": "ceil", "coordinate_transformation_mode": "align_corners"}, [1, 1, 2, 2.5]),
+    ({"mode": "nearest", "nearest_mode": "floor", "coordinate_transformation_mode": "asymmetric"}, [1, 1, 0.75, 2]),
+    ({"mode": "nearest", "nearest_mode": "round_prefer_ceil"}, [1, 1, 0.5, 3]),
+    ({"mode": "linear"}, [1, 1, 2, 0.6]),
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1, 1, 3, 0.5]),
+    ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, [1, 1, 0.5, 1.5]),
+    ({"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"}, [1, 1, 1.3, 0.7]),
+    ({"mode": "cubic"}, [1, 1, 1.8, 0.75]),
+    ({"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}, [1, 1, 2, 3]),
+    ({"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}, [1, 1, 0.5, 2]),
+    ({"mode": "linear", "antialias": 1}, [1, 1, 0.4, 0.6]),
+    ({"mode": "cubic", "antialias": 1}, [1, 1, 0.3, 0.5]),
+]
+
+
+@pytest.mark.parametrize("attrs,scales", RESIZE_CASES)
+def test_resize_with_scales_matches_onnxruntime(attrs, scales):
+    x = rand(2, 3, 7, 6)
+    proto = resize_model(attrs, x.shape, scales=np.asarray(scales, np.float32))
+    (got,) = run_tractile(proto, [x])
+    (want,) = run_onnxruntime(proto, [x])
+    assert got.shape == want.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_resize_sizes_with_axes_and_aspect_policy_matches_onnxruntime():
+    x = rand(1, 2, 6, 9)
+    attrs = {"mode": "linear", "axes": [3, 2], "keep_aspect_ratio_policy": "not_larger"}
+    proto = resize_model(attrs, x.shape, sizes=np.asarray([4, 5], np.int64))
+    (got,) = run_tractile(proto, [x])
+    (want,) = run_onnxruntime(proto, [x])
+    assert got.shape == want.shape == (1, 2, 3, 4)  # scale min(4/9, 5/6) keeps the aspect ratio
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_resize_tf_crop_and_resize_fills_outside_with_extrapolation_value():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": -1.0}
+    roi = np.asarray([0, 0, 0.5, -0.5, 1, 1, 1.2, 0.5], np.float32)
+    proto = resize_model(attrs, x.shape, roi=roi, sizes=np.asarray([1, 1, 3, 3], np.int64))
+    (got,) = run_tractile(proto, [x])
+    # rows sample y = 1.5, 2.55, 3.6 (past the last row); columns x = -1.5 (before the first), 0, 1.5
+    rows = np.array([1.5, 2.55, 3.6])
+    cols = np.array([-1.5, 0.0, 1.5])
+    expected = rows[:, None] * 4 + cols[None, :]
+    expected[:, 0] = expected[2, :] = -1.0
+    np.testing.assert_allclose(got[0, 0], expected, rtol=1e-5)
+
+
+def test_resize_nearest_keeps_integers_exactly():
+    x = np.arange(12, dtype=np.uint8).reshape(1, 1, 3, 4)
+    proto = resize_model({"mode": "nearest"}, x.shape, scales=np.asarray([1, 1, 2, 2], np.float32), dtype="u8")
+    (got,) = run_tractile(proto, [x])
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got[0, 0], np.repeat(np.repeat(x[0, 0], 2, 0), 2, 1))
+
+
+def test_resize_linear_on_integers_rounds():
+    x = np.array([[[[0, 255]]]], dtype=np.uint8)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "align_corners"}
+    proto = resize_model(attrs, x.shape, sizes=np.asarray([1, 1, 1, 4], np.int64), dtype="u8")
+    (got,) = run_tractile(proto, [x])
+    np.testing.assert_array_equal(got[0, 0, 0], [0, 85, 170, 255])
+
+
+def test_upsample_v7_and_resize_v10_use_asymmetric_coordinates():
+    x = rand(1, 1, 3, 3)
+    expected = np.repeat(np.repeat(x, 2, axis=2), 3, axis=3)
+    v7 = model([node("Upsample", ["x"], ["y"], mode="nearest", scales=[1.0, 1.0, 2.0, 3.0])],
+               [value("x", "f32", x.shape)], [value("y")], opset=7)
+    np.testing.assert_array_equal(run_tractile(v7, [x])[0], expected)
+    v10 = model([node("Resize", ["x", "s"], ["y"], mode="linear")], [value("x", "f32", x.shape)], [value("y")],
+                {"s": np.asarray([1, 1, 2, 2], np.float32)}, opset=10)
+    got = run_tractile(v10, [x])[0]
+    np.testing.assert_allclose(got, run_onnxruntime(v10, [x])[0], rtol=1e-6)
+
+
+def test_resize_runtime_scales_give_fresh_symbols_then_run():
+    x = rand(1, 1, 4, 4)
+    proto = model([node("Resize", ["x", "", "s"], ["y"], mode="nearest")],
+                  [value("x", "f32", x.shape), value("s", "f32", [4])], [value("y")], opset=19)
+    loaded = tractile.load(proto, optimize=False).into_optimized()
+    fact = loaded.outlet_fact(loaded.outputs[0])
+    assert fact.shape[:2] == (1, 1) or all(isinstance(d, TDim) for d in fact.shape)
+    assert all(isinstance(d, TDim) for d in fact.shape[2:])
+    scales = np.asarray([1, 1, 0.5, 2], np.float32)
+    (got,) = loaded.plan().state(check_facts=True).run([x, scales])
+    np.testing.assert_array_equal(got, run_onnxruntime(proto, [x, scales])[0])
+
+
+def test_resize_symbolic_input_with_integer_scale_stays_symbolic():
+    proto = model([node("Resize", ["x", "", "s"], ["y"], mode="nearest")], [value("x", "f32", ["N", 3, "H", 5])],
+                  [value("y")], {"s": np.asarray([1, 1, 2, 0.5], np.float32)}, opset=19)
+    typed = tractile.load(proto)
+    fact = typed.outlet_fact(typed.outputs[0])
+    assert str(fact.shape[0]) == "N" and fact.shape[1] == 3 and str(fact.shape[2]) == "2*H" and fact.shape[3] == 2
+
+
+def test_resize_identity_scales_are_decluttered():
+    proto = resize_model({"mode": "linear"}, [1, 2, 3, 3], scales=np.ones(4, np.float32))
+    typed = tractile.load(proto)
+    assert not any(n.op.name == "Resize" for n in typed.nodes)
+
+
+def test_resize_errors_name_the_problem():
+    with pytest.raises(AnalysisError, match="scales has 3 entries for 4"):
+        tractile.load(resize_model({"mode": "linear"}, [1, 1, 2, 2], scales=np.ones(3, np.float32)))
+    both = model([node("Resize", ["x", "", "s", "z"], ["y"])], [value("x", "f32", [1, 1, 2, 2])], [value("y")],
+                 {"s": np.ones(4, np.float32), "z": np.ones(4, np.int64)}, opset=19)
+    with pytest.raises(AnalysisError, match="scales or sizes, not both"):
+        tractile.load(both)
+    with pytest.raises(ModelFormatError, match="mode 'area'"):
+        tractile.load(resize_model({"mode": "area"}, [1, 1, 2, 2], scales=np.ones(4, np.float32)))
+    with pytest.raises(AnalysisError, match="must all be positive"):
+        tractile.load(resize_model({}, [1, 1, 2, 2], scales=np.asarray([1, 1, 0, 1], np.float32)))
+    runtime = model([node("Resize", ["x", "", "", "z"], ["y"])], [value("x", "f32", [1, 1, 2, 2]),
+                    value("z", "i64", [4])], [value("y")], opset=19)
+    with pytest.raises(RunError, match="negative size"):
+        run_tractile(runtime, [rand(1, 1, 2, 2), np.asarray([1, 1, -2, 2], np.int64)])
