@@ -218,3 +218,28 @@ def test_eye_like_matches_onnxruntime(k):
 def test_eye_like_needs_a_matrix():
     with pytest.raises(AnalysisError, match="EyeLike needs a 2-d input"):
         typed_node("EyeLike", {"x": np.zeros((3,), np.float32)}, opset=9)
+
+
+@pytest.mark.parametrize("op, inputs", [
+    ("Expand", {"x": X, "shape": np.array([1, 3, 1])}),
+    ("Tile", {"x": X, "repeats": np.array([1, 1, 1])}),
+    ("Pad", {"x": X, "pads": np.zeros(6, np.int64)}),
+    ("Slice", {"x": X, "starts": np.array([0]), "ends": np.array([1 << 62]), "axes": np.array([1])}),
+])
+def test_no_op_data_movement_is_decluttered_away(op, inputs):
+    from .single_node import single_node
+
+    constants = tuple(name for name in inputs if name != "x")
+    proto, feeds = single_node(op, inputs, opset=13, constants=constants)
+    optimized = tractile.load(proto)
+    assert op not in {node.op.name for node in optimized.nodes}
+    np.testing.assert_array_equal(optimized.run(feeds)[0], X)
+
+
+def test_reversing_slice_is_not_a_no_op():
+    from .single_node import single_node
+
+    proto, feeds = single_node("Slice", {"x": X, "starts": np.array([-1]), "ends": np.array([-1 << 62]),
+                                         "axes": np.array([2]), "steps": np.array([-1])}, opset=13,
+                               constants=("starts", "ends", "axes", "steps"))
+    np.testing.assert_array_equal(tractile.load(proto).run(feeds)[0], X[:, :, ::-1])

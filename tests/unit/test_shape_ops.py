@@ -125,3 +125,12 @@ def test_range_over_a_symbolic_bound_with_a_step():
     typed = tractile.load(proto, optimize=False).into_typed()
     assert typed.output_fact(0).shape == ((N - 2 + 2) // 3,)
     assert tractile.load(proto).run([np.zeros(9, np.float32)])[0].tolist() == [2, 5, 8]
+
+
+def test_run_time_shape_errors_are_run_errors():
+    with pytest.raises(RunError, match="cannot reshape an input of shape"):
+        run_node("Reshape", {"x": X, "shape": np.array([5, -1])}, opset=14)
+    with pytest.raises(RunError, match="cannot squeeze axis 1"):
+        run_node("Squeeze", {"x": X, "axes": np.array([1])}, opset=13)
+    with pytest.raises(RunError, match="Unsqueeze axis 5 is out of range"):
+        run_node("Unsqueeze", {"x": X, "axes": np.array([5])}, opset=13)

@@ -12,7 +12,7 @@ from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from ..patch import ModelPatch
-from .axes import expect_integer, resolve_axes, resolve_axis
+from .axes import expect_integer, resolve_axes, resolve_axis, with_known_value
 from .base import Op, check_alloc, expect_inputs
 from .indexing import Gather  # noqa: F401 - re-exported: it used to live here
 from .nn import normalize_axis
@@ -175,7 +175,7 @@ class Slice(Op):
             shape[axis] = _sliced_dim(shape[axis], start, end, int(step))
         fact = TypedFact(data.dtype, shape)
         if data.sym_value is not None and all(isinstance(v, int) for v in starts + ends):
-            fact.sym_value = self.eval([data.sym_value, *[np.asarray(v) for v in values[1:]]])[0]
+            with_known_value(fact, self.eval([data.sym_value, *[np.asarray(v) for v in values[1:]]])[0])
         return [fact]
 
     def rules(self, s, inputs, outputs):
@@ -185,12 +185,25 @@ class Slice(Op):
     def eval(self, inputs):
         data = inputs[0]
         starts, ends = inputs[1].ravel().tolist(), inputs[2].ravel().tolist()
-        axes = inputs[3].ravel().tolist() if len(inputs) > 3 else range(len(starts))
+        axes = inputs[3].ravel().tolist() if len(inputs) > 3 else list(range(len(starts)))
         steps = inputs[4].ravel().tolist() if len(inputs) > 4 else [1] * len(starts)
+        if not len(starts) == len(ends) == len(axes) == len(steps):
+            raise RunError(f"Slice starts {starts}, ends {ends}, axes {axes}, steps {steps} differ in length")
+        if 0 in steps:
+            raise RunError("Slice steps cannot be 0")
         index = [slice(None)] * data.ndim
-        for start, end, axis, step in zip(starts, ends, axes, steps):
-            index[int(axis)] = slice(int(start), int(end), int(step))
+        for start, end, axis, step in zip(starts, ends, resolve_axes(axes, data.ndim, "Slice axis", RunError), steps):
+            index[axis] = slice(int(start), int(end), int(step))
         return [data[tuple(index)]]
+
+    def declutter(self, model, node):
+        facts = [model.outlet_fact(o) for o in node.inputs]
+        steps = facts[4].konst if len(facts) > 4 else None
+        if len(facts) > 4 and (steps is None or (steps != 1).any()):
+            return None
+        if facts[0].shape == node.outputs[0].fact.shape and all(f.konst is not None for f in facts[1:]):
+            return ModelPatch.shunt_one_op(model, node, f"no-op slice {node.name}")
+        return None
 
 
 def _int_list(fact: TypedFact) -> list | None:
@@ -269,6 +282,12 @@ class Pad(Op):
             if (begin or end) and data.shape[axis] == 0:
                 raise RunError(f"Pad mode {self.mode} cannot pad axis {axis}: it is empty")
         return [np.pad(data, widths, mode=self.mode)]
+
+    def declutter(self, model, node):
+        pads = model.outlet_fact(node.inputs[1]).konst
+        if pads is not None and not pads.any():
+            return ModelPatch.shunt_one_op(model, node, f"no-op pad {node.name}")
+        return None
 
 
 def split_sizes(dim, parts: int):

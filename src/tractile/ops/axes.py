@@ -12,7 +12,7 @@ import numpy as np
 from ..datum import DatumType
 from ..dim import TDim
 from ..errors import AnalysisError, RunError, TractileError
-from ..fact import TypedFact
+from ..fact import TypedFact, is_symbolic_value
 
 
 def resolve_axis(axis: int, rank: int, what: str, error: type[TractileError] = AnalysisError) -> int:
@@ -56,6 +56,21 @@ def run_scalar(value: np.ndarray, what: str):
     if value.size != 1:
         raise RunError(f"{what} must hold exactly one value, got shape {value.shape}")
     return value.reshape(-1)[0]
+
+
+def with_known_value(fact: TypedFact, value) -> TypedFact:
+    """Attach a value computed during analysis: ``sym_value`` if it holds TDims, else ``konst``."""
+    if value is None:
+        return fact
+    value = np.asarray(value)
+    shape = [int(d) for d in fact.shape]
+    if value.dtype != object:
+        fact.konst = value.astype(fact.dtype.np, copy=False).reshape(shape)
+    elif is_symbolic_value(value):
+        fact.sym_value = value.reshape(shape)
+    else:
+        fact.konst = np.asarray(value.tolist(), dtype=fact.dtype.np).reshape(shape)
+    return fact
 
 
 def expect_integer(fact: TypedFact, what: str) -> None:

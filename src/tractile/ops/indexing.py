@@ -14,7 +14,7 @@ from ..datum import DatumType
 from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
-from .axes import checked_indices, expect_integer, resolve_axis, run_scalar, scalar_value
+from .axes import checked_indices, expect_integer, resolve_axis, run_scalar, scalar_value, with_known_value
 from .base import Op, check_alloc, expect_inputs
 
 
@@ -37,7 +37,7 @@ class Gather(Op):
             positions = indices.konst.astype(np.int64)
             if positions.size and (positions.min() < -size or positions.max() >= size):
                 raise AnalysisError(f"Gather indices {positions.tolist()} are out of range for axis {axis} of {data}")
-            fact.sym_value = np.asarray(np.take(value, positions, axis=axis), dtype=object)
+            with_known_value(fact, np.asarray(np.take(value, positions, axis=axis), dtype=object))
         return [fact]
 
     def rules(self, s, inputs, outputs):

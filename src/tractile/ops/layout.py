@@ -13,7 +13,8 @@ import numpy as np
 from ..dim import fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
-from .axes import expect_integer, int_values, resolve_axes, resolve_axis, run_scalar
+from ..patch import ModelPatch
+from .axes import expect_integer, int_values, resolve_axes, resolve_axis, run_scalar, with_known_value
 from .base import Op, check_alloc, expect_inputs
 from .binary import broadcast_shapes
 
@@ -23,12 +24,6 @@ def _shape_input(fact: TypedFact, what: str) -> list | None:
     if fact.rank != 1 or not isinstance(fact.shape[0], int):
         raise AnalysisError(f"{what} must be a 1-d tensor of known length, got {fact}")
     return int_values(fact)
-
-
-def _with_sym_value(fact: TypedFact, value: np.ndarray | None) -> TypedFact:
-    if value is not None and all(isinstance(d, int) for d in fact.shape):
-        fact.sym_value = np.asarray(value, dtype=object).reshape([int(d) for d in fact.shape])
-    return fact
 
 
 @dataclass(frozen=True)
@@ -49,7 +44,7 @@ class Expand(Op):
         dims = broadcast_shapes(x.shape, tuple(target))
         fact = TypedFact(x.dtype, dims)
         if x.sym_value is not None and all(isinstance(d, int) for d in dims):
-            fact = _with_sym_value(fact, np.broadcast_to(x.sym_value, [int(d) for d in dims]))
+            with_known_value(fact, np.broadcast_to(x.sym_value, [int(d) for d in dims]))
         return [fact]
 
     def rules(self, s, inputs, outputs):
@@ -64,6 +59,9 @@ class Expand(Op):
             raise RunError(f"Expand: cannot broadcast an input of shape {x.shape} to {tuple(target)}") from None
         check_alloc(dims, x.dtype, "Expand")
         return [np.array(np.broadcast_to(x, dims))]
+
+    def declutter(self, model, node):
+        return _shunt_if_same_shape(model, node, "no-op expand")
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ class Tile(Op):
             raise AnalysisError(f"Tile's repeats {repeats} must not be negative")
         fact = TypedFact(x.dtype, [d * r for d, r in zip(x.shape, repeats)])
         if x.sym_value is not None and all(isinstance(r, int) for r in repeats):
-            fact = _with_sym_value(fact, np.tile(x.sym_value, repeats))
+            with_known_value(fact, np.tile(x.sym_value, repeats))
         return [fact]
 
     def rules(self, s, inputs, outputs):
@@ -98,6 +96,18 @@ class Tile(Op):
             raise RunError(f"Tile: repeats {repeats} must be {x.ndim} non-negative counts")
         check_alloc([d * r for d, r in zip(x.shape, repeats)], x.dtype, "Tile")
         return [np.tile(x, repeats)]
+
+    def declutter(self, model, node):
+        return _shunt_if_same_shape(model, node, "no-op tile")
+
+
+def _shunt_if_same_shape(model, node, label: str) -> ModelPatch | None:
+    """Remove a node that only replicates data when its output has its input's shape (for constant
+    parameters only: run-time ones must still be checked)."""
+    if model.outlet_fact(node.inputs[1]).konst is not None and \
+            model.outlet_fact(node.inputs[0]).shape == node.outputs[0].fact.shape:
+        return ModelPatch.shunt_one_op(model, node, f"{label} {node.name}")
+    return None
 
 
 def _divided(dim, by: int, what: str):

@@ -18,7 +18,7 @@ from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError, TractileError
 from ..fact import TypedFact
 from ..patch import ModelPatch
-from .axes import resolve_axes, widened
+from .axes import resolve_axes, widened, with_known_value
 from .base import Op, expect_inputs
 
 
@@ -136,8 +136,7 @@ class Reduce(Op):
         fact = TypedFact(x.dtype, shape)
         if x.sym_value is not None and self.reducer in _SYMBOLIC_REDUCERS:
             try:
-                fact.sym_value = np.asarray(self._reduce(x.sym_value, axes), dtype=object).reshape(
-                    [int(d) for d in shape])
+                with_known_value(fact, self._reduce(x.sym_value, axes))
             except (TractileError, TypeError):
                 pass
         return [fact]

@@ -15,6 +15,7 @@ from ..dim import TDim, fresh_symbol, volume
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact, is_symbolic_value
 from ..patch import ModelPatch
+from .axes import resolve_axes
 from .base import Op, check_alloc, expect_inputs
 from .nn import normalize_axis
 
@@ -165,8 +166,13 @@ class Reshape(Op):
         data, shape = inputs
         target = [int(v) for v in shape.tolist()] if shape.dtype != object else shape.tolist()
         if not self.allowzero:
+            if any(v == 0 for v in target[data.ndim:]):
+                raise RunError(f"Reshape target {target}: 0 copies an input dim but the input has rank {data.ndim}")
             target = [data.shape[i] if v == 0 else v for i, v in enumerate(target)]
-        return [np.reshape(data, target)]
+        try:
+            return [np.reshape(data, target)]
+        except ValueError:
+            raise RunError(f"cannot reshape an input of shape {data.shape} to {target}") from None
 
     def declutter(self, model, node):
         if model.outlet_fact(node.inputs[0]).shape == node.outputs[0].fact.shape:
@@ -243,10 +249,14 @@ class Squeeze(Op):
     def eval(self, inputs):
         x = inputs[0]
         if len(inputs) > 1:
-            axes = tuple(int(a) for a in inputs[1].ravel())
+            axes = tuple(resolve_axes(inputs[1].ravel().tolist(), x.ndim, "Squeeze axis", RunError, unique=False))
+            for axis in axes:
+                if x.shape[axis] != 1:
+                    raise RunError(f"cannot squeeze axis {axis} of an input of shape {x.shape}: its size is "
+                                   f"{x.shape[axis]}")
         else:
             axes = tuple(i for i, d in enumerate(x.shape) if d == 1)
-        return [np.squeeze(x, axis=axes)]
+        return [np.squeeze(x, axis=tuple(sorted(set(axes))))]
 
 
 @dataclass(frozen=True)
@@ -279,9 +289,8 @@ class Unsqueeze(Op):
 
     def eval(self, inputs):
         x = inputs[0]
-        axes = [int(a) for a in inputs[1].ravel()]
-        rank = x.ndim + len(axes)
-        return [np.expand_dims(x, tuple(sorted(a + rank if a < 0 else a for a in axes)))]
+        axes = inputs[1].ravel().tolist()
+        return [np.expand_dims(x, tuple(sorted(resolve_axes(axes, x.ndim + len(axes), "Unsqueeze axis", RunError))))]
 
 
 @dataclass(frozen=True, eq=False)
