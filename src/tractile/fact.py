@@ -43,6 +43,13 @@ def _values_equal(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
 
 
+#: kinds of value a wire may hold: tensors (the default), ONNX sequences and optionals
+TENSOR = "tensor"
+SEQUENCE = "sequence"
+OPTIONAL = "optional"
+CONTAINER_KINDS = (SEQUENCE, OPTIONAL)
+
+
 def is_symbolic_value(value: np.ndarray | None) -> bool:
     """True for object arrays of ints and TDims (shape computations on symbolic dims)."""
     return value is not None and value.dtype == object and any(isinstance(v, TDim) for v in value.flat)
@@ -54,17 +61,36 @@ class TypedFact:
     ``shape`` is a tuple of :data:`~tractile.dim.Dim`; ``konst`` the constant value if
     the wire is constant; ``sym_value`` the value as ints and TDims when it is a small
     integer tensor computed from symbolic shapes (it is never run, only reasoned on).
+
+    A wire holding an ONNX sequence (a list of tensors at run time) or optional (a value
+    or None) has ``kind`` :data:`SEQUENCE` or :data:`OPTIONAL`, shape ``()``, ``element``
+    the (partial) :class:`InferenceFact` of what it holds and ``dtype`` the element's
+    datum type (None when unknown). Build them with :meth:`TypedFact.container`.
     """
 
-    __slots__ = ("dtype", "shape", "konst", "qparams", "sym_value")
+    __slots__ = ("dtype", "shape", "konst", "qparams", "sym_value", "kind", "element")
 
     def __init__(self, dtype: DatumType, shape: Sequence, konst: np.ndarray | None = None,
-                 qparams: QParams | None = None, sym_value: np.ndarray | None = None):
+                 qparams: QParams | None = None, sym_value: np.ndarray | None = None,
+                 kind: str = TENSOR, element: "InferenceFact | None" = None):
         self.dtype = dtype
         self.shape = tuple(to_dim(d) for d in shape)
         self.konst = konst
         self.qparams = qparams
         self.sym_value = sym_value
+        self.kind = kind
+        self.element = element
+
+    @staticmethod
+    def container(kind: str, element: "InferenceFact") -> "TypedFact":
+        """The fact of a sequence or optional holding values described by ``element``."""
+        if kind not in CONTAINER_KINDS:
+            raise TractileError(f"unknown container kind {kind!r}")
+        return TypedFact(element.dtype, (), kind=kind, element=element)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == TENSOR
 
     @staticmethod
     def from_array(value: np.ndarray, qparams: QParams | None = None) -> "TypedFact":
@@ -87,6 +113,9 @@ class TypedFact:
         return all(is_concrete(d) for d in self.shape)
 
     def concrete_shape(self) -> tuple[int, ...] | None:
+        """The shape as ints; None if symbolic, or if the wire holds a sequence or optional."""
+        if self.kind != TENSOR:
+            return None
         return self.shape if self.is_concrete() else None
 
     def symbols(self) -> set[str]:
@@ -97,7 +126,7 @@ class TypedFact:
         return self.konst if self.konst is not None else self.sym_value
 
     def without_value(self) -> "TypedFact":
-        return TypedFact(self.dtype, self.shape, None, self.qparams)
+        return TypedFact(self.dtype, self.shape, None, self.qparams, kind=self.kind, element=self.element)
 
     def with_shape(self, shape: Sequence) -> "TypedFact":
         return TypedFact(self.dtype, shape, None, self.qparams)
@@ -106,6 +135,8 @@ class TypedFact:
         return TypedFact(dtype, self.shape, None, None)
 
     def same_type_and_shape(self, other: "TypedFact") -> bool:
+        if self.kind != other.kind or (self.kind != TENSOR and self.element != other.element):
+            return False
         return self.dtype == other.dtype and self.shape == other.shape and self.qparams == other.qparams
 
     def __eq__(self, other) -> bool:
@@ -118,6 +149,8 @@ class TypedFact:
     __hash__ = None  # type: ignore[assignment]
 
     def __str__(self) -> str:
+        if self.kind != TENSOR:
+            return f"{self.kind}<{self.element}>"
         text = ",".join([*(str(d) for d in self.shape), str(self.dtype)])
         if self.qparams is not None:
             text += f" {self.qparams}"
@@ -167,12 +200,18 @@ class ShapeFactoid:
 
 
 class InferenceFact:
-    """A partial fact: datum type, shape and value each possibly unknown."""
+    """A partial fact: datum type, shape and value each possibly unknown.
 
-    __slots__ = ("dtype", "shape", "value")
+    ``kind`` is None for tensors (and unknown wires); a sequence or optional fact (see
+    :meth:`InferenceFact.container`) has ``kind`` set, shape ``()`` and an ``element`` fact.
+    """
+
+    __slots__ = ("dtype", "shape", "value", "kind", "element")
 
     def __init__(self, dtype: DatumType | None = None, shape: ShapeFactoid | Sequence | None = None,
                  value: np.ndarray | None = None):
+        self.kind: str | None = None
+        self.element: InferenceFact | None = None
         if shape is None:
             shape = ShapeFactoid.unknown()
         elif not isinstance(shape, ShapeFactoid):
@@ -194,16 +233,39 @@ class InferenceFact:
 
     @staticmethod
     def from_typed(fact: TypedFact) -> "InferenceFact":
+        if fact.kind != TENSOR:
+            return InferenceFact.container(fact.kind, fact.element)
         return InferenceFact(fact.dtype, ShapeFactoid.closed(fact.shape), fact.known_value())
+
+    @staticmethod
+    def container(kind: str, element: "InferenceFact | None" = None) -> "InferenceFact":
+        """A sequence or optional fact; ``element`` describes the values it holds."""
+        if kind not in CONTAINER_KINDS:
+            raise TractileError(f"unknown container kind {kind!r}")
+        element = element if element is not None else InferenceFact()
+        fact = InferenceFact(element.dtype, ShapeFactoid.closed(()))
+        fact.kind = kind
+        fact.element = element
+        return fact
+
+    @property
+    def is_tensor(self) -> bool:
+        """False for sequence and optional facts (an unknown wire counts as a tensor)."""
+        return self.kind is None
 
     @property
     def rank(self) -> int | None:
         return self.shape.rank
 
     def is_complete(self) -> bool:
+        """Datum type and shape known; a sequence or optional is complete once its kind is known."""
+        if self.kind is not None:
+            return True
         return self.dtype is not None and self.shape.is_complete()
 
     def to_typed(self) -> TypedFact:
+        if self.kind is not None:
+            return TypedFact.container(self.kind, self.element)
         if not self.is_complete():
             raise AnalysisError(f"fact {self} is not complete")
         konst = sym = None
@@ -221,6 +283,8 @@ class InferenceFact:
             return False
         if self.dtype != other.dtype or self.shape != other.shape:
             return False
+        if self.kind != other.kind or self.element != other.element:
+            return False
         if (self.value is None) != (other.value is None):
             return False
         return self.value is None or _values_equal(self.value, other.value)
@@ -228,6 +292,8 @@ class InferenceFact:
     __hash__ = None  # type: ignore[assignment]
 
     def __str__(self) -> str:
+        if self.kind is not None:
+            return f"{self.kind}<{self.element}>"
         dims = str(self.shape)
         dtype = "?" if self.dtype is None else str(self.dtype)
         text = f"{dims},{dtype}" if dims else dtype
@@ -281,6 +347,8 @@ def unify_shape(a: ShapeFactoid, b: ShapeFactoid) -> ShapeFactoid:
 
 def unify(a: InferenceFact, b: InferenceFact) -> InferenceFact:
     """The most precise fact compatible with both; :class:`AnalysisError` on conflict."""
+    if a.kind is not None or b.kind is not None:
+        return _unify_containers(a, b)
     try:
         dtype = unify_dtype(a.dtype, b.dtype)
         shape = unify_shape(a.shape, b.shape)
@@ -295,6 +363,46 @@ def unify(a: InferenceFact, b: InferenceFact) -> InferenceFact:
         return InferenceFact(dtype, shape, value)
     except AnalysisError as error:
         raise AnalysisError(f"facts {a} and {b} conflict: {error.message}") from None
+
+
+def _unify_containers(a: InferenceFact, b: InferenceFact) -> InferenceFact:
+    def says_tensor(fact: InferenceFact) -> bool:
+        return fact.kind is None and (fact.value is not None or bool(fact.shape.dims))
+
+    for optional, other in ((a, b), (b, a)):
+        if optional.kind == OPTIONAL and other.kind != OPTIONAL and (other.kind is not None or says_tensor(other)):
+            return unify(optional.element, other)  # the optional holds a value
+    if (a.kind is not None and b.kind is not None and a.kind != b.kind) or says_tensor(a) or says_tensor(b):
+        raise AnalysisError(f"facts {a} and {b} conflict: a {a.kind or 'tensor'} is not a {b.kind or 'tensor'}")
+    kind = a.kind or b.kind
+    element = a.element if b.element is None else b.element if a.element is None else None
+    try:
+        if element is None:
+            element = unify(a.element, b.element)
+        unify_dtype(a.dtype, b.dtype)
+    except AnalysisError as error:
+        raise AnalysisError(f"facts {a} and {b} conflict: {error.message}") from None
+    if element.dtype is None and (a.dtype or b.dtype) is not None:
+        element = unify(element, InferenceFact(a.dtype or b.dtype))
+    return InferenceFact.container(kind, element)
+
+
+def generalize(a: InferenceFact, b: InferenceFact) -> InferenceFact:
+    """The most precise fact that covers both (dims that differ become unknown).
+
+    Used for what a sequence holds, the two branches of an If, and loop-carried values.
+    """
+    if a.kind != b.kind:
+        return InferenceFact()
+    if a.kind is not None:
+        return InferenceFact.container(a.kind, generalize(a.element, b.element))
+    dtype = a.dtype if a.dtype == b.dtype else None
+    if a.shape.open or b.shape.open or len(a.shape.dims) != len(b.shape.dims):
+        shape = ShapeFactoid.unknown()
+    else:
+        shape = ShapeFactoid(tuple(x if x == y else None for x, y in zip(a.shape.dims, b.shape.dims)), False)
+    value = a.value if a.value is not None and b.value is not None and _values_equal(a.value, b.value) else None
+    return InferenceFact(dtype, shape, value if dtype is not None and shape.is_complete() else None)
 
 
 def parse_fact(spec) -> InferenceFact:

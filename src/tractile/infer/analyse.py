@@ -33,6 +33,8 @@ def fold_limit(inputs: list[InferenceFact]) -> int:
 
 
 def _forget_fresh(fact: TypedFact) -> InferenceFact:
+    if not fact.is_tensor:
+        return InferenceFact.from_typed(fact)
     dims = tuple(None if is_fresh(d) else d for d in fact.shape)
     value = fact.known_value()
     return InferenceFact(fact.dtype, ShapeFactoid(dims, False), value)
@@ -60,7 +62,7 @@ def infer_node(op, inputs: list[InferenceFact], outputs: list[InferenceFact]):
     typed = op.output_facts([f.to_typed() for f in inputs])
     outputs = [unify(o, _forget_fresh(t)) for o, t in zip(outputs, typed)]
     if (op.is_stateless and not op.is_random and all(f.value is not None for f in inputs)
-            and any(o.value is None for o in outputs)):
+            and any(o.value is None for o in outputs) and all(o.is_tensor for o in outputs)):
         outputs = _propagate_values(op, inputs, outputs)
     return inputs, outputs
 

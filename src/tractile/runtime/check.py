@@ -18,6 +18,11 @@ def check_step_outputs(step, results, bindings: dict[str, int]) -> None:
         raise RunError(f"{node_label(node)}: produced {len(results)} values for {len(node.outputs)} outputs")
     for slot, (outlet, value) in enumerate(zip(node.outputs, results)):
         fact = outlet.fact
+        if fact.kind != "tensor":
+            from .state import check_container_value
+
+            check_container_value(fact, value, f"{node_label(node)}: output {slot}")
+            continue
         if not isinstance(value, np.ndarray):
             raise RunError(f"{node_label(node)}: output {slot} is a {type(value).__name__}, not an array")
         expected = fact.dtype.np

@@ -8,7 +8,7 @@ import numpy as np
 from ..datum import DatumType
 from ..dim import TDim
 from ..errors import RunError, TractileError
-from ..fact import TypedFact
+from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact
 from .plan import SimplePlan
 
 
@@ -59,6 +59,8 @@ class SimpleState:
         return inputs, False
 
     def _check_input(self, name: str, fact: TypedFact, value, bindings: dict[str, int]) -> np.ndarray:
+        if fact.kind != TENSOR:
+            return check_container_value(fact, value, f'input "{name}"')
         expected = fact.dtype.np
         if not isinstance(value, np.ndarray):
             value = np.asarray(value, dtype=expected)
@@ -100,7 +102,10 @@ class SimpleState:
         for slot, name, fact, value in zip(plan.input_slots, plan.input_names, plan.input_facts, ordered):
             checked = self._check_input(name, fact, value, bindings)
             values[slot] = checked
-            fed.append(checked)
+            if isinstance(checked, np.ndarray):
+                fed.append(checked)
+            else:
+                fed.extend(_arrays_in(checked))
         self.bindings = bindings
         if self.check_facts:
             self._run_checked(values, bindings)
@@ -148,6 +153,15 @@ def _at_node(error: TractileError, step) -> TractileError:
     return enriched
 
 
+def _arrays_in(value) -> list[np.ndarray]:
+    """The tensors a sequence or optional value holds."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, list):
+        return [array for item in value for array in _arrays_in(item)]
+    return []
+
+
 def _root(array: np.ndarray) -> np.ndarray:
     while isinstance(array.base, np.ndarray):
         array = array.base
@@ -157,6 +171,10 @@ def _root(array: np.ndarray) -> np.ndarray:
 def _detached(value, fed: list[np.ndarray]) -> np.ndarray:
     """Return outputs the caller may modify: copy constants and views of the inputs."""
     if not isinstance(value, np.ndarray):
+        if value is None:
+            return None
+        if isinstance(value, list):
+            return [_detached(item, fed) for item in value]
         return np.asarray(value)
     if not value.flags.writeable:
         return value.copy()
@@ -164,4 +182,43 @@ def _detached(value, fed: list[np.ndarray]) -> np.ndarray:
         root = _root(value)
         if any(root is _root(x) for x in fed):
             return value.copy()
+    return value
+
+
+def check_container_value(fact, value, where: str):
+    """Check a sequence (list of tensors) or optional (value or None) against its fact.
+
+    ``fact`` is a container TypedFact or InferenceFact; what it holds is checked as far as
+    its element fact is known (named dims of elements are not bound: they may vary).
+    Returns the value with tuples turned into lists and items into arrays.
+    """
+    if fact.kind == OPTIONAL:
+        if value is None:
+            return None
+        return _check_element(fact.element, value, f"{where} (optional)")
+    if fact.kind == SEQUENCE:
+        if not isinstance(value, (list, tuple)):
+            raise RunError(f"{where}: expected a sequence (a list of tensors), got {type(value).__name__}")
+        return [_check_element(fact.element, item, f"{where}[{index}]") for index, item in enumerate(value)]
+    return _check_element(fact, value, where)
+
+
+def _check_element(fact: InferenceFact | None, value, where: str):
+    if fact is not None and fact.kind is not None:
+        return check_container_value(fact, value, where)
+    if isinstance(value, (list, tuple)) or value is None:
+        raise RunError(f"{where}: expected a tensor, got {type(value).__name__}")
+    if fact is None:
+        return np.asarray(value)
+    if not isinstance(value, np.ndarray):
+        value = np.asarray(value, dtype=None if fact.dtype is None else fact.dtype.np)
+    if fact.dtype is not None and value.dtype != fact.dtype.np and \
+            not (fact.dtype == DatumType.STRING and value.dtype.kind in "OUS"):
+        raise RunError(f"{where}: expected datum type {fact.dtype}, got {value.dtype}")
+    if not fact.shape.open:
+        if value.ndim != len(fact.shape.dims):
+            raise RunError(f"{where}: expected a tensor of shape ({fact.shape}), got shape {value.shape}")
+        for axis, (dim, actual) in enumerate(zip(fact.shape.dims, value.shape)):
+            if isinstance(dim, int) and dim != actual:
+                raise RunError(f"{where}: expected shape ({fact.shape}), got shape {value.shape} (axis {axis})")
     return value

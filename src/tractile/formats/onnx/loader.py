@@ -10,7 +10,7 @@ import numpy as np
 from ...datum import DatumType
 from ...dim import symbol
 from ...errors import ModelFormatError, TractileError, UnsupportedOpError
-from ...fact import InferenceFact, ShapeFactoid
+from ...fact import OPTIONAL, SEQUENCE, InferenceFact, ShapeFactoid
 from ...model import InferenceModel
 from .registry import OnnxNode, Translated, lookup, supported_ops
 
@@ -63,8 +63,19 @@ def symbol_name(param: str) -> str:
     return name if not name[0].isdigit() else "_" + name
 
 
-def fact_from_type(type_proto, where: str, unknown_dims_as_symbols: str | None = None) -> InferenceFact:
-    """An InferenceFact from a ValueInfo's TypeProto (non-tensor types give an empty fact)."""
+def fact_from_type(type_proto, where: str, unknown_dims_as_symbols: str | None = None,
+                   named_dims: bool = True) -> InferenceFact:
+    """An InferenceFact from a ValueInfo's TypeProto.
+
+    Sequence and optional types give container facts; the dims of what they hold are
+    known only when fixed (a named dim may differ from one item to the next). With
+    ``named_dims`` False, named dims are left unknown too. Other types give an empty fact.
+    """
+    which = type_proto.WhichOneof("value")
+    if which in ("sequence_type", "optional_type"):
+        inner = getattr(type_proto, which).elem_type
+        element = fact_from_type(inner, where, named_dims=False) if inner.WhichOneof("value") else InferenceFact()
+        return InferenceFact.container(SEQUENCE if which == "sequence_type" else OPTIONAL, element)
     if not type_proto.HasField("tensor_type"):
         return InferenceFact()
     tensor_type = type_proto.tensor_type
@@ -73,9 +84,9 @@ def fact_from_type(type_proto, where: str, unknown_dims_as_symbols: str | None =
         return InferenceFact(dtype)
     dims = []
     for axis, dim in enumerate(tensor_type.shape.dim):
-        if dim.HasField("dim_value"):
+        if dim.HasField("dim_value") and dim.dim_value >= 0:
             dims.append(int(dim.dim_value))
-        elif dim.HasField("dim_param") and dim.dim_param:
+        elif dim.HasField("dim_param") and dim.dim_param and named_dims:
             dims.append(symbol(symbol_name(dim.dim_param)))
         elif unknown_dims_as_symbols is not None:
             dims.append(symbol(symbol_name(f"{unknown_dims_as_symbols}_{axis}")))
@@ -134,12 +145,15 @@ def _subgraphs(node):
 
 
 def find_unsupported(graph, context: OnnxContext, found: dict | None = None) -> dict:
-    """Every (domain, op type, opset) without a translation, with the node names using it."""
+    """Every (domain, op type, opset) with neither a translation nor a function body,
+    with the node names using it."""
+    from .functions import has_function
+
     found = {} if found is None else found
     for node in graph.node:
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
         opset = context.opset(domain)
-        if lookup(domain, node.op_type, opset) is None and (domain, node.op_type) not in context.functions:
+        if lookup(domain, node.op_type, opset) is None and not has_function(context, domain, node.op_type, opset):
             found.setdefault((domain, node.op_type, opset), []).append(node.name or node.output[0])
         for subgraph in _subgraphs(node):
             find_unsupported(subgraph, context, found)
@@ -178,13 +192,23 @@ def load_onnx(source) -> InferenceModel:
 
 
 class GraphBuilder:
-    """Wires one ONNX GraphProto into a model; ``outer`` maps names visible from an enclosing graph."""
+    """Wires one ONNX GraphProto into a model.
 
-    def __init__(self, model, context: OnnxContext, outer: dict | None = None):
+    ``outer`` maps names visible from an enclosing scope to outlets of ``model``;
+    ``parent`` is the builder of the enclosing graph when this one builds a subgraph
+    (an If branch, a Loop or Scan body): a name the subgraph reads from an enclosing
+    scope becomes an extra input of the subgraph's model (listed in ``free_names``),
+    which the control-flow node wires from the enclosing graph.
+    """
+
+    def __init__(self, model, context: OnnxContext, outer: dict | None = None,
+                 parent: "GraphBuilder | None" = None):
         self.model = model
         self.context = context
         self.outlets: dict[str, Any] = {}
         self.outer = outer or {}
+        self.parent = parent
+        self.free_names: list[str] = []
 
     def outlet(self, name: str, node: OnnxNode):
         found = self.outlets.get(name)
@@ -195,36 +219,67 @@ class GraphBuilder:
         return found
 
     def resolve_outer(self, name: str):
-        return None
+        """The outlet standing for ``name`` defined in an enclosing scope, or None."""
+        found = self.outer.get(name)
+        if found is not None or self.parent is None or not self.parent.can_see(name):
+            return found
+        outlet = self.model.add_source(name, InferenceFact())
+        self.outlets[name] = outlet
+        self.free_names.append(name)
+        return outlet
+
+    def can_see(self, name: str) -> bool:
+        """Whether ``name`` is defined here or in an enclosing scope."""
+        return name in self.outlets or name in self.outer or (self.parent is not None and self.parent.can_see(name))
+
+    def visible_names(self) -> set[str]:
+        names = set(self.outlets) | set(self.outer)
+        return names | self.parent.visible_names() if self.parent is not None else names
+
+    def subgraph(self, graph) -> tuple[InferenceModel, list[str]]:
+        """Build a subgraph into its own model; also return the enclosing names it reads.
+
+        The model's inputs are the subgraph's declared inputs, then one per free name.
+        """
+        body = InferenceModel()
+        body.symbols = self.model.symbols
+        builder = GraphBuilder(body, self.context, parent=self)
+        builder.build(graph)
+        return body, builder.free_names
 
     def build(self, graph) -> None:
         model = self.model
+        self.graph = graph
+        nested = self.parent is not None
         initializers = {t.name for t in graph.initializer}
         for value in graph.input:
             if value.name in initializers:
                 continue
-            fact = fact_from_type(value.type, f"input {value.name!r}", unknown_dims_as_symbols=value.name)
+            fact = fact_from_type(value.type, f"input {value.name!r}",
+                                  unknown_dims_as_symbols=None if nested else value.name, named_dims=not nested)
             self.outlets[value.name] = model.add_source(value.name, fact)
         for tensor in graph.initializer:
             self.outlets[tensor.name] = model.add_const(tensor.name, tensor_to_array(tensor, "initializer"))
         for sparse in graph.sparse_initializer:
             self.outlets[sparse.values.name] = model.add_const(sparse.values.name, _sparse_to_dense(sparse))
-        for node_proto in _topological(graph.node, set(self.outlets) | set(self.outer)):
+        for node_proto in _topological(graph.node, set(self.outlets) | self.visible_names()):
             self.wire(node_proto)
         outputs = []
         for value in graph.output:
-            if value.name not in self.outlets and self.resolve_outer(value.name) is None:
+            outlet = self.outlets.get(value.name) or self.resolve_outer(value.name)
+            if outlet is None:
                 raise ModelFormatError(f"graph output {value.name!r} is not produced by any node")
-            outputs.append(self.outlets.get(value.name) or self.resolve_outer(value.name))
+            outputs.append(outlet)
         model.outputs = outputs
         for value, outlet in zip(graph.output, outputs):
             model.outlet_labels[outlet] = value.name
-            hint = fact_from_type(value.type, f"output {value.name!r}")
-            model.set_outlet_fact(outlet, _merge_hint(model.outlet_fact(outlet), hint))
+            hint = fact_from_type(value.type, f"output {value.name!r}", named_dims=not nested)
+            model.set_outlet_fact(outlet, _merge_hint(model.outlet_fact(outlet), _trusted_part(hint, nested)))
 
     def wire(self, proto) -> None:
         domain = "" if proto.domain in ("", "ai.onnx") else proto.domain
         node = OnnxNode(proto, self.context.opset(domain), self.context)
+        node.scope = self
         translate = lookup(domain, proto.op_type, node.opset)
         if translate is None:
             from .functions import expand_function
@@ -235,12 +290,15 @@ class GraphBuilder:
         self.wire_translated(node, result)
 
     def wire_translated(self, node: OnnxNode, result) -> None:
+        """Wire a translation; a ``str`` in ``Translated.inputs`` names a value of this scope."""
         if not isinstance(result, Translated):
             result = Translated(result, [i for i in range(len(node.inputs)) if node.present(i)])
         inputs = []
         for index, item in enumerate(result.inputs):
             if isinstance(item, np.ndarray):
                 inputs.append(self.model.add_const(f"{node.name}.const{index}", item))
+            elif isinstance(item, str):
+                inputs.append(self.outlet(item, node))
             else:
                 inputs.append(self.outlet(node.inputs[item], node))
         outlets = self.model.wire_node(node.name, result.op, inputs)
@@ -250,6 +308,14 @@ class GraphBuilder:
             if index >= len(outlets):
                 raise node.error(f"output {index} ({name!r}) is not supported by tractile's {result.op.name}")
             self.outlets[name] = outlets[index]
+
+
+def _trusted_part(hint: InferenceFact, nested: bool) -> InferenceFact:
+    """What of a declared output type to believe: exporters often get the shapes of what
+    sequences hold wrong, and a subgraph's declared shapes are only checked by its op."""
+    if hint.kind is not None:
+        return InferenceFact.container(hint.kind, _trusted_part(hint.element, True) if hint.element else None)
+    return InferenceFact(hint.dtype) if nested else hint
 
 
 def _merge_hint(fact: InferenceFact, hint: InferenceFact) -> InferenceFact:
@@ -273,16 +339,32 @@ def _sparse_to_dense(sparse) -> np.ndarray:
     return dense
 
 
+def _read_names(node) -> set[str]:
+    """Every name a node reads: its inputs and what its subgraphs read from outside."""
+    names = {name for name in node.input if name}
+    for graph in _subgraphs(node):
+        defined = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+        defined |= {t.values.name for t in graph.sparse_initializer}
+        inner: set[str] = {v.name for v in graph.output}
+        for inner_node in graph.node:
+            defined.update(n for n in inner_node.output if n)
+            inner |= _read_names(inner_node)
+        names |= inner - defined
+    return names
+
+
 def _topological(nodes, available: set[str]):
     """ONNX nodes in an order where each reads only defined names (files are usually sorted)."""
     pending = list(nodes)
     defined = set(available)
+    reads = {id(node): _read_names(node) if any(True for _ in _subgraphs(node)) else set(node.input)
+             for node in pending}
     ordered = []
     while pending:
         progress = []
         rest = []
         for node in pending:
-            if all(not name or name in defined for name in node.input):
+            if all(not name or name in defined for name in reads[id(node)]):
                 progress.append(node)
                 defined.update(n for n in node.output if n)
             else:
