@@ -61,6 +61,9 @@ class Conv(Op):
     def eval(self, inputs):
         x, w = inputs[0], inputs[1]
         bias = inputs[2] if len(inputs) > 2 else None
+        if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.kind == "V":
+            # half-precision sums drift: accumulate in f32, round once
+            return [y.astype(x.dtype) for y in self.eval([t.astype(np.float32) for t in inputs])]
         window = self._window(w.shape[2:])
         begins, ends, out = window.concrete_pads(x.shape[2:])
         xp = pad_spatial(x, begins, ends, 0)

@@ -39,7 +39,7 @@ class Softmax(UnaryOp):
         return tuple(range(axis, rank)) if self.legacy else (axis,)
 
     def compute(self, x):
-        work = x.astype(np.float32) if x.dtype == np.float16 or x.dtype.kind == "V" else x
+        work = x.astype(np.float32) if x.dtype.kind == "V" else x
         if x.ndim == 0:
             out = np.zeros_like(work) if self.log else np.ones_like(work)
             return out.astype(x.dtype)

@@ -1,6 +1,9 @@
 """ONNX neural-network ops: Conv, pooling, Gemm, MatMul, normalisations, Softmax family, losses."""
 from __future__ import annotations
 
+from ....ops.attention import Attention, RotaryEmbedding
+from ....ops.causal_conv import CausalConvWithState
+from ....ops.linear_attention import LinearAttention
 from ....ops.cast import Dropout
 from ....ops.conv import Conv, check_group
 from ....ops.conv_transpose import ConvTranspose
@@ -168,3 +171,44 @@ def dropout(node: OnnxNode):
 @onnx_op("LRN", since=1)
 def lrn(node: OnnxNode):
     return LRN(node.int("size"), node.float("alpha", 1e-4), node.float("beta", 0.75), node.float("bias", 1.0))
+
+
+@onnx_op("Attention", since=23)
+def attention(node: OnnxNode):
+    from ..loader import datum_type
+
+    present = [i for i in range(7) if node.present(i)]
+    if node.present(4) != node.present(5):
+        raise node.error("past_key and past_value must be given together")
+    precision = node.int("softmax_precision", 0)
+    scale = node.float("scale", 0.0) if node.has("scale") else None
+    outputs = wanted_outputs(node, 4)
+    mode = node.int("qk_matmul_output_mode", 0)
+    if mode not in (0, 1, 2, 3):
+        raise node.error(f"qk_matmul_output_mode must be 0 to 3, got {mode}")
+    op = Attention(node.int("q_num_heads", 0) or None, node.int("kv_num_heads", 0) or None, scale,
+                   bool(node.int("is_causal", 0)), node.float("softcap", 0.0), mode,
+                   datum_type(precision, f"{node!r} softmax_precision") if precision else None,
+                   node.int("left_window_size", -1), node.int("right_window_size", -1),
+                   node.present(3), node.present(4), node.present(6), outputs)
+    return Translated(op, present)
+
+
+@onnx_op("RotaryEmbedding", since=23)
+def rotary_embedding(node: OnnxNode):
+    return RotaryEmbedding(bool(node.int("interleaved", 0)), node.int("num_heads", 0),
+                           node.int("rotary_embedding_dim", 0), node.present(3))
+
+
+@onnx_op("LinearAttention", since=1)
+def linear_attention(node: OnnxNode):
+    op = LinearAttention(node.int("q_num_heads"), node.int("kv_num_heads"),
+                         node.string("update_rule", "gated_delta"), node.float("scale", 0.0),
+                         node.present(3), node.present(4), node.present(5))
+    return Translated(op, [i for i in range(6) if node.present(i)])
+
+
+@onnx_op("CausalConvWithState", since=1)
+def causal_conv_with_state(node: OnnxNode):
+    op = CausalConvWithState(node.string("activation", "none"), node.present(2), node.present(3))
+    return Translated(op, [i for i in range(4) if node.present(i)])
