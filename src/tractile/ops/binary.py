@@ -1,4 +1,9 @@
-"""Broadcasting element-wise binary ops: arithmetic (Add, Sub, Mul, Div, Pow...)."""
+"""Broadcasting element-wise binary ops: arithmetic (Add, Sub, Mul, Div, Pow, Mod, Max, Min,
+BitShift), the ``BinaryOp`` base they share with comparisons and logic, and ONNX's Mean.
+
+Shape computations run through these ops on symbolic values (object arrays of ints
+and TDims): each op's ``symbolic`` says what it does to one pair of items.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,11 +13,13 @@ import numpy as np
 
 from ..datum import DatumType
 from ..dim import TDim
-from ..errors import AnalysisError
+from ..errors import AnalysisError, TractileError
 from ..fact import TypedFact
 from ..graph import OutletId
 from ..patch import ModelPatch
 from .base import Op, expect_inputs
+from .expansion import Expansion, VariadicChain
+from .unary import check_accepts, needs_f32
 
 
 def broadcast_shapes(*shapes) -> tuple:
@@ -41,10 +48,76 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(out)
 
 
+def broadcast_volume(inputs) -> object:
+    total = 1
+    for dim in broadcast_shapes(*(f.shape for f in inputs)):
+        total = total * dim
+    return total
+
+
 def _arr(value) -> np.ndarray:
     return value if isinstance(value, np.ndarray) else np.asarray(value)
 
 
+# symbolic values -------------------------------------------------------------------------------
+def is_symbolic_array(value: np.ndarray) -> bool:
+    """An object array of ints/TDims (a shape computation), as opposed to strings."""
+    return value.dtype == object and not any(isinstance(v, (str, bytes)) for v in value.flat)
+
+
+def dim_signs(value) -> frozenset[int]:
+    """The signs (-1, 0, 1) an int or TDim may take; symbols are dims, hence never negative."""
+    if not isinstance(value, TDim):
+        return frozenset({int(np.sign(int(value)))})
+    constant = 0
+    signs = set()
+    for monomial, coef in value.terms:
+        if monomial == ():
+            constant = coef
+        else:
+            signs.add(1 if coef > 0 else -1)
+    if signs == {1}:
+        return frozenset({1}) if constant > 0 else frozenset({0, 1}) if constant == 0 else frozenset({-1, 0, 1})
+    if signs == {-1}:
+        return frozenset({-1}) if constant < 0 else frozenset({-1, 0}) if constant == 0 else frozenset({-1, 0, 1})
+    return frozenset({-1, 0, 1})
+
+
+def undecided(what: str, x, y) -> TractileError:
+    return TractileError(f"{what} of {x} and {y} depends on the symbols' values")
+
+
+def symbolic_apply(fn, *arrays: np.ndarray) -> np.ndarray:
+    """``fn`` applied item by item (with broadcasting) to small object arrays."""
+    return np.frompyfunc(fn, len(arrays), 1)(*(a.astype(object) for a in arrays))
+
+
+def value_fact(fact: TypedFact, value: np.ndarray | None) -> TypedFact:
+    """``fact`` with a value: symbolic when it holds TDims, else a constant of the fact's type."""
+    if value is None:
+        return fact
+    value = np.asarray(value)
+    if value.dtype == object and any(isinstance(v, TDim) for v in value.flat):
+        fact.sym_value = value
+    else:
+        fact.konst = value.astype(fact.dtype.np) if value.dtype != fact.dtype.np else value
+    return fact
+
+
+def symbolic_result(op: Op, facts: list[TypedFact]) -> np.ndarray | None:
+    """The op's output on its inputs' known values, when one of them is symbolic (else None)."""
+    if all(f.sym_value is None for f in facts):
+        return None
+    values = [f.known_value() for f in facts]
+    if any(v is None for v in values):
+        return None
+    try:
+        return np.asarray(op.eval([v.astype(object) for v in values])[0])
+    except Exception:  # noqa: BLE001 - a symbolic value is a bonus, never required
+        return None
+
+
+# the base ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BinaryOp(Op):
     """Base: both inputs share a datum type; the output broadcasts their shapes."""
@@ -53,9 +126,17 @@ class BinaryOp(Op):
     output_type: ClassVar[DatumType | None] = None
     #: whether both operands must have the same datum type
     same_types: ClassVar[bool] = True
+    #: category of datum types the operands may have (a key of ``unary.ACCEPTS``; None: any)
+    accepts: ClassVar[str | None] = None
+    #: whether f16/bf16/f8 operands are computed in f32 (and cast back)
+    widen_small_floats: ClassVar[bool] = True
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def symbolic(self, x, y):
+        """The result on one pair of items that may be TDims (raise when it cannot be told)."""
+        raise TractileError(f"{self.name} has no symbolic form")
 
     def result_type(self, a: DatumType, b: DatumType) -> DatumType:
         return self.output_type or a
@@ -66,11 +147,11 @@ class BinaryOp(Op):
         if self.same_types and a.dtype != b.dtype:
             raise AnalysisError(f"{self.name} needs operands of one datum type, got {a.dtype} and {b.dtype} "
                                 f"({a}; {b})")
+        check_accepts(self, self.accepts, a, "first operand")
+        check_accepts(self, self.accepts, b, "second operand")
         shape = broadcast_shapes(a.shape, b.shape)
         fact = TypedFact(self.result_type(a.dtype, b.dtype), shape)
-        if a.sym_value is not None or b.sym_value is not None:
-            fact.sym_value = _symbolic(self, a, b)
-        return [fact]
+        return [value_fact(fact, symbolic_result(self, [a, b]))]
 
     def rules(self, s, inputs, outputs):
         if self.same_types:
@@ -78,40 +159,34 @@ class BinaryOp(Op):
                      why=f"{self.name} operands have different datum types: {{}} and {{}}")
         if self.output_type is not None:
             s.equals(outputs[0].datum_type, self.output_type)
-        elif self.same_types:
+        else:
             s.equals(outputs[0].datum_type, inputs[0].datum_type)
         s.given_all([inputs[0].shape, inputs[1].shape],
                     lambda s, a, b: s.equals(outputs[0].shape, broadcast_shapes(a, b)))
 
     def eval(self, inputs):
-        a, b = inputs
-        out = _arr(self.compute(a, b))
-        if self.output_type is None and out.dtype != a.dtype and a.dtype != object:
-            out = out.astype(a.dtype)
+        a, b = (_arr(v) for v in inputs)
+        if is_symbolic_array(a) or is_symbolic_array(b):
+            out = symbolic_apply(self.symbolic, a, b)
+            return [out.astype(bool) if self.output_type == DatumType.BOOL else out]
+        target = self.output_type.np if self.output_type is not None else a.dtype
+        with np.errstate(all="ignore"):
+            if self.widen_small_floats and needs_f32(a.dtype):
+                out = _arr(self.compute(a.astype(np.float32), b.astype(np.float32) if needs_f32(b.dtype) else b))
+            else:
+                out = _arr(self.compute(a, b))
+        if out.dtype != target and a.dtype != object:
+            out = out.astype(target)
         return [out]
 
     def cost(self, inputs):
         return {"flops": broadcast_volume(inputs)}
 
     def declutter(self, model, node):
+        fact = node.outputs[0].fact
+        if fact.konst is not None and any(model.outlet_fact(o).konst is None for o in node.inputs):
+            return ModelPatch.replace_by_const(model, node, [fact.konst], f"symbolic {node.name}")
         return _neutral_operand(self, model, node)
-
-
-def broadcast_volume(inputs) -> object:
-    total = 1
-    for dim in broadcast_shapes(*(f.shape for f in inputs)):
-        total = total * dim
-    return total
-
-
-def _symbolic(op, a: TypedFact, b: TypedFact):
-    va, vb = a.known_value(), b.known_value()
-    if va is None or vb is None:
-        return None
-    try:
-        return np.asarray(op.eval([va.astype(object), vb.astype(object)])[0], dtype=object)
-    except Exception:  # noqa: BLE001 - a symbolic value is a bonus, never required
-        return None
 
 
 def _neutral_operand(op, model, node):
@@ -133,6 +208,7 @@ def _neutral_operand(op, model, node):
     return None
 
 
+# arithmetic ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Add(BinaryOp):
     neutral: ClassVar[float] = 0
@@ -141,6 +217,9 @@ class Add(BinaryOp):
     def compute(self, a, b):
         return a + b
 
+    def symbolic(self, x, y):
+        return x + y
+
 
 @dataclass(frozen=True)
 class Sub(BinaryOp):
@@ -148,6 +227,9 @@ class Sub(BinaryOp):
 
     def compute(self, a, b):
         return a - b
+
+    def symbolic(self, x, y):
+        return x - y
 
 
 @dataclass(frozen=True)
@@ -158,6 +240,9 @@ class Mul(BinaryOp):
     def compute(self, a, b):
         return a * b
 
+    def symbolic(self, x, y):
+        return x * y
+
 
 @dataclass(frozen=True)
 class Div(BinaryOp):
@@ -166,15 +251,21 @@ class Div(BinaryOp):
     neutral: ClassVar[float] = 1
 
     def compute(self, a, b):
-        if a.dtype == object or b.dtype == object:
-            return a // b
-        if a.dtype.kind in "iu":
-            if a.dtype.kind == "u":
-                return np.floor_divide(a, b)
+        if a.dtype.kind == "u":
+            return np.floor_divide(a, b)
+        if a.dtype.kind == "i":
             quotient = np.floor_divide(a, b)
             inexact = (quotient * b != a) & ((a < 0) != (b < 0))
-            return quotient + inexact.astype(a.dtype)
+            return quotient + inexact.astype(quotient.dtype)
         return a / b
+
+    def symbolic(self, x, y):
+        if isinstance(x, TDim) or isinstance(y, TDim):
+            if dim_signs(x) <= {0, 1} and dim_signs(y) == {1}:
+                return x // y
+            raise undecided("Div", x, y)
+        quotient = abs(int(x)) // abs(int(y))
+        return quotient if (x < 0) == (y < 0) else -quotient
 
 
 @dataclass(frozen=True)
@@ -182,18 +273,103 @@ class Pow(BinaryOp):
     """``a ** b``; the exponent may have another datum type (the result has the base's)."""
 
     same_types: ClassVar[bool] = False
+    accepts: ClassVar[str | None] = "number"
     neutral: ClassVar[float] = 1
+    widen_small_floats: ClassVar[bool] = False
 
     def compute(self, a, b):
         if a.dtype.kind in "iu":
-            return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
-        if b.dtype != a.dtype:
-            b = b.astype(a.dtype)
-        if a.dtype == np.float16:
-            return np.power(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
-        return np.power(a, b)
+            if b.dtype.kind in "iu" and not (b < 0).any():
+                return np.power(a, b.astype(a.dtype))
+            return np.power(a.astype(np.float64), b.astype(np.float64))
+        work = np.float32 if needs_f32(a.dtype) else a.dtype
+        return np.power(a.astype(work), b.astype(work))
 
-    def rules(self, s, inputs, outputs):
-        s.equals(outputs[0].datum_type, inputs[0].datum_type)
-        s.given_all([inputs[0].shape, inputs[1].shape],
-                    lambda s, a, b: s.equals(outputs[0].shape, broadcast_shapes(a, b)))
+
+@dataclass(frozen=True)
+class Mod(BinaryOp):
+    """Remainder: with ``fmod`` the C way (sign of the dividend), else the floor way (sign of
+    the divisor, as Python's ``%``)."""
+
+    fmod: bool = False
+    accepts: ClassVar[str | None] = "number"
+
+    def compute(self, a, b):
+        return np.fmod(a, b) if self.fmod else np.mod(a, b)
+
+    def symbolic(self, x, y):
+        if isinstance(y, TDim) or dim_signs(y) != {1} or self.fmod and dim_signs(x) - {0, 1}:
+            raise undecided("Mod", x, y)
+        return x % y
+
+
+@dataclass(frozen=True)
+class Max(BinaryOp):
+    """The larger of the operands (NaN if either is NaN)."""
+
+    commutative: ClassVar[bool] = True
+    accepts: ClassVar[str | None] = "number"
+
+    def compute(self, a, b):
+        return np.maximum(a, b)
+
+    def symbolic(self, x, y):
+        signs = dim_signs(x - y)
+        if signs <= {0, 1}:
+            return x
+        if signs <= {-1, 0}:
+            return y
+        raise undecided("Max", x, y)
+
+
+@dataclass(frozen=True)
+class Min(BinaryOp):
+    """The smaller of the operands (NaN if either is NaN)."""
+
+    commutative: ClassVar[bool] = True
+    accepts: ClassVar[str | None] = "number"
+
+    def compute(self, a, b):
+        return np.minimum(a, b)
+
+    def symbolic(self, x, y):
+        signs = dim_signs(x - y)
+        if signs <= {-1, 0}:
+            return x
+        if signs <= {0, 1}:
+            return y
+        raise undecided("Min", x, y)
+
+
+@dataclass(frozen=True)
+class BitShift(BinaryOp):
+    """Shift the bits of ``a`` by ``b`` places, left or right (arithmetic for signed types).
+
+    A shift by a negative amount or by the width or more leaves only the sign fill:
+    -1 for a right shift of a negative number, 0 otherwise.
+    """
+
+    left: bool = True
+    accepts: ClassVar[str | None] = "integer"
+
+    def compute(self, a, b):
+        bits = a.dtype.itemsize * 8
+        outside = (b < 0) | (b >= bits)
+        amount = np.where(outside, 0, b).astype(a.dtype)
+        if self.left:
+            return np.where(outside, np.zeros((), a.dtype), np.left_shift(a, amount))
+        fill = np.where(a < 0, -1, 0).astype(a.dtype) if a.dtype.kind == "i" else np.zeros((), a.dtype)
+        return np.where(outside, fill, np.right_shift(a, amount))
+
+
+@dataclass(frozen=True)
+class VariadicMean(Expansion):
+    """ONNX Mean: the inputs (broadcast together) summed, then divided by their count."""
+
+    def expand(self, model, name, inputs):
+        if len(inputs) == 1:
+            return VariadicChain(Add()).expand(model, name, inputs)
+        total = VariadicChain(Add()).expand(model, f"{name}.sum", inputs)[0]
+        dtype = model.outlet_fact(inputs[0]).dtype
+        count = model.add_const(f"{name}.count", np.asarray(len(inputs), dtype=dtype.np))
+        return model.wire_node(name, Div(), [total, count])

@@ -1,9 +1,9 @@
-"""ONNX Constant, Cast and CastLike."""
+"""ONNX Constant, Cast, CastLike and BitCast."""
 from __future__ import annotations
 
 import numpy as np
 
-from ....ops.cast import Cast
+from ....ops.cast import ROUND_MODES, BitCast, Cast, CastLike
 from ....ops.io import Const
 from ..loader import datum_type
 from ..registry import OnnxNode, onnx_op
@@ -27,9 +27,27 @@ def constant(node: OnnxNode):
     raise node.error("Constant has no value attribute")
 
 
-@onnx_op("Cast", since=1)
-def cast(node: OnnxNode):
+def _target(node: OnnxNode):
     to = node.attr("to")
     if isinstance(to, (bytes, str)):
-        raise node.error(f"Cast to a type name ({to!r}) is not supported; expected an element type")
-    return Cast(datum_type(int(to), repr(node)))
+        from onnx import TensorProto
+
+        name = to.decode() if isinstance(to, bytes) else to
+        try:
+            to = TensorProto.DataType.Value(name.upper())
+        except ValueError:
+            raise node.error(f"unknown element type name {name!r} in 'to'") from None
+    return datum_type(int(to), repr(node))
+
+
+def _rounding(node: OnnxNode) -> dict:
+    mode = node.string("round_mode", "up")
+    if mode not in ROUND_MODES:
+        raise node.error(f"round_mode must be one of {', '.join(ROUND_MODES)}, got {mode!r}")
+    return {"saturate": bool(node.int("saturate", 1)), "round_mode": mode}
+
+
+onnx_op("Cast", since=1)(lambda node: Cast(_target(node)))
+onnx_op("Cast", since=19)(lambda node: Cast(_target(node), **_rounding(node)))
+onnx_op("CastLike", since=15)(lambda node: CastLike(**_rounding(node)))
+onnx_op("BitCast", since=26)(lambda node: BitCast(_target(node)))
