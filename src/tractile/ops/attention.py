@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..datum import DatumType
-from ..errors import AnalysisError
+from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from .base import Op, expect_inputs
 from .binary import broadcast_shapes
@@ -99,10 +99,14 @@ class Attention(Op):
             if mask.dtype != DatumType.BOOL and not mask.dtype.is_float:
                 raise AnalysisError(f"attn_mask should be bool or float, got {mask}")
             try:
-                broadcast_shapes(tuple(mask.shape[:-1]), (batch, q_heads, q_len))
+                target = (batch, q_heads, q_len)
+                merged = broadcast_shapes(tuple(mask.shape[:-1]), target)
+                fits = mask.rank <= 4 and all(m == t for m, t in zip(merged, target) if isinstance(t, int))
             except AnalysisError:
-                raise AnalysisError(f"attn_mask {mask} does not broadcast to ({batch},{q_heads},{q_len},{total})") \
-                    from None
+                fits = False
+            longer = mask.rank and isinstance(mask.shape[-1], int) and isinstance(total, int) and mask.shape[-1] > total
+            if not fits or longer:
+                raise AnalysisError(f"attn_mask {mask} does not broadcast to ({batch},{q_heads},{q_len},{total})")
         if nonpad is not None and (nonpad.rank != 1 or nonpad.dtype != DatumType.I64):
             raise AnalysisError(f"nonpad_kv_seqlen should be an i64 vector of {batch}, got {nonpad}")
         if q.rank == 4:
@@ -140,7 +144,7 @@ class Attention(Op):
         batch, q_heads, q_len, head_size = q4.shape
         kv_heads, total = k4.shape[1], k4.shape[2]
         if q_heads % kv_heads:
-            raise AnalysisError(f"{q_heads} query heads cannot share {kv_heads} key/value heads")
+            raise RunError(f"{q_heads} query heads cannot share {kv_heads} key/value heads")
         group = q_heads // kv_heads
         root_scale = work.type(math.sqrt(self.scale if self.scale is not None else 1.0 / math.sqrt(head_size)))
         q5 = (q4 * root_scale).reshape(batch, kv_heads, group, q_len, head_size)
@@ -224,6 +228,8 @@ class RotaryEmbedding(Op):
             return x.shape[3]
         if x.rank != 3 or self.num_heads <= 0:
             raise AnalysisError(f"RotaryEmbedding needs a 4-d input, or a 3-d one with num_heads, got {x}")
+        if isinstance(x.shape[2], int) and x.shape[2] % self.num_heads:
+            raise AnalysisError(f"hidden size {x.shape[2]} is not a multiple of {self.num_heads} heads")
         return x.shape[2] // self.num_heads
 
     def output_facts(self, inputs):
@@ -251,8 +257,6 @@ class RotaryEmbedding(Op):
         if self.has_positions:
             positions = inputs[3].astype(np.int64)
             if positions.size and (positions.min() < 0 or positions.max() >= cos.shape[0]):
-                from ..errors import RunError
-
                 raise RunError(f"position ids must be in [0, {cos.shape[0]}), got {positions.min()} to "
                                f"{positions.max()}")
             cos, sin = cos[positions], sin[positions]

@@ -71,6 +71,9 @@ class LinearAttention(Op):
         for fact, what in ((q, "query"), (k, "key"), (v, "value")):
             if fact.rank != 3 or fact.dtype != q.dtype or not fact.dtype.is_float:
                 raise AnalysisError(f"{what} should be a (B, T, H*D) float tensor like the query, got {fact}")
+        for fact, heads, what in ((q, self.q_heads, "query"), (v, self.kv_heads, "value")):
+            if isinstance(fact.shape[2], int) and fact.shape[2] % heads:
+                raise AnalysisError(f"{what} hidden size {fact.shape[2]} is not a multiple of {heads} heads")
         key_size, value_size = q.shape[2] // self.q_heads, v.shape[2] // self.kv_heads
         if k.shape[2] != self.kv_heads * key_size:
             raise AnalysisError(f"key {k} should have {self.kv_heads} heads of {key_size}")
