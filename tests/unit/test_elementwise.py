@@ -216,3 +216,15 @@ def test_symbolic_shape_arithmetic_in_a_loaded_model():
                   {"k": np.array([2, 1], np.int64)})
     loaded = tractile.load(proto, optimize=False).into_typed()
     assert loaded.output_fact(0).shape == (2 * symbol("N"), 4)
+
+
+def test_variadic_op_without_inputs_is_a_format_error():
+    from onnx import helper
+
+    from tractile.errors import ModelFormatError
+
+    graph = helper.make_graph([helper.make_node("Sum", [], ["y"])], "empty", [],
+                              [helper.make_tensor_value_info("y", 1, None)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    with pytest.raises(ModelFormatError, match=r'Sum node "y" \(opset 13\): needs at least one input'):
+        tractile.load(proto)

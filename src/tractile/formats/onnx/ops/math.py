@@ -42,10 +42,18 @@ _UNARY_SINCE = {
 for _name, _since in _UNARY_SINCE.items():
     onnx_op(_name, since=_since)(lambda node, _op=getattr(unary, _name): _op())
 
-onnx_op("Sum", since=1)(lambda node: VariadicChain(binary.Add()))
-onnx_op("Max", since=1)(lambda node: VariadicChain(binary.Max()))
-onnx_op("Min", since=1)(lambda node: VariadicChain(binary.Min()))
-onnx_op("Mean", since=1)(lambda node: binary.VariadicMean())
+_VARIADIC = {"Sum": lambda: VariadicChain(binary.Add()), "Max": lambda: VariadicChain(binary.Max()),
+             "Min": lambda: VariadicChain(binary.Min()), "Mean": binary.VariadicMean}
+
+
+def _variadic(node: OnnxNode):
+    if node.input_count == 0 or not all(node.present(i) for i in range(node.input_count)):
+        raise node.error("needs at least one input, and no empty input names")
+    return _VARIADIC[node.op_type]()
+
+
+for _name in _VARIADIC:
+    onnx_op(_name, since=1)(_variadic)
 
 # activations --------------------------------------------------------------------------------------
 onnx_op("Relu", since=1)(lambda node: act.Relu())
@@ -56,7 +64,7 @@ onnx_op("ThresholdedRelu", since=10)(lambda node: act.ThresholdedRelu(node.float
 onnx_op("HardSigmoid", since=1)(lambda node: act.HardSigmoid(node.float("alpha", 0.2), node.float("beta", 0.5)))
 onnx_op("HardSwish", since=14)(lambda node: act.HardSwish())
 onnx_op("Shrink", since=9)(lambda node: act.Shrink(node.float("bias", 0.0), node.float("lambd", 0.5)))
-onnx_op("PRelu", since=7)(lambda node: act.PRelu())
+onnx_op("PRelu", since=1)(lambda node: act.PRelu())
 onnx_op("Elu", since=1)(lambda node: smooth.Elu(node.float("alpha", 1.0)))
 onnx_op("Celu", since=12)(lambda node: smooth.Celu(node.float("alpha", 1.0)))
 onnx_op("Softplus", since=1)(lambda node: smooth.Softplus())
