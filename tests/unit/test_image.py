@@ -155,3 +155,78 @@ def test_resize_errors_name_the_problem():
                     value("z", "i64", [4])], [value("y")], opset=19)
     with pytest.raises(RunError, match="negative size"):
         run_tractile(runtime, [rand(1, 1, 2, 2), np.asarray([1, 1, -2, 2], np.int64)])
+
+
+# GridSample, AffineGrid -----------------------------------------------------------------------------
+def grid_sample_model(x_shape, grid_shape, opset=20, **attrs):
+    return model([node("GridSample", ["x", "g"], ["y"], **attrs)],
+                 [value("x", "f32", x_shape), value("g", "f32", grid_shape)], [value("y")], opset=opset)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_2d_matches_onnxruntime(mode, padding_mode, align_corners):
+    x = rand(2, 3, 5, 4)
+    grid = RNG.uniform(-1.6, 1.6, (2, 6, 7, 2)).astype(np.float32)
+    proto = grid_sample_model(x.shape, grid.shape, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    (got,) = run_tractile(proto, [x, grid])
+    (want,) = run_onnxruntime(proto, [x, grid])
+    assert got.shape == want.shape == (2, 3, 6, 7)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_grid_sample_v16_mode_names_and_3d_linear():
+    x = rand(1, 2, 3, 4)
+    grid = RNG.uniform(-1, 1, (1, 2, 2, 2)).astype(np.float32)
+    old = grid_sample_model(x.shape, grid.shape, opset=16, mode="bicubic")
+    np.testing.assert_allclose(run_tractile(old, [x, grid])[0], run_onnxruntime(old, [x, grid])[0], rtol=1e-4,
+                               atol=1e-5)
+    volume = rand(1, 1, 3, 4, 5)
+    # z, y, x all on pixel centres (align_corners): trilinear sampling reads voxels exactly
+    points = np.array([[0, 0, 0], [2, 3, 4], [1, 2, 3], [0.5, 1, 2]])  # (z, y, x)
+    sizes = np.array([3, 4, 5])
+    normalised = (points / (sizes - 1) * 2 - 1)[:, ::-1].astype(np.float32).reshape(1, 1, 1, 4, 3)
+    proto = grid_sample_model(volume.shape, normalised.shape, opset=20, mode="linear", align_corners=1)
+    (got,) = run_tractile(proto, [volume, normalised])
+    v = volume[0, 0]
+    expected = [v[0, 0, 0], v[2, 3, 4], v[1, 2, 3], (v[0, 1, 2] + v[1, 1, 2]) / 2]
+    np.testing.assert_allclose(got.ravel(), expected, rtol=1e-6)
+
+
+def test_grid_sample_errors_name_the_problem():
+    with pytest.raises(AnalysisError, match="grid's last axis must hold 2"):
+        tractile.load(grid_sample_model([1, 1, 4, 4], [1, 3, 3, 3]))
+    with pytest.raises(AnalysisError, match="input 1 rank is 3"):
+        tractile.load(grid_sample_model([1, 1, 4, 4], [1, 3, 2]))
+    with pytest.raises(ModelFormatError, match="padding_mode 'wrap'"):
+        tractile.load(grid_sample_model([1, 1, 4, 4], [1, 3, 3, 2], padding_mode="wrap"))
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+@pytest.mark.parametrize("size", [[2, 3, 4, 5], [2, 1, 3, 4, 2]])
+def test_affine_grid_matches_onnxruntime_or_formula(align_corners, size):
+    rank = len(size) - 2
+    theta = rand(2, rank, rank + 1)
+    proto = model([node("AffineGrid", ["t", "s"], ["g"], align_corners=align_corners)],
+                  [value("t", "f32", theta.shape), value("s", "i64", [len(size)])], [value("g")], opset=20)
+    (got,) = run_tractile(proto, [theta, np.asarray(size, np.int64)])
+    assert got.shape == (2, *size[2:], rank)
+
+    def line(n):
+        return np.linspace(-1, 1, n) if align_corners else (np.arange(n) * 2 + 1) / n - 1
+
+    base = np.meshgrid(*[line(n) for n in size[2:]], indexing="ij")[::-1]  # x varies along the last axis
+    index = (1,) * rank
+    point = np.array([b[index] for b in base] + [1.0])
+    np.testing.assert_allclose(got[(0,) + index], theta[0] @ point, rtol=1e-5)
+    if rank == 2:
+        np.testing.assert_allclose(got, run_onnxruntime(proto, [theta, np.asarray(size, np.int64)])[0],
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_affine_grid_rejects_bad_theta():
+    proto = model([node("AffineGrid", ["t", "s"], ["g"])], [value("t", "f32", [1, 2, 4]), value("s", "i64", [4])],
+                  [value("g")], opset=20)
+    with pytest.raises(AnalysisError, match=r"theta must be \(N, 2, 3\)"):
+        tractile.load(proto)

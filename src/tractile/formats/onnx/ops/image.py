@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....errors import AnalysisError
+from ....ops.grid import AffineGrid, GridSample
 from ....ops.image import Resize
 from ..registry import OnnxNode, Translated, onnx_op
 
@@ -64,3 +65,17 @@ def resize(node: OnnxNode):
     inputs = [0] + [index if node.present(index) else empty
                     for index, empty in ((1, _NO_FLOATS), (2, _NO_FLOATS), (3, _NO_INTS))]
     return Translated(_checked(node, op), inputs)
+
+
+_GRID_MODE_NAMES = {"bilinear": "linear", "bicubic": "cubic"}
+
+
+@onnx_op("GridSample", since=16)
+def grid_sample(node: OnnxNode):
+    mode = node.string("mode", "bilinear" if node.opset < 20 else "linear")
+    op = GridSample(_GRID_MODE_NAMES.get(mode, mode), node.string("padding_mode", "zeros"),
+                    bool(node.int("align_corners", 0)))
+    return _checked(node, op)
+
+
+onnx_op("AffineGrid", since=20)(lambda node: AffineGrid(bool(node.int("align_corners", 0))))
