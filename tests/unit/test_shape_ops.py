@@ -134,3 +134,23 @@ def test_run_time_shape_errors_are_run_errors():
         run_node("Squeeze", {"x": X, "axes": np.array([1])}, opset=13)
     with pytest.raises(RunError, match="Unsqueeze axis 5 is out of range"):
         run_node("Unsqueeze", {"x": X, "axes": np.array([5])}, opset=13)
+
+
+@pytest.mark.parametrize("start, end, step, expected", [
+    (1, (1 << 63) - 1, 1, N - 1), (-2, (1 << 63) - 1, 1, 2), (-1, -(1 << 63), -1, N), (0, -1, 2, N // 2),
+    (0, 1000, 1, None), (5, 0, -1, None),
+])
+def test_slice_over_a_symbolic_axis(start, end, step, expected):
+    proto = model([node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])], [value("x", "f32", ["N", 3])],
+                  [value("y", None)], {"starts": np.array([start]), "ends": np.array([end]), "axes": np.array([0]),
+                                       "steps": np.array([step])}, opset=13)
+    dim = tractile.load(proto, optimize=False).into_typed().output_fact(0).shape[0]
+    if expected is None:
+        assert not isinstance(dim, int) and "N" not in str(dim)  # a fresh symbol: it depends on N's size
+    else:
+        assert dim == expected
+    typed = tractile.load(proto)
+    for size in (4, 7):  # symbols stand for sizes at least as large as the constant bounds
+        data = np.arange(size * 3, dtype=np.float32).reshape(size, 3)
+        got = typed.plan().state(check_facts=True).run([data])[0]
+        np.testing.assert_array_equal(got, data[slice(start, end, step)])

@@ -140,27 +140,52 @@ def _slice_params(inputs, values):
     return starts, ends, axes, steps
 
 
+#: slice bounds at least this large (in magnitude) mean "past the end of the axis"
+_OPEN_BOUND = 1 << 62
+
+
+def _symbolic_start(start, dim, step: int):
+    """Position of a slice start on a symbolic axis (a constant start is assumed inside the axis)."""
+    if isinstance(start, TDim):
+        return start
+    if step > 0:
+        return 0 if start <= -_OPEN_BOUND else dim + start if start < 0 else start
+    return dim - 1 if start >= _OPEN_BOUND else dim + start if start < 0 else start
+
+
+def _symbolic_end(end, dim, step: int):
+    """Position of a slice end on a symbolic axis, or None when it depends on the axis size."""
+    if isinstance(end, TDim):
+        return end
+    if step > 0:
+        return dim if end >= _OPEN_BOUND else dim + end if end < 0 else None
+    return -1 if end <= -_OPEN_BOUND else dim + end if end < 0 else None
+
+
 def _sliced_dim(dim, start, end, step):
-    """Length of ``range(dim)[start:end:step]``, symbolically when it can be told."""
+    """Length of ``range(dim)[start:end:step]``, symbolically when it can be told, else a fresh symbol."""
     if isinstance(dim, int) and isinstance(start, int) and isinstance(end, int):
         return len(range(*slice(start, end, step).indices(dim)))
-    big = 1 << 62
-    if step > 0:
-        if isinstance(start, int) and start < 0:
-            start = dim + start
-        if isinstance(end, int) and end >= big:
-            end = dim
-        elif isinstance(end, int) and end < 0:
-            end = dim + end
-        length = end - start
-        if isinstance(length, TDim) or length >= 0:
-            return (length + step - 1) // step if step > 1 else length
-    return fresh_symbol()
+    if isinstance(dim, int):
+        return fresh_symbol()
+    first, stop = _symbolic_start(start, dim, step), _symbolic_end(end, dim, step)
+    if stop is None:
+        return fresh_symbol()
+    span = stop - first if step > 0 else first - stop
+    stride = abs(step)
+    if isinstance(span, int):
+        return max(-(-span // stride), 0)
+    return span if stride == 1 else (span + stride - 1) // stride
 
 
 @dataclass(frozen=True)
 class Slice(Op):
-    """ONNX Slice: inputs data, starts, ends, optional axes and steps (Python slicing rules)."""
+    """ONNX Slice: inputs data, starts, ends, optional axes and steps (Python slicing rules).
+
+    On a symbolic axis, constant starts and negative bounds are taken to fall inside the axis
+    (a symbol stands for a size at least that large: ``x[1:]`` has ``N-1`` rows); a non-negative
+    constant end, which exporters also use for "to the end", gives a fresh symbol.
+    """
 
     def output_facts(self, inputs):
         expect_inputs(inputs, (3, 5), self)
