@@ -200,3 +200,14 @@ def test_swiglu():
                                                                    value("b", "f32", [3, 4])], [value("y")], opset=28)
     (y,) = tractile.load(proto).run([a, b])
     np.testing.assert_allclose(y, a / (1 + np.exp(-0.7 * a)) * b, rtol=1e-5, atol=1e-6)
+
+
+def test_attention_cost_and_unused_present_outputs():
+    shapes = {"Q": (1, 2, 3, 4), "K": (1, 2, 5, 4), "V": (1, 2, 5, 6)}
+    proto = attention_model(shapes, {}, outputs=("Y", "present_k"))
+    proto.graph.output.pop()
+    typed = tractile.load(proto)
+    (attention,) = [n for n in typed.nodes if n.op.name == "Attention"]
+    assert attention.op.outputs == 1
+    facts = [typed.outlet_fact(o) for o in attention.inputs]
+    assert attention.op.cost(facts)["flops"] == 2 * 2 * 3 * 5 * (4 + 6)

@@ -125,3 +125,14 @@ def test_group_norm_rejects_indivisible_channels():
                   opset=21)
     with pytest.raises(AnalysisError, match="cannot be split in 4 groups"):
         tractile.load(proto)
+
+
+def test_layer_norm_statistics_nobody_reads_are_not_computed():
+    proto = model([node("LayerNormalization", ["x", "w"], ["y", "mean", "inv"]), node("Relu", ["y"], ["z"])],
+                  [value("x", "f32", [2, 4]), value("w", "f32", [4])], [value("z")])
+    typed = tractile.load(proto)
+    (norm,) = [n.op for n in typed.nodes if n.op.name == "LayerNorm"]
+    assert norm.outputs == 1
+    x, w = rand(2, 4), rand(4)
+    expected = np.maximum((x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w, 0)
+    np.testing.assert_allclose(typed.run([x, w])[0], expected, rtol=1e-5, atol=1e-6)

@@ -42,3 +42,11 @@ def test_hardmax_picks_the_first_maximum():
 def test_axis_out_of_range_is_an_analysis_error():
     with pytest.raises(AnalysisError, match="axis 3 is out of range for rank 2"):
         tractile.load(single("Hardmax", (2, 3), 13, axis=3))
+
+
+def test_legacy_softmax_on_the_last_axis_declutters_to_the_modern_op():
+    x = RNG.standard_normal((2, 5)).astype(np.float32)
+    typed = tractile.load(single("Softmax", x.shape, 11, axis=1))
+    (softmax,) = [n.op for n in typed.nodes if n.op.name == "Softmax"]
+    assert not softmax.legacy and softmax.axis == -1
+    np.testing.assert_allclose(typed.run([x])[0].sum(axis=1), 1, rtol=1e-6)

@@ -19,6 +19,7 @@ from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from .base import Op, expect_inputs
 from .binary import broadcast_shapes
+from .nn import drop_unused_outputs
 
 #: qk_matmul_output modes
 RAW, SOFTCAPPED, BIASED, PROBABILITIES = 0, 1, 2, 3
@@ -169,6 +170,16 @@ class Attention(Op):
             qk = {RAW: raw, SOFTCAPPED: capped, BIASED: logits, PROBABILITIES: probs}[self.qk_output_mode]
             results.append(np.broadcast_to(qk, (batch, q_heads, q_len, total)).astype(q.dtype))
         return results[:self.outputs]
+
+    def cost(self, inputs):
+        q, k, v, _, past_key, _, _ = self._split(inputs)
+        q_heads, _, head_size, v_head_size = self._heads(q, k, v)
+        q_len = q.shape[2] if q.rank == 4 else q.shape[1]
+        total = (k.shape[2] if k.rank == 4 else k.shape[1]) + (past_key.shape[2] if past_key is not None else 0)
+        return {"flops": 2 * q.shape[0] * q_heads * q_len * total * (head_size + v_head_size)}
+
+    def declutter(self, model, node):
+        return drop_unused_outputs(model, node)
 
     def _softmax(self, logits: np.ndarray) -> np.ndarray:
         if self.softmax_precision is not None:

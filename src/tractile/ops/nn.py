@@ -1,6 +1,7 @@
 """Neural-network specific ops: Softmax / LogSoftmax / Hardmax, BatchNormalization, LRN, SwiGLU."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,31 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     if not -rank <= axis < max(rank, 1):
         raise AnalysisError(f"{what} {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
+
+
+def used_output_count(model, node) -> int:
+    """How many leading outputs of ``node`` are read (by a node or as a model output)."""
+    used = [slot for slot, outlet in enumerate(node.outputs)
+            if outlet.successors or OutletId(node.id, slot) in model.outputs]
+    return max(used, default=0) + 1
+
+
+def drop_unused_outputs(model, node, field: str = "outputs") -> ModelPatch | None:
+    """Replace an op with optional trailing outputs by one computing only those in use."""
+    count = used_output_count(model, node)
+    if count >= getattr(node.op, field):
+        return None
+    op = dataclasses.replace(node.op, **{field: count})
+    return ModelPatch.replace_single_op(model, node, node.inputs, op, f"drop unused outputs of {node.name}")
+
+
+def _flatten_last_axis(model, node) -> ModelPatch | None:
+    """A legacy (flattening) op over the last axis alone is the modern op."""
+    rank = model.outlet_fact(node.inputs[0]).rank
+    if not node.op.legacy or rank == 0 or normalize_axis(node.op.axis, rank) != rank - 1:
+        return None
+    op = dataclasses.replace(node.op, axis=-1, legacy=False)
+    return ModelPatch.replace_single_op(model, node, node.inputs, op, f"legacy {node.op.name} on the last axis")
 
 
 @dataclass(frozen=True)
@@ -55,6 +81,9 @@ class Softmax(UnaryOp):
     def cost(self, inputs):
         return {"flops": 5 * inputs[0].volume}
 
+    def declutter(self, model, node):
+        return _flatten_last_axis(model, node)
+
 
 @dataclass(frozen=True)
 class Hardmax(UnaryOp):
@@ -78,6 +107,9 @@ class Hardmax(UnaryOp):
         if rows.size:
             np.put_along_axis(y, np.argmax(rows, axis=-1)[..., None], 1, axis=-1)
         return y.reshape(x.shape) if self.legacy else np.moveaxis(y, -1, axis)
+
+    def declutter(self, model, node):
+        return _flatten_last_axis(model, node)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from ..errors import AnalysisError
 from ..fact import TypedFact
 from .base import Op, expect_inputs
 from .binary import broadcast_shapes
-from .nn import normalize_axis
+from .nn import drop_unused_outputs, normalize_axis
 from .unary import UnaryOp
 
 
@@ -84,6 +84,9 @@ class LayerNorm(Op):
             y += inputs[2].astype(work.dtype)
         stash = self.stash.np
         return [y.astype(x.dtype), mean.astype(stash), inv_std.astype(stash)][:self.outputs]
+
+    def declutter(self, model, node):
+        return drop_unused_outputs(model, node)
 
     def cost(self, inputs):
         return {"flops": 8 * inputs[0].volume}

@@ -62,6 +62,20 @@ def requantize(accumulator: np.ndarray, multiplier: np.ndarray, zero_point: np.n
     return np.clip(scaled, low, high).astype(to)
 
 
+def _matmul_cost(a: TypedFact, b: TypedFact) -> dict:
+    flops = 2 * a.shape[-1]
+    for dim in matmul_shape(a.shape, b.shape):
+        flops = flops * dim
+    return {"flops": flops}
+
+
+def _conv_cost(op, x: TypedFact, w: TypedFact) -> dict:
+    flops = 2
+    for dim in (*_conv_facts(op, x, w, op.window, op.group), *w.shape[1:]):
+        flops = flops * dim
+    return {"flops": flops}
+
+
 def _scale_math_type(*scales: np.ndarray) -> np.dtype:
     kinds = {s.dtype for s in scales}
     return np.dtype(np.float16) if kinds == {np.dtype(np.float16)} else np.dtype(np.float32)
@@ -100,6 +114,9 @@ class MatMulInteger(Op):
         product = np.matmul(_offset(inputs[0], a_zero, per_row=inputs[0].ndim >= 2), _offset(inputs[1], b_zero))
         return [wrap_i32(product)]
 
+    def cost(self, inputs):
+        return _matmul_cost(inputs[0], inputs[1])
+
 
 @dataclass(frozen=True)
 class QLinearMatMul(Op):
@@ -129,6 +146,9 @@ class QLinearMatMul(Op):
             a_scale = a_scale.reshape(-1, 1)
         multiplier = a_scale * b_scale.astype(work) / y_scale.astype(work)
         return [requantize(accumulator, multiplier, y_zero, y_zero.dtype)]
+
+    def cost(self, inputs):
+        return _matmul_cost(inputs[0], inputs[3])
 
 
 def _conv_accumulate(x: np.ndarray, w: np.ndarray, window: Window, group: int) -> np.ndarray:
@@ -188,6 +208,9 @@ class ConvInteger(Op):
                                        window, self.group)
         return [wrap_i32(accumulator)]
 
+    def cost(self, inputs):
+        return _conv_cost(self, inputs[0], inputs[1])
+
 
 @dataclass(frozen=True)
 class QLinearConv(Op):
@@ -226,3 +249,6 @@ class QLinearConv(Op):
         else:
             multiplier = multiplier.reshape(())
         return [requantize(accumulator, multiplier, y_zero, y_zero.dtype)]
+
+    def cost(self, inputs):
+        return _conv_cost(self, inputs[0], inputs[3])
