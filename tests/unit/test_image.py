@@ -17,7 +17,9 @@ def rand(*shape):
 
 
 def run_tractile(proto, inputs):
-    return tractile.load(proto).run(list(inputs))
+    """Run with the inputs' shapes as facts, checking every value against its fact."""
+    typed = tractile.load(proto, inputs=list(inputs))
+    return typed.plan().state(check_facts=True).run(list(inputs))
 
 
 def resize_model(attrs, x_shape, scales=None, sizes=None, roi=None, opset=19, dtype="f32"):
@@ -230,3 +232,87 @@ def test_affine_grid_rejects_bad_theta():
                   [value("g")], opset=20)
     with pytest.raises(AnalysisError, match=r"theta must be \(N, 2, 3\)"):
         tractile.load(proto)
+
+
+# RoiAlign, NonMaxSuppression --------------------------------------------------------------------------
+def roi_align_model(opset=16, **attrs):
+    return model([node("RoiAlign", ["x", "rois", "b"], ["y"], **attrs)],
+                 [value("x", "f32", None), value("rois", "f32", None), value("b", "i64", None)], [value("y")],
+                 opset=opset)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("transform", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("sampling_ratio", [0, 2])
+def test_roi_align_matches_onnxruntime(mode, transform, sampling_ratio):
+    x = rand(2, 3, 9, 11)
+    rois = np.array([[0.5, 1.0, 7.5, 6.0], [2.0, 2.0, 3.0, 2.5], [-2.0, -1.0, 12.0, 10.0], [4.0, 4.0, 30.0, 5.0]],
+                    np.float32)
+    batch = np.array([0, 1, 1, 0], np.int64)
+    proto = roi_align_model(mode=mode, coordinate_transformation_mode=transform, sampling_ratio=sampling_ratio,
+                            output_height=3, output_width=4, spatial_scale=0.8)
+    (got,) = run_tractile(proto, [x, rois, batch])
+    (want,) = run_onnxruntime(proto, [x, rois, batch])
+    assert got.shape == want.shape == (4, 3, 3, 4)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_roi_align_single_sample_reads_the_bilinear_value():
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    # one bin, one sample at the roi centre: (x, y) = (1.25, 2.5) → 4 * 2.5 + 1.25
+    proto = roi_align_model(opset=10, sampling_ratio=1)
+    (got,) = run_tractile(proto, [x, np.array([[0.5, 2.0, 2.0, 3.0]], np.float32), np.zeros(1, np.int64)])
+    np.testing.assert_allclose(got.ravel(), [11.25], rtol=1e-6)
+
+
+def test_roi_align_errors_name_the_problem():
+    proto = roi_align_model()
+    with pytest.raises(RunError, match="batch index out of range"):
+        run_tractile(proto, [rand(1, 1, 4, 4), np.zeros((1, 4), np.float32), np.array([3], np.int64)])
+    fixed = model([node("RoiAlign", ["x", "rois", "b"], ["y"])],
+                  [value("x", "f32", [1, 1, 4, 4]), value("rois", "f32", [2, 5]), value("b", "i64", [2])], [value("y")],
+                  opset=16)
+    with pytest.raises(AnalysisError, match=r"rois must be \(R, 4\)"):
+        tractile.load(fixed)
+
+
+def nms_model(center=0, inputs=5):
+    names = ["boxes", "scores", "max", "iou", "score"][:inputs]
+    facts = [value("boxes", "f32", None), value("scores", "f32", None), value("max", "i64", [1]),
+             value("iou", "f32", [1]), value("score", "f32", [1])][:inputs]
+    return model([node("NonMaxSuppression", names, ["y"], center_point_box=center)], facts, [value("y", "i64")],
+                 opset=11)
+
+
+@pytest.mark.parametrize("center", [0, 1])
+def test_non_max_suppression_matches_onnxruntime(center):
+    corners = RNG.uniform(0, 10, (2, 40, 4)).astype(np.float32)
+    corners = np.round(corners, 1)
+    scores = np.round(RNG.uniform(0, 1, (2, 3, 40)), 2).astype(np.float32)  # ties on purpose
+    inputs = [corners, scores, np.array([6], np.int64), np.array([0.3], np.float32), np.array([0.2], np.float32)]
+    proto = nms_model(center)
+    (got,) = run_tractile(proto, inputs)
+    (want,) = run_onnxruntime(proto, inputs)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
+def test_non_max_suppression_hand_example_and_defaults():
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 5, 1, 6], [1, 1, 0, 0]]], np.float32)
+    scores = np.array([[[0.9, 0.8, 0.7, 0.95]]], np.float32)
+    # box 3 is box 0 with flipped corners: same box, better score, so it wins and suppresses 0 and 1
+    (got,) = run_tractile(nms_model(inputs=4), [boxes, scores, np.array([10], np.int64), np.array([0.5], np.float32)])
+    np.testing.assert_array_equal(got, [[0, 0, 3], [0, 0, 2]])
+    (none,) = run_tractile(nms_model(inputs=2), [boxes, scores])  # no max_output_boxes_per_class: keep none
+    assert none.shape == (0, 3)
+
+
+def test_non_max_suppression_output_has_a_fresh_first_dim_and_checks_shapes():
+    proto = model([node("NonMaxSuppression", ["b", "s"], ["y"])],
+                  [value("b", "f32", [1, 5, 4]), value("s", "f32", [1, 2, 6])], [value("y", "i64")], opset=11)
+    with pytest.raises(AnalysisError, match="disagree on the box count"):
+        tractile.load(proto)
+    ok = model([node("NonMaxSuppression", ["b", "s"], ["y"])],
+               [value("b", "f32", [1, 5, 4]), value("s", "f32", [1, 2, 5])], [value("y", "i64")], opset=11)
+    fact = tractile.load(ok).output_fact(0)
+    assert isinstance(fact.shape[0], TDim) and fact.shape[1] == 3

@@ -6,6 +6,7 @@ import numpy as np
 from ....errors import AnalysisError
 from ....ops.grid import AffineGrid, GridSample
 from ....ops.image import Resize
+from ....ops.roi import NonMaxSuppression, RoiAlign
 from ..registry import OnnxNode, Translated, onnx_op
 
 _NO_FLOATS = np.zeros(0, dtype=np.float32)
@@ -79,3 +80,30 @@ def grid_sample(node: OnnxNode):
 
 
 onnx_op("AffineGrid", since=20)(lambda node: AffineGrid(bool(node.int("align_corners", 0))))
+
+
+def _roi_align(node: OnnxNode, half_pixel: bool):
+    op = RoiAlign(node.string("mode", "avg"), node.int("output_height", 1), node.int("output_width", 1),
+                  node.int("sampling_ratio", 0), node.float("spatial_scale", 1.0), half_pixel)
+    return _checked(node, op)
+
+
+onnx_op("RoiAlign", since=10)(lambda node: _roi_align(node, half_pixel=False))
+
+
+@onnx_op("RoiAlign", since=16)
+def roi_align(node: OnnxNode):
+    mode = node.string("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("half_pixel", "output_half_pixel"):
+        raise node.error(f"coordinate_transformation_mode {mode!r} is not one of half_pixel, output_half_pixel")
+    return _roi_align(node, half_pixel=mode == "half_pixel")
+
+
+@onnx_op("NonMaxSuppression", since=10)
+def non_max_suppression(node: OnnxNode):
+    inputs: list = [0, 1]
+    defaults = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.float32))
+    last = max(i for i in range(node.input_count) if node.present(i))
+    for index in range(2, last + 1):
+        inputs.append(index if node.present(index) else defaults[index - 2])
+    return Translated(NonMaxSuppression(bool(node.int("center_point_box", 0))), inputs)
