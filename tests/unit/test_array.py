@@ -243,3 +243,17 @@ def test_reversing_slice_is_not_a_no_op():
                                          "axes": np.array([2]), "steps": np.array([-1])}, opset=13,
                                constants=("starts", "ends", "axes", "steps"))
     np.testing.assert_array_equal(tractile.load(proto).run(feeds)[0], X[:, :, ::-1])
+
+
+def test_data_sized_allocations_check_the_limit():
+    try:
+        tractile.set_limits(max_tensor_bytes=1 << 16)
+        with pytest.raises(RunError, match="Tile: .* over the limit"):
+            run_node("Tile", {"x": np.ones((4, 4), np.float32), "repeats": np.array([100, 100])}, opset=13)
+        with pytest.raises(RunError, match="Range: .* over the limit"):
+            run_node("Range", {"start": np.array(0), "limit": np.array(1 << 20), "delta": np.array(1)}, opset=11)
+        with pytest.raises(RunError, match="OneHot: .* over the limit"):
+            run_node("OneHot", {"indices": np.arange(100), "depth": np.array(1000),
+                                "values": np.array([0.0, 1.0], np.float32)}, opset=11)
+    finally:
+        tractile.set_limits(max_tensor_bytes=8 << 30)

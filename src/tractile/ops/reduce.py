@@ -152,8 +152,12 @@ class Reduce(Op):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
         if self.keepdims:
             s.equals(inputs[0].rank, outputs[0].rank)
-        elif len(inputs) == 1 and self.axes:
-            s.sum_equals_zero(outputs[0].rank, -1 * inputs[0].rank, len(set(self.axes)))
+        elif len(inputs) == 1:
+            def rank(s, input_rank):
+                axes = self._axes(input_rank, [])
+                s.equals(outputs[0].rank, input_rank - (0 if axes is None else len(axes)))
+
+            s.given(inputs[0].rank, rank)
 
     def _reduce(self, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         if x.dtype == object:

@@ -83,7 +83,10 @@ def _stable_order(x: np.ndarray, axis: int, largest: bool) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TopK(Op):
-    """The ``k`` (input 1) largest or smallest values along ``axis``, and their indices (i64)."""
+    """The ``k`` (input 1) largest or smallest values along ``axis``, and their indices (i64).
+
+    Equal values come in index order. The result is always sorted (``sorted=False`` allows any order).
+    """
 
     axis: int = -1
     largest: bool = True
