@@ -56,6 +56,8 @@ def test_erf_is_accurate_in_f64_everywhere():
     x = np.concatenate([np.linspace(-7, 7, 20001), np.geomspace(1e-300, 1e-2, 50), [0.0, 0.49999, 0.5, 6.0]])
     expected = np.array([math.erf(v) for v in x])
     np.testing.assert_allclose(erf(x), expected, rtol=4e-15, atol=0)
+    single = x.astype(np.float32)
+    np.testing.assert_allclose(erf(single), [math.erf(v) for v in single.astype(np.float64)], rtol=1e-9, atol=0)
     special = erf(np.array([np.nan, np.inf, -np.inf, -0.0]))
     assert np.isnan(special[0]) and special[1] == 1 and special[2] == -1 and np.signbit(special[3])
 

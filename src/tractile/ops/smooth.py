@@ -71,7 +71,7 @@ class Gelu(Activation):
             inner = scalar(math.sqrt(8 / math.pi), x) * (x + scalar(0.044715, x) * x * x * x)
             return x * sigmoid(inner)
         wide = x.astype(np.float64)
-        return (0.5 * wide * (1.0 + erf(wide * math.sqrt(0.5)))).astype(x.dtype)
+        return (0.5 * wide * (1.0 + erf(wide * math.sqrt(0.5), accuracy=np.float64))).astype(x.dtype)
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
