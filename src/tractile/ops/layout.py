@@ -14,7 +14,7 @@ from ..dim import fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from ..patch import ModelPatch
-from .axes import expect_integer, int_values, resolve_axes, resolve_axis, run_scalar, with_known_value
+from .axes import expect_integer, int_values, resolve_axes, run_scalar, with_known_value
 from .base import Op, check_alloc, expect_inputs
 from .binary import broadcast_shapes
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..dim import TDim, fresh_symbol
+from ..dim import fresh_symbol
 from ..errors import AnalysisError, RunError, TractileError
 from ..fact import TypedFact
 from ..patch import ModelPatch
