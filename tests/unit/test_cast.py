@@ -196,3 +196,10 @@ def test_bitcast_known_patterns():
 def test_bitcast_needs_one_bit_width():
     with pytest.raises(AnalysisError, match=r"BitCast needs types of one bit width, got f32 \(32 bits\) and i16"):
         typed_node("BitCast", {"x": np.zeros(2, np.float32)}, opset=26, to=TensorProto.INT16)
+
+
+def test_exotic_types_to_strings():
+    got = run_node("Cast", {"x": np.array([-3, 7], ml_dtypes.int4)}, opset=21, to=TensorProto.STRING)[0]
+    assert got.tolist() == ["-3", "7"]
+    half = run_node("Cast", {"x": np.array([0.5, np.nan], ml_dtypes.bfloat16)}, opset=13, to=TensorProto.STRING)[0]
+    assert half.tolist() == ["0.5", "NaN"]

@@ -211,7 +211,7 @@ class Shrink(Activation):
 class PRelu(BinaryOp):
     """``x`` where positive, ``slope * x`` elsewhere; the slope broadcasts to ``x``'s shape."""
 
-    accepts: ClassVar[str | None] = "signed"
+    accepts: ClassVar[str | None] = "number"
 
     def output_facts(self, inputs):
         facts = super().output_facts(inputs)

@@ -79,10 +79,12 @@ def cast_array(x: np.ndarray, to: DatumType, saturate: bool = True, round_mode: 
 
 
 def _to_strings(x: np.ndarray) -> np.ndarray:
+    """Numbers as text: floats in their shortest round-trip form (as the ONNX reference does),
+    with the spec's spellings NaN, INF and -INF."""
     if x.dtype == object or x.dtype.kind in "US":
         return x.astype(object)
     if x.dtype.kind == "V":
-        x = x.astype(np.float32)
+        x = x.astype(np.int64 if DatumType.from_numpy(x.dtype).is_integer else np.float32)
     text = x.astype(str).astype(object)
     if x.dtype.kind == "f":
         text[np.isnan(x)] = "NaN"
@@ -145,7 +147,10 @@ class CastLike(Op):
         s.equals(outputs[0].datum_type, inputs[1].datum_type)
 
     def eval(self, inputs):
-        return self._cast(DatumType.from_numpy(inputs[1].dtype)).eval(inputs[:1])
+        like = np.asarray(inputs[1])
+        if like.dtype == object and not all(isinstance(v, str) for v in like.flat):
+            raise AnalysisError("CastLike cannot tell the target type from a symbolic value")
+        return self._cast(DatumType.from_numpy(like.dtype)).eval(inputs[:1])
 
     def wire_typed(self, model, name, inputs):
         return model.wire_node(name, self._cast(model.outlet_fact(inputs[1]).dtype), inputs[:1])
