@@ -1,4 +1,4 @@
-"""Neural-network specific ops: Softmax / LogSoftmax / Hardmax, BatchNormalization, LRN, SwiGLU."""
+"""Neural-network specific ops: Softmax / LogSoftmax / Hardmax, BatchNormalization, LRN, SwiGLU, Dropout."""
 from __future__ import annotations
 
 import dataclasses
@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AnalysisError
+from ..datum import DatumType
+from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from ..graph import OutletId
 from ..patch import ModelPatch
@@ -249,3 +250,60 @@ class SwiGLU(Op):
         a = gate.astype(work)
         swish = a * (0.5 + 0.5 * np.tanh(a * work(0.5 * self.alpha)))
         return [(swish * value.astype(work)).astype(gate.dtype)]
+
+
+@dataclass(frozen=True)
+class TrainingDropout(Op):
+    """Dropout with run-time inputs (ONNX >= 12): x, then ratio (when ``has_ratio``, else 0.5)
+    and training_mode.
+
+    In training mode each element is kept with probability ``1 - ratio`` (NumPy's
+    legacy ``RandomState(seed)`` draws, as the ONNX reference does) and scaled by
+    ``1 / (1 - ratio)``; otherwise the data passes unchanged. The optional second
+    output is the keep mask.
+    """
+
+    seed: int | None = None
+    has_ratio: bool = True
+    with_mask: bool = False
+    is_random = True
+
+    @property
+    def nboutputs(self) -> int:
+        return 2 if self.with_mask else 1
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 2 + self.has_ratio, self)
+        x = inputs[0]
+        if self.has_ratio and (not inputs[1].dtype.is_float or inputs[1].rank != 0):
+            raise AnalysisError(f"ratio should be a float scalar, got {inputs[1]}")
+        if inputs[-1].dtype != DatumType.BOOL or inputs[-1].rank != 0:
+            raise AnalysisError(f"training_mode should be a bool scalar, got {inputs[-1]}")
+        facts = [TypedFact(x.dtype, x.shape)]
+        return facts + [TypedFact(DatumType.BOOL, x.shape)] if self.with_mask else facts
+
+    def rules(self, s, inputs, outputs):
+        s.equals_shape(inputs[0], outputs[0])
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+
+    def eval(self, inputs):
+        x = inputs[0]
+        ratio = inputs[1] if self.has_ratio else np.asarray(0.5, dtype=np.float32)
+        if not bool(inputs[-1]) or float(ratio) == 0:
+            return [x, np.ones(x.shape, dtype=bool)][:self.nboutputs]
+        if not 0 <= float(ratio) < 1:
+            raise RunError(f"Dropout ratio must be in [0, 1), got {float(ratio)}")
+        keep = np.random.RandomState(self.seed).uniform(0.0, 1.0, x.shape) >= float(ratio)
+        kept_scale = (np.asarray(1, dtype=ratio.dtype) / (1 - ratio)).astype(x.dtype)
+        y = np.where(keep, x * kept_scale, np.zeros((), x.dtype))
+        return [y.astype(x.dtype, copy=False), keep][:self.nboutputs]
+
+    def declutter(self, model, node):
+        """With a constant false training_mode this is an inference Dropout."""
+        from .cast import Dropout
+
+        training = model.outlet_fact(node.inputs[-1]).konst
+        if training is None or bool(training):
+            return None
+        return ModelPatch.replace_single_op(model, node, node.inputs[:1], Dropout(with_mask=self.with_mask),
+                                            f"inference dropout {node.name}")

@@ -9,7 +9,7 @@ from ....ops.conv import Conv, check_group
 from ....ops.conv_transpose import ConvTranspose
 from ....ops.loss import NllLoss, SoftmaxCrossEntropy, check_reduction
 from ....ops.matmul import Gemm, MatMul
-from ....ops.nn import LRN, BatchNorm, BatchNormTraining, Hardmax, Softmax, SwiGLU
+from ....ops.nn import LRN, BatchNorm, BatchNormTraining, Hardmax, Softmax, SwiGLU, TrainingDropout
 from ....ops.norm import GroupNorm, InstanceNorm, LayerNorm, LpNorm, MeanVarianceNorm, RmsNorm
 from ....ops.pool import AveragePool, GlobalPool, LpPool, MaxPool, MaxUnpool
 from ....ops.window import Window
@@ -166,6 +166,15 @@ def softmax_cross_entropy(node: OnnxNode):
 @onnx_op("Dropout", since=1)
 def dropout(node: OnnxNode):
     return Translated(Dropout(with_mask=node.output_wanted(1)), [0])
+
+
+@onnx_op("Dropout", since=12)
+def dropout_v12(node: OnnxNode):
+    if not node.present(2):
+        return Translated(Dropout(with_mask=node.output_wanted(1)), [0])
+    op = TrainingDropout(node.int("seed", None) if node.has("seed") else None, node.present(1),
+                         node.output_wanted(1))
+    return Translated(op, [i for i in range(3) if node.present(i)])
 
 
 @onnx_op("LRN", since=1)
