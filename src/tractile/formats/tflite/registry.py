@@ -1,0 +1,151 @@
+"""The explicit registries of TFLite translations: reading (``@tflite_op``) and writing (``@tflite_writer``).
+
+A reading translation receives a :class:`TflNode` and returns a
+:class:`~tractile.ops.tfl.common.TflOp` (wired to every present input in order) or a
+:class:`Translated` naming the input slots to wire. The loader fills in the operator's
+quantization, output datum types and version.
+
+A writer receives the op and a :class:`~tractile.formats.tflite.writer.OpWriter` context
+and returns an :class:`OpSpec`: the builtin operator name, its options and the inputs as
+the TFLite operator lists them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ...errors import ModelFormatError
+from .reader import OperatorInfo, TensorInfo, buffer_value, schema
+
+REGISTRY: dict[str, Callable] = {}
+WRITERS: dict[type, Callable] = {}
+
+
+def tflite_op(*names: str):
+    """Register a translation for the named builtin operators."""
+    def register(function):
+        for name in names:
+            REGISTRY[name] = function
+        return function
+    return register
+
+
+def tflite_writer(*op_types: type):
+    """Register how ops of the given classes are written as TFLite operators."""
+    def register(function):
+        for op_type in op_types:
+            WRITERS[op_type] = function
+        return function
+    return register
+
+
+@dataclass
+class Translated:
+    """An op and the operator input slots to wire to it (in order); ``None`` slots: all present."""
+
+    op: Any
+    slots: list | None = None
+
+
+@dataclass
+class OpSpec:
+    """How to write one op: builtin name, options (class name, fields), input wires (None: absent)."""
+
+    opcode: str
+    options: tuple[str, dict] | None = None
+    inputs: list | None = None
+    intermediates: list = field(default_factory=list)
+    subgraphs: dict = field(default_factory=dict)
+
+
+class TflNode:
+    """What a translation sees of one operator: its tensors, constants, options."""
+
+    def __init__(self, loader, subgraph, operator: OperatorInfo):
+        self.loader = loader
+        self.subgraph = subgraph
+        self.operator = operator
+        self.where = f"subgraph {subgraph.index} operator {operator.index} ({operator.opcode})"
+
+    @property
+    def opcode(self) -> str:
+        return self.operator.opcode
+
+    @property
+    def flavour(self) -> str:
+        return self.loader.flavour
+
+    @property
+    def inputs(self) -> list[int]:
+        return self.operator.inputs
+
+    @property
+    def outputs(self) -> list[int]:
+        return self.operator.outputs
+
+    def present(self, slot: int) -> bool:
+        return slot < len(self.inputs) and self.inputs[slot] >= 0
+
+    def tensor(self, slot: int) -> TensorInfo:
+        if not self.present(slot):
+            raise ModelFormatError(f"{self.where}: input {slot} is missing")
+        return self.subgraph.tensors[self.inputs[slot]]
+
+    def output(self, slot: int = 0) -> TensorInfo:
+        if slot >= len(self.outputs) or self.outputs[slot] < 0:
+            raise ModelFormatError(f"{self.where}: output {slot} is missing")
+        return self.subgraph.tensors[self.outputs[slot]]
+
+    def const(self, slot: int) -> np.ndarray | None:
+        """The value of input ``slot`` when it is a constant (None otherwise)."""
+        if not self.present(slot):
+            return None
+        return self.loader.constant(self.subgraph, self.inputs[slot])
+
+    def require_const(self, slot: int, what: str) -> np.ndarray:
+        value = self.const(slot)
+        if value is None:
+            raise ModelFormatError(f"{self.where}: {what} (input {slot}) must be a constant")
+        return value
+
+    def variable_value(self, slot: int) -> np.ndarray:
+        """The initial value of a variable (state) input: its buffer, or zeros."""
+        tensor = self.tensor(slot)
+        value = buffer_value(self.loader.info, tensor, self.where)
+        if value is None:
+            value = np.zeros(tuple(max(d, 1) for d in tensor.shape), dtype=tensor.dtype.np)
+        return value
+
+    def options(self, name: str):
+        """The builtin options table decoded as ``name`` (e.g. "Conv2DOptions"), or None."""
+        table = self.operator.options
+        if table is None:
+            return None
+        options = schema(name)()
+        options.Init(table.Bytes, table.Pos)
+        return options
+
+    def subgraph_model(self, index: int):
+        """The TypedModel of another subgraph (for control flow)."""
+        return self.loader.subgraph_model(index, self.where)
+
+
+def activation_name(code: int) -> str:
+    names = {v: k for k, v in vars(schema("ActivationFunctionType")).items() if not k.startswith("_")}
+    if code not in names:
+        raise ModelFormatError(f"unknown fused activation code {code}")
+    return names[code]
+
+
+def activation_code(name: str) -> int:
+    return getattr(schema("ActivationFunctionType"), name)
+
+
+def padding_name(code: int) -> str:
+    return {0: "SAME", 1: "VALID"}.get(code, f"padding code {code}")
+
+
+def padding_code(name: str) -> int:
+    return {"SAME": 0, "VALID": 1}[name]
