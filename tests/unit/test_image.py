@@ -316,3 +316,90 @@ def test_non_max_suppression_output_has_a_fresh_first_dim_and_checks_shapes():
                [value("b", "f32", [1, 5, 4]), value("s", "f32", [1, 2, 5])], [value("y", "i64")], opset=11)
     fact = tractile.load(ok).output_fact(0)
     assert isinstance(fact.shape[0], TDim) and fact.shape[1] == 3
+
+
+# Col2Im, DeformConv ---------------------------------------------------------------------------------------
+def col2im_model(rank=2, **attrs):
+    return model([node("Col2Im", ["x", "image", "block"], ["y"], **attrs)],
+                 [value("x", "f32", None), value("image", "i64", [rank]), value("block", "i64", [rank])],
+                 [value("y")], opset=18)
+
+
+@pytest.mark.parametrize("attrs", [{}, {"strides": [2, 1]}, {"dilations": [2, 2], "pads": [1, 0, 1, 2]},
+                                   {"strides": [2, 3], "pads": [1, 1, 0, 2], "dilations": [1, 2]}])
+def test_col2im_matches_onnxruntime(attrs):
+    image, block = np.array([6, 7], np.int64), np.array([2, 3], np.int64)
+    strides, dilations = attrs.get("strides", [1, 1]), attrs.get("dilations", [1, 1])
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    counts = [(image[a] + pads[a] + pads[a + 2] - dilations[a] * (block[a] - 1) - 1) // strides[a] + 1
+              for a in range(2)]
+    x = rand(2, 3 * 6, int(np.prod(counts)))
+    proto = col2im_model(**attrs)
+    (got,) = run_tractile(proto, [x, image, block])
+    (want,) = run_onnxruntime(proto, [x, image, block])
+    assert got.shape == want.shape == (2, 3, 6, 7)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_col2im_of_ones_counts_block_coverage_in_3d():
+    image, block = np.array([3, 4, 2], np.int64), np.array([2, 2, 1], np.int64)
+    x = np.ones((1, 4, 2 * 3 * 2), np.float32)
+    (got,) = run_tractile(col2im_model(rank=3), [x, image, block])
+    per_axis = [np.array([1, 2, 1]), np.array([1, 2, 2, 1]), np.array([1, 1])]
+    np.testing.assert_array_equal(got[0, 0], np.einsum("i,j,k->ijk", *per_axis))
+
+
+def test_col2im_errors_name_the_problem():
+    with pytest.raises(RunError, match="does not hold 9 blocks"):
+        run_tractile(col2im_model(), [rand(1, 4, 8), np.array([4, 4], np.int64), np.array([2, 2], np.int64)])
+    fixed = model([node("Col2Im", ["x", "image", "block"], ["y"])], [value("x", "f32", [1, 5, 9])], [value("y")],
+                  {"image": np.array([4, 4], np.int64), "block": np.array([2, 2], np.int64)}, opset=18)
+    with pytest.raises(AnalysisError, match="not a multiple of the block volume 4"):
+        tractile.load(fixed)
+
+
+def deform_model(with_bias, with_mask, **attrs):
+    names = ["x", "w", "o", "b" if with_bias else "", "m" if with_mask else ""]
+    while names[-1] == "":
+        names.pop()
+    facts = [value(n, "f32", None) for n in names if n]
+    return model([node("DeformConv", names, ["y"], **attrs)], facts, [value("y")], opset=22)
+
+
+@pytest.mark.parametrize("with_bias,with_mask", [(False, False), (True, True), (False, True)])
+@pytest.mark.parametrize("attrs", [{}, {"group": 2, "offset_group": 2, "strides": [2, 1], "pads": [1, 0, 1, 1],
+                                        "dilations": [1, 2]}])
+def test_deform_conv_matches_onnxruntime(with_bias, with_mask, attrs):
+    x, w = rand(2, 4, 7, 6), rand(6, 4 // attrs.get("group", 1), 3, 2)
+    strides, pads, dilations = attrs.get("strides", [1, 1]), attrs.get("pads", [0] * 4), attrs.get("dilations", [1, 1])
+    out = [(x.shape[2 + a] + pads[a] + pads[a + 2] - dilations[a] * (w.shape[2 + a] - 1) - 1) // strides[a] + 1
+           for a in range(2)]
+    groups = attrs.get("offset_group", 1)
+    offset = (RNG.standard_normal((2, groups * 6 * 2, *out)) * 1.5).astype(np.float32)
+    inputs = [x, w, offset] + ([rand(6)] if with_bias else []) + (
+        [RNG.uniform(0, 1, (2, groups * 6, *out)).astype(np.float32)] if with_mask else [])
+    proto = deform_model(with_bias, with_mask, **attrs)
+    if with_mask and not with_bias:
+        inputs.insert(3, None)
+        inputs = [i for i in inputs if i is not None]
+    (got,) = run_tractile(proto, inputs)
+    (want,) = run_onnxruntime(proto, inputs)
+    assert got.shape == want.shape == (2, 6, *out)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_deform_conv_with_zero_offsets_is_a_convolution():
+    x, w = rand(1, 2, 5, 5), rand(3, 2, 3, 3)
+    offset = np.zeros((1, 18, 3, 3), np.float32)
+    (got,) = run_tractile(deform_model(False, False), [x, w, offset])
+    conv = model([node("Conv", ["x", "w"], ["y"])], [value("x", "f32", x.shape), value("w", "f32", w.shape)],
+                 [value("y")])
+    np.testing.assert_allclose(got, run_onnxruntime(conv, [x, w])[0], rtol=1e-5, atol=1e-5)
+
+
+def test_deform_conv_rejects_a_misshaped_offset():
+    proto = model([node("DeformConv", ["x", "w", "o"], ["y"])],
+                  [value("x", "f32", [1, 2, 5, 5]), value("w", "f32", [3, 2, 3, 3]), value("o", "f32", [1, 9, 3, 3])],
+                  [value("y")], opset=22)
+    with pytest.raises(AnalysisError, match=r"offset should be \(1, 18, 3, 3\)"):
+        tractile.load(proto)

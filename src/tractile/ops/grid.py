@@ -78,48 +78,50 @@ class GridSample(Op):
         channels_last = np.moveaxis(x, 1, -1)
         return [gather_taps(channels_last, axes_taps, x.dtype, work)]
 
-    def _axis_taps(self, coords: np.ndarray, size: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-        """For one spatial axis: ``(index, valid, weight)`` per kernel tap (None: all valid / weight 1)."""
+    def _axis_taps(self, coords: np.ndarray, size: int) -> list:
+        """Normalised positions along one spatial axis → its kernel taps (see :func:`pixel_taps`)."""
         if self.align_corners:
-            coords = (coords + 1) / 2 * (size - 1)
-            low, high = 0.0, size - 1.0
-        else:
-            coords = ((coords + 1) * size - 1) / 2
-            low, high = -0.5, size - 0.5
-        if self.mode == "nearest":
-            coords = np.rint(coords)
-        # cubic keeps the position and pads each tap on its own, as PyTorch does
-        if self.mode != "cubic":
-            outside = (coords < low) | (coords > high)
-            if self.padding_mode == "border":
-                coords = np.where(outside, np.clip(coords, 0, size - 1), coords)
-            elif self.padding_mode == "reflection":
-                coords = np.where(outside, reflect(coords, low, high).astype(coords.dtype), coords)
-        if self.mode == "nearest":
-            return [self._fetch(np.trunc(coords).astype(np.int64), size, low, high) + (None,)]
-        base = np.floor(coords)
-        fraction = coords - base
-        base = base.astype(np.int64)
-        if self.mode == "linear":
-            offsets, weights = (0, 1), (1 - fraction, fraction)
-        else:
-            offsets = (-1, 0, 1, 2)
-            weights = tuple(_cubic_kernel(offset - fraction, GRID_CUBIC_A).astype(fraction.dtype)
-                            for offset in offsets)
-        taps = []
-        for offset, weight in zip(offsets, weights):
-            index, valid = self._fetch(base + offset, size, low, high)
-            taps.append((index, valid, weight))
-        return taps
+            return pixel_taps((coords + 1) / 2 * (size - 1), size, self.mode, self.padding_mode, 0.0, size - 1.0)
+        return pixel_taps(((coords + 1) * size - 1) / 2, size, self.mode, self.padding_mode, -0.5, size - 0.5)
 
-    def _fetch(self, index: np.ndarray, size: int, low: float, high: float) -> tuple[np.ndarray, np.ndarray | None]:
-        """Where tap ``index`` reads under the padding mode, and (zeros) whether it reads at all."""
-        if self.padding_mode == "zeros":
-            valid = (index >= 0) & (index < size)
-            return np.clip(index, 0, size - 1), valid
-        if self.padding_mode == "reflection":
-            index = np.trunc(reflect(index.astype(np.float64), low, high)).astype(np.int64)
-        return np.clip(index, 0, size - 1), None
+
+def pixel_taps(coords: np.ndarray, size: int, mode: str, padding_mode: str, low: float, high: float) -> list:
+    """Kernel taps reading pixel positions ``coords`` along an axis of ``size`` pixels.
+
+    Returns ``(index, valid, weight)`` per tap (``valid``/``weight`` None: all valid /
+    weight 1). Positions outside ``[low, high]`` are padded by ``padding_mode``.
+    """
+    if mode == "nearest":
+        coords = np.rint(coords)
+    # cubic keeps the position and pads each tap on its own, as PyTorch does
+    if mode != "cubic":
+        outside = (coords < low) | (coords > high)
+        if padding_mode == "border":
+            coords = np.where(outside, np.clip(coords, 0, size - 1), coords)
+        elif padding_mode == "reflection":
+            coords = np.where(outside, reflect(coords, low, high).astype(coords.dtype), coords)
+    if mode == "nearest":
+        return [_fetch(np.trunc(coords).astype(np.int64), size, padding_mode, low, high) + (None,)]
+    base = np.floor(coords)
+    fraction = coords - base
+    base = base.astype(np.int64)
+    if mode == "linear":
+        offsets, weights = (0, 1), (1 - fraction, fraction)
+    else:
+        offsets = (-1, 0, 1, 2)
+        weights = tuple(_cubic_kernel(offset - fraction, GRID_CUBIC_A).astype(fraction.dtype) for offset in offsets)
+    return [_fetch(base + offset, size, padding_mode, low, high) + (weight,)
+            for offset, weight in zip(offsets, weights)]
+
+
+def _fetch(index: np.ndarray, size: int, padding_mode: str, low: float, high: float):
+    """Where tap ``index`` reads under the padding mode, and (zeros) whether it reads at all."""
+    if padding_mode == "zeros":
+        valid = (index >= 0) & (index < size)
+        return np.clip(index, 0, size - 1), valid
+    if padding_mode == "reflection":
+        index = np.trunc(reflect(index.astype(np.float64), low, high)).astype(np.int64)
+    return np.clip(index, 0, size - 1), None
 
 
 def reflect(coords: np.ndarray, low: float, high: float) -> np.ndarray:

@@ -4,9 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from ....errors import AnalysisError
+from ....ops.col2im import Col2Im, DeformConv
 from ....ops.grid import AffineGrid, GridSample
 from ....ops.image import Resize
 from ....ops.roi import NonMaxSuppression, RoiAlign
+from ....ops.window import Window
 from ..registry import OnnxNode, Translated, onnx_op
 
 _NO_FLOATS = np.zeros(0, dtype=np.float32)
@@ -107,3 +109,22 @@ def non_max_suppression(node: OnnxNode):
     for index in range(2, last + 1):
         inputs.append(index if node.present(index) else defaults[index - 2])
     return Translated(NonMaxSuppression(bool(node.int("center_point_box", 0))), inputs)
+
+
+@onnx_op("Col2Im", since=18)
+def col2im(node: OnnxNode):
+    return Col2Im(node.ints("dilations", None), node.ints("pads", None), node.ints("strides", None))
+
+
+@onnx_op("DeformConv", since=19)
+def deform_conv(node: OnnxNode):
+    window = Window.make(node.ints("kernel_shape", ()), node.ints("strides", None), node.ints("dilations", None),
+                         node.ints("pads", None))
+    inputs: list = [0, 1, 2]
+    if node.present(3):
+        inputs.append(3)
+    if node.present(4):
+        if not node.present(3):
+            inputs.append(_NO_FLOATS)
+        inputs.append(4)
+    return Translated(DeformConv(window, node.int("group", 1), node.int("offset_group", 1)), inputs)
