@@ -65,7 +65,8 @@ class TypedFact:
     A wire holding an ONNX sequence (a list of tensors at run time) or optional (a value
     or None) has ``kind`` :data:`SEQUENCE` or :data:`OPTIONAL`, shape ``()``, ``element``
     the (partial) :class:`InferenceFact` of what it holds and ``dtype`` the element's
-    datum type (None when unknown). Build them with :meth:`TypedFact.container`.
+    datum type (None when unknown). ``element`` None means it holds nothing yet (an empty
+    sequence). Build them with :meth:`TypedFact.container`.
     """
 
     __slots__ = ("dtype", "shape", "konst", "qparams", "sym_value", "kind", "element")
@@ -82,11 +83,12 @@ class TypedFact:
         self.element = element
 
     @staticmethod
-    def container(kind: str, element: "InferenceFact") -> "TypedFact":
-        """The fact of a sequence or optional holding values described by ``element``."""
+    def container(kind: str, element: "InferenceFact | None", dtype: DatumType | None = None) -> "TypedFact":
+        """The fact of a sequence or optional holding values described by ``element``
+        (None: nothing yet, of datum type ``dtype``)."""
         if kind not in CONTAINER_KINDS:
             raise TractileError(f"unknown container kind {kind!r}")
-        return TypedFact(element.dtype, (), kind=kind, element=element)
+        return TypedFact(element.dtype if element is not None else dtype, (), kind=kind, element=element)
 
     @property
     def is_tensor(self) -> bool:
@@ -150,7 +152,7 @@ class TypedFact:
 
     def __str__(self) -> str:
         if self.kind != TENSOR:
-            return f"{self.kind}<{self.element}>"
+            return _container_text(self.kind, self.element, self.dtype)
         text = ",".join([*(str(d) for d in self.shape), str(self.dtype)])
         if self.qparams is not None:
             text += f" {self.qparams}"
@@ -159,6 +161,10 @@ class TypedFact:
         return text
 
     __repr__ = __str__
+
+
+def _container_text(kind: str, element, dtype) -> str:
+    return f"{kind}<{element}>" if element is not None else f"{kind}<nothing,{dtype or '?'}>"
 
 
 def _value_summary(value: np.ndarray) -> str:
@@ -234,16 +240,19 @@ class InferenceFact:
     @staticmethod
     def from_typed(fact: TypedFact) -> "InferenceFact":
         if fact.kind != TENSOR:
-            return InferenceFact.container(fact.kind, fact.element)
+            return InferenceFact.container(fact.kind, fact.element, fact.dtype)
         return InferenceFact(fact.dtype, ShapeFactoid.closed(fact.shape), fact.known_value())
 
     @staticmethod
-    def container(kind: str, element: "InferenceFact | None" = None) -> "InferenceFact":
-        """A sequence or optional fact; ``element`` describes the values it holds."""
+    def container(kind: str, element: "InferenceFact | None" = None, dtype: DatumType | None = None,
+                  nothing: bool = False) -> "InferenceFact":
+        """A sequence or optional fact; ``element`` describes the values it holds (unknown
+        when None, unless ``nothing``: it holds nothing yet, of datum type ``dtype``)."""
         if kind not in CONTAINER_KINDS:
             raise TractileError(f"unknown container kind {kind!r}")
-        element = element if element is not None else InferenceFact()
-        fact = InferenceFact(element.dtype, ShapeFactoid.closed(()))
+        if element is None and not (nothing or dtype is not None):
+            element = InferenceFact()
+        fact = InferenceFact(element.dtype if element is not None else dtype, ShapeFactoid.closed(()))
         fact.kind = kind
         fact.element = element
         return fact
@@ -265,7 +274,7 @@ class InferenceFact:
 
     def to_typed(self) -> TypedFact:
         if self.kind is not None:
-            return TypedFact.container(self.kind, self.element)
+            return TypedFact.container(self.kind, self.element, self.dtype)
         if not self.is_complete():
             raise AnalysisError(f"fact {self} is not complete")
         konst = sym = None
@@ -293,7 +302,7 @@ class InferenceFact:
 
     def __str__(self) -> str:
         if self.kind is not None:
-            return f"{self.kind}<{self.element}>"
+            return _container_text(self.kind, self.element, self.dtype)
         dims = str(self.shape)
         dtype = "?" if self.dtype is None else str(self.dtype)
         text = f"{dims},{dtype}" if dims else dtype
@@ -375,16 +384,16 @@ def _unify_containers(a: InferenceFact, b: InferenceFact) -> InferenceFact:
     if (a.kind is not None and b.kind is not None and a.kind != b.kind) or says_tensor(a) or says_tensor(b):
         raise AnalysisError(f"facts {a} and {b} conflict: a {a.kind or 'tensor'} is not a {b.kind or 'tensor'}")
     kind = a.kind or b.kind
-    element = a.element if b.element is None else b.element if a.element is None else None
+    facts = [f for f in (a, b) if f.kind is not None]
     try:
-        if element is None:
-            element = unify(a.element, b.element)
-        unify_dtype(a.dtype, b.dtype)
+        dtype = unify_dtype(a.dtype, b.dtype)
+        elements = [f.element for f in facts if f.element is not None]
+        element = elements[0] if len(elements) == 1 else unify(*elements) if elements else None
     except AnalysisError as error:
         raise AnalysisError(f"facts {a} and {b} conflict: {error.message}") from None
-    if element.dtype is None and (a.dtype or b.dtype) is not None:
-        element = unify(element, InferenceFact(a.dtype or b.dtype))
-    return InferenceFact.container(kind, element)
+    if element is not None and element.dtype is None and dtype is not None:
+        element = unify(element, InferenceFact(dtype))
+    return InferenceFact.container(kind, element, dtype, nothing=element is None)
 
 
 def generalize(a: InferenceFact, b: InferenceFact) -> InferenceFact:
@@ -395,6 +404,10 @@ def generalize(a: InferenceFact, b: InferenceFact) -> InferenceFact:
     if a.kind != b.kind:
         return InferenceFact()
     if a.kind is not None:
+        dtype = a.dtype if a.dtype == b.dtype else None
+        if a.element is None or b.element is None:
+            element = b.element if a.element is None else a.element
+            return InferenceFact.container(a.kind, element, dtype, nothing=element is None)
         return InferenceFact.container(a.kind, generalize(a.element, b.element))
     dtype = a.dtype if a.dtype == b.dtype else None
     if a.shape.open or b.shape.open or len(a.shape.dims) != len(b.shape.dims):

@@ -32,10 +32,12 @@ class Body:
     and optimized model that runs.
     """
 
-    def __init__(self, source, label: str, typed=None):
+    def __init__(self, source, label: str, typed=None, failure: str | None = None):
         self.source = source
         self.label = label
         self.typed = typed
+        #: why the body cannot run with the op's input facts (an If branch never taken)
+        self.failure = failure
         self._cache: dict | None = {} if typed is None else None
         self._origin: Body = self
         self._memo: dict = {}
@@ -75,9 +77,25 @@ class Body:
         if self.typed is not None and _same_facts(self.typed.input_facts, facts):
             return self.typed.output_facts
         entry = self._entry(facts)
+        if "error" in entry:
+            raise AnalysisError(entry["error"])
         if "typed" not in entry:
-            entry["typed"] = self._type_for(facts)
+            try:
+                entry["typed"] = self._type_for(facts)
+            except AnalysisError as error:
+                entry["error"] = error.message
+                raise
         return entry["typed"].output_facts
+
+    def specialized_or_failed(self, facts: list[TypedFact]) -> "Body":
+        """Like :meth:`specialized`, but a body that cannot be typed for ``facts`` comes
+        back holding the reason (it raises a RunError if it is ever run)."""
+        try:
+            return self.specialized(facts)
+        except AnalysisError as error:
+            failed = Body(self.source, self.label, None, failure=str(error))
+            failed._origin = self._root()
+            return failed
 
     def specialized(self, facts: list[TypedFact]) -> "Body":
         """This body typed, decluttered and optimized for ``facts`` (built once per facts)."""
@@ -109,6 +127,8 @@ class Body:
 
     def runner(self, values: list) -> "BodyRunner":
         """A run state for this body (typed for the values' facts if it is not typed yet)."""
+        if self.failure is not None:
+            raise RunError(f"{self.label} cannot run with these inputs: {self.failure}")
         body = self if self.typed is not None else self.specialized([fact_of_value(v) for v in values])
         return BodyRunner(body)
 
@@ -155,10 +175,10 @@ def _same_facts(a: list[TypedFact], b: list[TypedFact]) -> bool:
 def fact_of_value(value) -> TypedFact:
     """The fact of a run-time value: a tensor (no constant kept), a list or None."""
     if isinstance(value, list):
-        element = InferenceFact()
-        for index, item in enumerate(value):
+        element = None
+        for item in value:
             item_fact = InferenceFact.from_typed(fact_of_value(item))
-            element = item_fact if index == 0 else generalize(element, item_fact)
+            element = item_fact if element is None else generalize(element, item_fact)
         return TypedFact.container(SEQUENCE, element)
     if value is None:
         return TypedFact.container(OPTIONAL, InferenceFact())
@@ -187,11 +207,16 @@ def outer_fact(fact: TypedFact, known: set[str], keep_value: bool = False) -> Ty
     return TypedFact(fact.dtype, shape, None, fact.qparams)
 
 
+def merge_containers(a: TypedFact, b: TypedFact) -> TypedFact:
+    """A container fact covering two of one kind (what they hold generalised)."""
+    return generalize(InferenceFact.from_typed(a), InferenceFact.from_typed(b)).to_typed()
+
+
 def merge_facts(a: TypedFact, b: TypedFact, what: str) -> TypedFact:
     """A fact covering both (dims that differ become fresh symbols); raise if type or rank differ."""
     if a.kind != TENSOR or b.kind != TENSOR:
         if a.kind == b.kind:
-            return TypedFact.container(a.kind, generalize(a.element, b.element))
+            return merge_containers(a, b)
         raise AnalysisError(f"{what}: a {a.kind} ({a}) and a {b.kind} ({b}) cannot be merged")
     if a.dtype != b.dtype:
         raise AnalysisError(f"{what}: datum types differ ({a} and {b})")
@@ -260,8 +285,13 @@ class If(Op):
             body, indices = self._branch(bool(cond.reshape(-1)[0]))
             facts = body.output_facts([inputs[i] for i in indices])
             return [outer_fact(f, known, keep_value=True) for f in facts]
-        then_facts = self.then_body.output_facts([inputs[i] for i in self.then_inputs])
-        else_facts = self.else_body.output_facts([inputs[i] for i in self.else_inputs])
+        then_facts = _facts_or_error(self.then_body, [inputs[i] for i in self.then_inputs])
+        else_facts = _facts_or_error(self.else_body, [inputs[i] for i in self.else_inputs])
+        if isinstance(then_facts, AnalysisError) and isinstance(else_facts, AnalysisError):
+            raise then_facts
+        if isinstance(then_facts, AnalysisError) or isinstance(else_facts, AnalysisError):
+            facts = else_facts if isinstance(then_facts, AnalysisError) else then_facts
+            return [outer_fact(f, known) for f in facts]
         return [merge_facts(outer_fact(a, known, True), outer_fact(b, known, True), f"If output {slot}")
                 for slot, (a, b) in enumerate(zip(then_facts, else_facts))]
 
@@ -275,8 +305,11 @@ class If(Op):
 
     def wire_typed(self, model, name, inputs):
         facts = [model.outlet_fact(o) for o in inputs]
-        typed = replace(self, then_body=self.then_body.specialized([facts[i] for i in self.then_inputs]),
-                        else_body=self.else_body.specialized([facts[i] for i in self.else_inputs]))
+        then_body = self.then_body.specialized_or_failed([facts[i] for i in self.then_inputs])
+        else_body = self.else_body.specialized_or_failed([facts[i] for i in self.else_inputs])
+        if then_body.failure is not None and else_body.failure is not None:
+            raise AnalysisError(then_body.failure)
+        typed = replace(self, then_body=then_body, else_body=else_body)
         return model.wire_node(name, typed, inputs)
 
     def declutter(self, model, node):
@@ -287,6 +320,14 @@ class If(Op):
             body = body.specialized([facts[i] for i in indices])
             return inline_body(model, node, body.typed, [node.inputs[i] for i in indices])
         return None
+
+
+def _facts_or_error(body: Body, facts: list[TypedFact]) -> list[TypedFact] | AnalysisError:
+    """A branch's output facts, or the error that says it cannot run with these inputs."""
+    try:
+        return body.output_facts(facts)
+    except AnalysisError as error:
+        return error
 
 
 def inline_body(model, node, body_model, inputs) -> "ModelPatch":  # noqa: F821

@@ -15,7 +15,7 @@ from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import OPTIONAL, TENSOR, InferenceFact, TypedFact, generalize
 from .base import Limits, Op, check_alloc
-from .control import Body, check_flag_fact, input_symbols, outer_fact, scalar_flag
+from .control import Body, check_flag_fact, input_symbols, merge_containers, outer_fact, scalar_flag
 
 #: how many times the carried facts may be widened before analysis gives up
 _MAX_WIDENINGS = 4
@@ -29,8 +29,8 @@ def widen_fact(entry: TypedFact, out: TypedFact, loose: set, what: str) -> Typed
     """
     if entry.kind != TENSOR or out.kind != TENSOR:
         if entry.kind == out.kind:
-            return TypedFact.container(entry.kind, generalize(entry.element, out.element))
-        if entry.kind == OPTIONAL and (entry.element.kind or TENSOR) == out.kind:
+            return merge_containers(entry, out)
+        if entry.kind == OPTIONAL and entry.element is not None and (entry.element.kind or TENSOR) == out.kind:
             held = InferenceFact.from_typed(out.without_value())
             return TypedFact.container(OPTIONAL, generalize(entry.element, held))
         raise AnalysisError(f"{what} is {entry} on entry but the body returns {out}")

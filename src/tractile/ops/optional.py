@@ -48,6 +48,15 @@ class OptionalHasElement(Op):
     def eval(self, inputs):
         return [np.array(bool(inputs) and inputs[0] is not None)]
 
+    def declutter(self, model, node):
+        producer = model.nodes[node.inputs[0].node] if node.inputs else None
+        if producer is not None and isinstance(producer.op, OptionalConstruct):
+            from ..patch import ModelPatch
+
+            return ModelPatch.replace_by_const(model, node, [np.array(bool(producer.inputs))],
+                                               f"optional {node.name} is known")
+        return None
+
 
 @dataclass(frozen=True)
 class OptionalGetElement(Op):

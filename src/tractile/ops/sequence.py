@@ -26,8 +26,10 @@ def element_of(fact: TypedFact) -> InferenceFact:
     return InferenceFact(fact.dtype, ShapeFactoid(tuple(None if is_fresh(d) else d for d in fact.shape), False))
 
 
-def fact_of_element(element: InferenceFact, what: str) -> TypedFact:
+def fact_of_element(element: InferenceFact | None, what: str) -> TypedFact:
     """A typed fact for a value taken out of a container: unknown dims become fresh symbols."""
+    if element is None:
+        raise AnalysisError(f"{what}: the sequence never holds anything")
     if element.kind is not None:
         return InferenceFact.to_typed(element)
     if element.dtype is None:
@@ -37,8 +39,9 @@ def fact_of_element(element: InferenceFact, what: str) -> TypedFact:
     return TypedFact(element.dtype, [fresh_symbol() if d is None else d for d in element.shape.dims])
 
 
-def expect_sequence(fact: TypedFact, what: str) -> InferenceFact:
-    """The element fact of a sequence input; AnalysisError if it is not a sequence."""
+def expect_sequence(fact: TypedFact, what: str) -> InferenceFact | None:
+    """The element fact of a sequence input (None if it holds nothing); AnalysisError if it
+    is not a sequence."""
     if fact.kind != SEQUENCE:
         raise AnalysisError(f"{what} must be a sequence, got {fact}")
     return fact.element
@@ -70,7 +73,7 @@ class SequenceEmpty(Op):
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 0, self)
-        return [TypedFact.container(SEQUENCE, InferenceFact(self.dtype))]
+        return [TypedFact.container(SEQUENCE, None, self.dtype)]
 
     def eval(self, inputs):
         return [[]]
@@ -122,12 +125,12 @@ class SequenceInsert(Op):
         tensor = inputs[1]
         if tensor.kind != TENSOR:
             raise AnalysisError(f"SequenceInsert input 1 must be a tensor, got {tensor}")
-        if element.dtype is not None and element.dtype != tensor.dtype:
+        if inputs[0].dtype is not None and inputs[0].dtype != tensor.dtype:
             raise AnalysisError(f"SequenceInsert: a {tensor.dtype} tensor cannot go in a sequence of "
-                                f"{element.dtype} tensors")
+                                f"{inputs[0].dtype} tensors")
         if len(inputs) == 3:
             _position_fact(inputs[2], "SequenceInsert position")
-        merged = element_of(tensor) if element.dtype is None else generalize(element, element_of(tensor))
+        merged = element_of(tensor) if element is None else generalize(element, element_of(tensor))
         return [TypedFact.container(SEQUENCE, merged)]
 
     def eval(self, inputs):

@@ -29,8 +29,12 @@ def expand_function(builder, node) -> None:
     from .loader import GraphBuilder, OnnxContext
 
     function = _local_function(builder.context, node.domain, node.op_type)
+    defaults: dict = {}
     if function is None:
         function = _schema_function(builder, node)
+        schema = _schema(node.op_type, node.opset, node.domain)
+        if function is not None and schema is not None:
+            defaults = {name: a.default_value for name, a in schema.attributes.items() if a.default_value.type}
     if function is None:
         raise UnsupportedOpError(f"{node!r}: {node.domain or 'ai.onnx'}::{node.op_type} (opset {node.opset}) "
                                  "is not supported (no translation and no function body)",
@@ -46,7 +50,7 @@ def expand_function(builder, node) -> None:
             scope.outlets[formal] = builder.outlet(node.inputs[index], node)
         else:
             missing.add(formal)
-    attributes = _call_attributes(function, node)
+    attributes = _call_attributes(function, node, defaults)
     body = [_instantiate(inner, attributes, missing, f"{node.name}/") for inner in function.node]
     scope.value_types = None
     scope.graph = _typed_body_graph(builder, node, function, body)
@@ -115,9 +119,11 @@ def _schema_function(builder, node):
     return function
 
 
-def _call_attributes(function, node) -> dict:
-    """Attribute values a function body may refer to: the caller's, else the defaults."""
-    values = {a.name: a for a in function.attribute_proto}
+def _call_attributes(function, node, defaults: dict) -> dict:
+    """Attribute values a function body may refer to: the caller's, else the defaults
+    (the function's own, else the op schema's)."""
+    values = dict(defaults)
+    values.update({a.name: a for a in function.attribute_proto})
     values.update({a.name: a for a in node.proto.attribute})
     return values
 

@@ -314,7 +314,8 @@ def _trusted_part(hint: InferenceFact, nested: bool) -> InferenceFact:
     """What of a declared output type to believe: exporters often get the shapes of what
     sequences hold wrong, and a subgraph's declared shapes are only checked by its op."""
     if hint.kind is not None:
-        return InferenceFact.container(hint.kind, _trusted_part(hint.element, True) if hint.element else None)
+        element = _trusted_part(hint.element, True) if hint.element is not None else None
+        return InferenceFact.container(hint.kind, element, hint.dtype, nothing=element is None)
     return InferenceFact(hint.dtype) if nested else hint
 
 
