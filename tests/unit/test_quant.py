@@ -155,3 +155,15 @@ def test_zero_point_type_mismatch_is_an_analysis_error():
                         [value("y")], {"s": np.float32(1), "z": np.int8(0)}, opset=13)
     with pytest.raises(AnalysisError, match="zero point"):
         tractile.load(proto)
+
+
+@pytest.mark.parametrize("depth", [500, 5000])
+def test_matmul_integer_stays_exact_whichever_float_blas_runs(depth):
+    a = RNG.integers(-128, 128, (2, depth)).astype(np.int8)
+    a[:, :5] = -128
+    b = RNG.integers(200, 256, (depth, 3)).astype(np.uint8)
+    proto = model([node("MatMulInteger", ["a", "b"], ["y"])], [value("a", "i8", [2, depth]),
+                                                               value("b", "u8", [depth, 3])], [value("y", "i32")],
+                  opset=10)
+    (y,) = run(proto, [a, b])
+    np.testing.assert_array_equal(y, a.astype(np.int64) @ b.astype(np.int64))

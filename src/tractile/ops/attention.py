@@ -149,7 +149,8 @@ class Attention(Op):
         group = q_heads // kv_heads
         root_scale = work.type(math.sqrt(self.scale if self.scale is not None else 1.0 / math.sqrt(head_size)))
         q5 = (q4 * root_scale).reshape(batch, kv_heads, group, q_len, head_size)
-        k5 = (k4 * root_scale)[:, :, None]
+        # reshape, not [:, :, None]: NumPy's matmul skips BLAS on zero strides
+        k5 = (k4 * root_scale).reshape(batch, kv_heads, 1, total, head_size)
         raw = np.matmul(q5, np.swapaxes(k5, -1, -2)).reshape(batch, q_heads, q_len, total)
         capped = raw
         if self.softcap > 0:
@@ -160,8 +161,11 @@ class Attention(Op):
         logits = capped + bias
         probs = self._softmax(logits)
         masked_rows = np.isneginf(np.max(bias, axis=-1, keepdims=True))
-        probs = np.where(masked_rows, probs.dtype.type(0), probs).astype(work, copy=False)
-        y5 = np.matmul(probs.reshape(batch, kv_heads, group, q_len, total), v4[:, :, None])
+        if masked_rows.any():
+            probs = np.where(masked_rows, probs.dtype.type(0), probs)
+        probs = probs.astype(work, copy=False)
+        values = v4.reshape(batch, kv_heads, 1, total, v4.shape[3])
+        y5 = np.matmul(probs.reshape(batch, kv_heads, group, q_len, total), values)
         y = y5.reshape(batch, q_heads, q_len, -1)
         if q.ndim == 3:
             y = y.transpose(0, 2, 1, 3).reshape(batch, q_len, -1)

@@ -1,8 +1,8 @@
 """Integer and quantised products: MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv.
 
 Operands minus their zero points are 9-bit integers; their products summed in
-float64 BLAS are exact (see DESIGN.md), so these ops run on BLAS and stay
-bit-exact. Accumulators wrap to i32 as ONNX allows; requantisation multiplies by
+float BLAS are exact (see DESIGN.md): f32 while the largest possible partial sum
+stays below 2**24, f64 beyond. So these ops run on BLAS and stay bit-exact. Accumulators wrap to i32 as ONNX allows; requantisation multiplies by
 ``scale_a * scale_b / scale_y`` (computed in the scales' type), rounds half to even
 and saturates.
 """
@@ -39,18 +39,26 @@ def _check_zero_point(zero_point: TypedFact, operand: TypedFact, what: str, per:
 
 
 def _offset(value: np.ndarray, zero_point: np.ndarray | None, per_row: bool = False) -> np.ndarray:
-    """``value - zero_point`` in float64 (exact); a per-row zero point of a matrix applies to rows."""
-    result = value.astype(np.float64)
+    """``value - zero_point`` as i32; a per-row zero point of a matrix applies to rows."""
+    result = value.astype(np.int32)
     if zero_point is None:
         return result
-    zero = zero_point.astype(np.float64)
+    zero = zero_point.astype(np.int32)
     if per_row and zero.ndim == 1 and zero.size > 1:
         zero = zero.reshape(-1, 1)
     return result - zero
 
 
+def exact_floats(a: np.ndarray, b: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer operands as the narrowest float in which BLAS sums of ``depth`` products are exact:
+    f32 while ``depth * max|a| * max|b| < 2**24``, else f64."""
+    bound = depth * max(int(np.abs(a).max(initial=0)), 1) * max(int(np.abs(b).max(initial=0)), 1)
+    dtype = np.float32 if bound < 1 << 24 else np.float64
+    return a.astype(dtype), b.astype(dtype)
+
+
 def wrap_i32(accumulator: np.ndarray) -> np.ndarray:
-    """An exact float64 accumulator as i32, wrapping as 32-bit accumulation would."""
+    """An exact float accumulator as i32, wrapping as 32-bit accumulation would."""
     return accumulator.astype(np.int64).astype(np.int32)
 
 
@@ -111,8 +119,9 @@ class MatMulInteger(Op):
 
     def eval(self, inputs):
         a_zero, b_zero = self._zero_points(inputs)
-        product = np.matmul(_offset(inputs[0], a_zero, per_row=inputs[0].ndim >= 2), _offset(inputs[1], b_zero))
-        return [wrap_i32(product)]
+        a = _offset(inputs[0], a_zero, per_row=inputs[0].ndim >= 2)
+        b = _offset(inputs[1], b_zero)
+        return [wrap_i32(np.matmul(*exact_floats(a, b, a.shape[-1])))]
 
     def cost(self, inputs):
         return _matmul_cost(inputs[0], inputs[1])
@@ -139,7 +148,7 @@ class QLinearMatMul(Op):
     def eval(self, inputs):
         a, a_scale, a_zero, b, b_scale, b_zero, y_scale, y_zero = inputs
         per_row = a.ndim >= 2
-        accumulator = np.matmul(_offset(a, a_zero, per_row), _offset(b, b_zero))
+        accumulator = np.matmul(*exact_floats(_offset(a, a_zero, per_row), _offset(b, b_zero), a.shape[-1]))
         work = _scale_math_type(a_scale, b_scale, y_scale)
         a_scale = a_scale.astype(work)
         if per_row and a_scale.ndim == 1 and a_scale.size > 1:
@@ -152,9 +161,10 @@ class QLinearMatMul(Op):
 
 
 def _conv_accumulate(x: np.ndarray, w: np.ndarray, window: Window, group: int) -> np.ndarray:
-    """Convolution of float64 operands (exact for offset 8-bit values): (N, M, *out)."""
+    """Exact convolution of offset integer operands, as floats: (N, M, *out)."""
     begins, ends, out = window.concrete_pads(x.shape[2:])
-    return convolve(pad_spatial(x, begins, ends, 0.0), w, window, out, group)
+    xf, wf = exact_floats(x, w, int(np.prod(w.shape[1:])))
+    return convolve(pad_spatial(xf, begins, ends, 0), wf, window, out, group)
 
 
 def _conv_facts(op, x: TypedFact, w: TypedFact, window: Window, group: int) -> tuple:
@@ -242,7 +252,7 @@ class QLinearConv(Op):
                                        window, self.group)
         spatial_ones = (1,) * (x.ndim - 2)
         if len(inputs) == 9:
-            accumulator += inputs[8].astype(np.float64).reshape((-1, *spatial_ones))
+            accumulator = accumulator + inputs[8].astype(np.float64).reshape((-1, *spatial_ones))
         multiplier = (x_scale.astype(np.float32) * w_scale.astype(np.float32) / y_scale.astype(np.float32))
         if multiplier.size > 1:
             multiplier = multiplier.reshape((-1, *spatial_ones))
