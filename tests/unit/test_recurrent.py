@@ -134,6 +134,8 @@ def test_empty_sequence_keeps_the_initial_state():
     ("RNN", dict(activations=["Softplus"])),
     ("GRU", dict(activations=["HardSigmoid", "LeakyRelu"], activation_alpha=[0.3, 0.2], activation_beta=[0.4])),
     ("GRU", dict(activations=["Relu", "Affine"], activation_alpha=[0.2], activation_beta=[0.1])),
+    ("GRU", dict(activations=["Sigmoid", "Sigmoid"], linear_before_reset=1)),
+    ("GRU", dict(activations=["Sigmoid", "Sigmoid"])),
     ("LSTM", dict(activations=["Tanh", "LeakyRelu", "Affine"], activation_alpha=[0.2, 0.5], activation_beta=[0.3])),
     ("LSTM", dict(activations=["HardSigmoid", "Tanh", "Softsign"], activation_alpha=[0.25],
                   activation_beta=[0.45])),

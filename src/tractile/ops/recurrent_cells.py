@@ -58,6 +58,7 @@ class Cell:
         self.w_bias = self.reorder(bias[:gates])
         self.r_bias = self.reorder(bias[gates:])
         self.bias = self.w_bias + self.r_bias
+        self._w_and_bias: np.ndarray | None = None
 
     def scales(self) -> np.ndarray:
         """Factor folded into each (kernel-ordered) gate's pre-activation."""
@@ -76,10 +77,13 @@ class Cell:
     def project(self, x: np.ndarray) -> np.ndarray:
         """Input projections of every step: ``x @ W^T + biases`` as (time, batch, gates x hidden)."""
         steps, batch = x.shape[:2]
-        flat = np.ascontiguousarray(x, dtype=self.dtype).reshape(steps * batch, self.input_size)
-        proj = flat @ self.w_t
-        proj += self.bias
-        return proj.reshape(steps, batch, self.w_t.shape[1])
+        if self._w_and_bias is None:
+            self._w_and_bias = np.concatenate([self.w_t, self.bias[None, :]])
+        # a column of ones brings the biases into the product, saving a pass over its result
+        flat = np.empty((steps * batch, self.input_size + 1), self.dtype)
+        flat[:, :-1] = x.reshape(steps * batch, self.input_size)
+        flat[:, -1] = 1
+        return (flat @ self._w_and_bias).reshape(steps, batch, self.w_t.shape[1])
 
     def clipper(self) -> Kernel | None:
         if self.clip is None:
@@ -152,13 +156,12 @@ class GruCell(Cell):
         clip = self.clipper()
         gates, tmp = ws["gates"][:rows], ws["tmp"][:rows]
         zr, z, r, hh = gates[:, :2 * hidden], gates[:, :hidden], gates[:, hidden:2 * hidden], gates[:, 2 * hidden:]
-        add, mul, sub, dot = np.add, np.multiply, np.subtract, np.dot
+        add, mul, sub = np.add, np.multiply, np.subtract
         lbr = self.linear_before_reset
-        zr_product = np.matmul if lbr else _product(zr)
-        r_t = self.r_t if lbr else self.r_t_zr
-        zr_out = gates if lbr else zr
+        r_t, first_out = (self.r_t, gates) if lbr else (self.r_t_zr, zr)
+        first_product, hidden_product = _product(first_out), _product(hh)
         for p_zr, p_h, y_t in zip(proj[..., :2 * hidden], proj[..., 2 * hidden:], y):
-            zr_product(h, r_t, zr_out)
+            first_product(h, r_t, first_out)
             add(zr, p_zr, zr)
             if clip is not None:
                 clip(zr, zr)
@@ -168,7 +171,7 @@ class GruCell(Cell):
                 mul(hh, r, hh)
             else:
                 mul(r, h, tmp)
-                matmul_into(tmp, self.r_t_h, hh)
+                hidden_product(tmp, self.r_t_h, hh)
             add(hh, p_h, hh)
             if clip is not None:
                 clip(hh, hh)
@@ -177,11 +180,6 @@ class GruCell(Cell):
             mul(tmp, z, tmp)
             add(hh, tmp, y_t)
             h = y_t
-
-
-def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """``out[...] = a @ b`` through BLAS whatever ``out``'s strides."""
-    (np.dot if out.flags.c_contiguous else np.matmul)(a, b, out)
 
 
 class LstmCell(Cell):
