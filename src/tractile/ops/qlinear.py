@@ -2,9 +2,10 @@
 
 Operands minus their zero points are 9-bit integers; their products summed in
 float BLAS are exact (see DESIGN.md): f32 while the largest possible partial sum
-stays below 2**24, f64 beyond. So these ops run on BLAS and stay bit-exact. Accumulators wrap to i32 as ONNX allows; requantisation multiplies by
-``scale_a * scale_b / scale_y`` (computed in the scales' type), rounds half to even
-and saturates.
+stays below 2**24, f64 beyond. So these ops run on BLAS and stay bit-exact.
+Accumulators wrap to i32 as ONNX allows; requantisation multiplies by
+``scale_a * scale_b / scale_y`` (computed in the scales' type), rounds half to
+even and saturates.
 """
 from __future__ import annotations
 

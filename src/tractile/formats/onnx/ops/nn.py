@@ -1,12 +1,13 @@
-"""ONNX neural-network ops: Conv, pooling, Gemm, MatMul, normalisations, Softmax family, losses."""
+"""ONNX neural-network ops: convolutions, pooling, Gemm, MatMul, normalisations, Softmax family, Dropout,
+losses, attention."""
 from __future__ import annotations
 
 from ....ops.attention import Attention, RotaryEmbedding
-from ....ops.causal_conv import CausalConvWithState
-from ....ops.linear_attention import LinearAttention
 from ....ops.cast import Dropout
+from ....ops.causal_conv import CausalConvWithState
 from ....ops.conv import Conv, check_group
 from ....ops.conv_transpose import ConvTranspose
+from ....ops.linear_attention import LinearAttention
 from ....ops.loss import NllLoss, SoftmaxCrossEntropy, check_reduction
 from ....ops.matmul import Gemm, MatMul
 from ....ops.nn import LRN, BatchNorm, BatchNormTraining, Hardmax, Softmax, SwiGLU, TrainingDropout
