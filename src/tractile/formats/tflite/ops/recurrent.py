@@ -1,0 +1,74 @@
+"""Translations of UNIDIRECTIONAL_SEQUENCE_LSTM and SVDF, whose states are variable tensors."""
+from __future__ import annotations
+
+from ....datum import DatumType
+from ....errors import ModelFormatError
+from ....ops.tfl.lstm import STATE_SLOTS, UnidirectionalSequenceLstm
+from ....ops.tfl.svdf import Svdf
+from ..registry import OpSpec, TflNode, Translated, activation_code, activation_name, tflite_op, tflite_writer
+
+
+@tflite_op("UNIDIRECTIONAL_SEQUENCE_LSTM")
+def unidirectional_sequence_lstm(node: TflNode):
+    options = node.options("UnidirectionalSequenceLSTMOptions")
+    if len(node.inputs) not in (20, 24):
+        raise ModelFormatError(f"{node.where}: expected 20 or 24 inputs, got {len(node.inputs)}")
+    for slot in STATE_SLOTS:
+        if not node.present(slot):
+            raise ModelFormatError(f"{node.where}: state input {slot} is missing")
+    slots = tuple(s for s in range(len(node.inputs)) if node.present(s) and s not in STATE_SLOTS)
+    hidden_q = None
+    intermediates = node.operator.intermediates
+    if len(intermediates) == 5 and intermediates[4] >= 0:
+        hidden_q = node.subgraph.tensors[intermediates[4]].quant
+    op = UnidirectionalSequenceLstm(
+        slots=slots,
+        activation=activation_name(options.FusedActivationFunction()) if options is not None else "TANH",
+        cell_clip=float(options.CellClip()) if options is not None else 0.0,
+        proj_clip=float(options.ProjClip()) if options is not None else 0.0,
+        time_major=bool(options.TimeMajor()) if options is not None else False,
+        initial_states=(node.variable_value(18), node.variable_value(19)),
+        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q)
+    return Translated(op, list(slots))
+
+
+@tflite_writer(UnidirectionalSequenceLstm)
+def write_lstm(op: UnidirectionalSequenceLstm, ctx) -> OpSpec:
+    inputs = []
+    for slot in range(24):
+        if slot in op.slots:
+            inputs.append(op.slots.index(slot))
+        elif slot in STATE_SLOTS:
+            which = STATE_SLOTS.index(slot)
+            inputs.append(ctx.variable(op.initial_states[which], ("output_state", "cell_state")[which],
+                                       op.state_q[which]))
+        else:
+            inputs.append(None)
+    intermediates = []
+    if op.hidden_q is not None:
+        intermediates = [ctx.scratch(f"intermediate_{i}", DatumType.F32) for i in range(4)]
+        intermediates.append(ctx.scratch("effective_hidden_scale", DatumType.I8, op.hidden_q))
+    fields = {"FusedActivationFunction": activation_code(op.activation), "CellClip": op.cell_clip,
+              "ProjClip": op.proj_clip, "TimeMajor": op.time_major}
+    return OpSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", ("UnidirectionalSequenceLSTMOptions", fields), inputs,
+                  intermediates)
+
+
+@tflite_op("SVDF")
+def svdf(node: TflNode):
+    options = node.options("SVDFOptions")
+    if options is None:
+        raise ModelFormatError(f"{node.where}: missing SVDFOptions")
+    if not node.present(4):
+        raise ModelFormatError(f"{node.where}: the state input is missing")
+    slots = [0, 1, 2] + ([3] if node.present(3) else [])
+    op = Svdf(rank=options.Rank(), activation=activation_name(options.FusedActivationFunction()),
+              has_bias=node.present(3), initial_state=node.variable_value(4), state_q=node.tensor(4).quant)
+    return Translated(op, slots)
+
+
+@tflite_writer(Svdf)
+def write_svdf(op: Svdf, ctx) -> OpSpec:
+    inputs = [0, 1, 2, 3 if op.has_bias else None, ctx.variable(op.initial_state, "state", op.state_q)]
+    fields = {"Rank": op.rank, "FusedActivationFunction": activation_code(op.activation)}
+    return OpSpec("SVDF", ("SVDFOptions", fields), inputs)
