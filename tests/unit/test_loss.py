@@ -77,3 +77,12 @@ def test_labels_of_wrong_shape_are_an_analysis_error():
                   [value("x", "f32", [2, 3, 4]), value("t", "i64", [2, 3])], [value("loss")], opset=13)
     with pytest.raises(AnalysisError, match="labels should be integers of shape"):
         tractile.load(proto)
+
+
+def test_unknown_reduction_names_the_node():
+    from tractile.errors import ModelFormatError
+
+    proto = model([node("SoftmaxCrossEntropyLoss", ["x", "t"], ["loss"], reduction="avg")],
+                  [value("x", "f32", [2, 3]), value("t", "i64", [2])], [value("loss")], opset=13)
+    with pytest.raises(ModelFormatError, match='SoftmaxCrossEntropyLoss node "loss".*reduction must be one of'):
+        tractile.load(proto)

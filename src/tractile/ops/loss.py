@@ -20,6 +20,7 @@ def check_reduction(reduction: str) -> str:
 
 def _loss_facts(op: Op, inputs: list[TypedFact]) -> TypedFact:
     """The loss fact for scores (N, C, d...), labels (N, d...) and optional weights (C,)."""
+    check_reduction(op.reduction)
     scores, labels = inputs[0], inputs[1]
     if not scores.dtype.is_float:
         raise AnalysisError(f"{op.name} needs floating-point scores, got {scores}")

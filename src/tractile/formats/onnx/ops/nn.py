@@ -8,7 +8,7 @@ from ....ops.causal_conv import CausalConvWithState
 from ....ops.conv import Conv, check_group
 from ....ops.conv_transpose import ConvTranspose
 from ....ops.linear_attention import LinearAttention
-from ....ops.loss import NllLoss, SoftmaxCrossEntropy, check_reduction
+from ....ops.loss import REDUCTIONS, NllLoss, SoftmaxCrossEntropy
 from ....ops.matmul import Gemm, MatMul
 from ....ops.nn import LRN, BatchNorm, BatchNormTraining, Hardmax, Softmax, SwiGLU, TrainingDropout
 from ....ops.norm import GroupNorm, InstanceNorm, LayerNorm, LpNorm, MeanVarianceNorm, RmsNorm
@@ -149,19 +149,25 @@ onnx_op("MeanVarianceNormalization", since=1)(
 onnx_op("LpNormalization", since=1)(lambda node: LpNorm(node.int("axis", -1), node.int("p", 2)))
 
 
+def _reduction(node: OnnxNode) -> str:
+    reduction = node.string("reduction", "mean")
+    if reduction not in REDUCTIONS:
+        raise node.error(f"reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
+    return reduction
+
+
 def _ignore_index(node: OnnxNode):
     return node.int("ignore_index", None) if node.has("ignore_index") else None
 
 
 @onnx_op("NegativeLogLikelihoodLoss", since=12)
 def nll_loss(node: OnnxNode):
-    return NllLoss(check_reduction(node.string("reduction", "mean")), _ignore_index(node))
+    return NllLoss(_reduction(node), _ignore_index(node))
 
 
 @onnx_op("SoftmaxCrossEntropyLoss", since=12)
 def softmax_cross_entropy(node: OnnxNode):
-    return SoftmaxCrossEntropy(check_reduction(node.string("reduction", "mean")), _ignore_index(node),
-                               node.output_wanted(1))
+    return SoftmaxCrossEntropy(_reduction(node), _ignore_index(node), node.output_wanted(1))
 
 
 @onnx_op("Dropout", since=1)
