@@ -7,6 +7,7 @@ from ....errors import AnalysisError
 from ....ops.col2im import Col2Im, DeformConv
 from ....ops.grid import AffineGrid, GridSample
 from ....ops.image import Resize
+from ....ops.image_decoder import PIXEL_FORMATS, ImageDecoder, pillow_available
 from ....ops.roi import NonMaxSuppression, RoiAlign
 from ....ops.window import Window
 from ..registry import OnnxNode, Translated, onnx_op
@@ -128,3 +129,13 @@ def deform_conv(node: OnnxNode):
             inputs.append(_NO_FLOATS)
         inputs.append(4)
     return Translated(DeformConv(window, node.int("group", 1), node.int("offset_group", 1)), inputs)
+
+
+@onnx_op("ImageDecoder", since=20)
+def image_decoder(node: OnnxNode):
+    if not pillow_available():
+        raise node.error("ImageDecoder needs Pillow: pip install 'tractile[image]'")
+    pixel_format = node.string("pixel_format", "RGB")
+    if pixel_format not in PIXEL_FORMATS:
+        raise node.error(f"pixel_format {pixel_format!r} is not one of {', '.join(PIXEL_FORMATS)}")
+    return ImageDecoder(pixel_format)
