@@ -144,3 +144,10 @@ def test_loop_builds_a_sequence_with_an_if_on_an_optional():
     typed = tractile.load(proto)
     assert typed.run([np.array(4)])[0].tolist() == [0, 1, 2, 3]
     np.testing.assert_array_equal(typed.run([np.array(3)])[0], run_onnxruntime(proto, [np.array(3)])[0])
+
+
+def test_identity_passes_sequences_to_sequence_ops():
+    proto = model([node("Identity", ["s"], ["t"]), node("SequenceLength", ["t"], ["n"])],
+                  [seq_value("s", TensorProto.FLOAT, [2])], [value("n", "i64", [])])
+    typed = tractile.load(proto)
+    assert typed.run([[np.ones(2, np.float32)] * 3])[0] == 3

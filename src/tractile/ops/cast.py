@@ -201,6 +201,8 @@ class Identity(Op):
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
         f = inputs[0]
+        if not f.is_tensor:  # a sequence or an optional passes through as it is
+            return [f]
         return [TypedFact(f.dtype, f.shape, f.konst, f.qparams, f.sym_value)]
 
     def rules(self, s, inputs, outputs):
