@@ -74,8 +74,8 @@ class MaxPool(Op):
                 y, best = view.copy(), np.zeros(view.shape, dtype=np.int64)
                 continue
             better = view > y
-            y[better] = view[better]
-            best[better] = index
+            np.copyto(y, view, where=better)
+            np.copyto(best, index, where=better)
         kernel_taps = np.array(list(itertools.product(*(range(k) for k in self.window.kernel))),
                                dtype=np.int64).reshape(-1, self.window.rank)
         spatial = x.shape[2:]
