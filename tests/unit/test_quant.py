@@ -167,3 +167,16 @@ def test_matmul_integer_stays_exact_whichever_float_blas_runs(depth):
                   opset=10)
     (y,) = run(proto, [a, b])
     np.testing.assert_array_equal(y, a.astype(np.int64) @ b.astype(np.int64))
+
+
+def test_bf16_division_rounds_like_bf16_arithmetic():
+    x = np.array([0.8359375, 3.0, 5.0, 7.0], ml_dtypes.bfloat16)
+    scale = np.array(1 / 3, ml_dtypes.bfloat16)  # 0.8359375 / scale = 2.5029...: 2.5 in bf16, rounds to 2
+    proto = with_consts([node("QuantizeLinear", ["x", "s"], ["y"], output_dtype=TensorProto.INT16)],
+                        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [4])], [value("y", None)],
+                        {}, opset=21)
+    proto.graph.initializer.append(helper.make_tensor("s", TensorProto.BFLOAT16, [], [1 / 3]))
+    (y,) = run(proto, [x])
+    quotient = (x.astype(np.float32) / scale.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(y, np.rint(quotient.astype(np.float32)).astype(np.int16))
+    assert y[0] == 2

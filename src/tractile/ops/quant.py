@@ -86,6 +86,16 @@ def _work_float(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float32)
 
 
+def _division_type(x: np.dtype, scale: np.dtype) -> np.dtype:
+    """The precision of ``x / scale``: NumPy's promotion (f64 for i32 inputs), bf16 when both are."""
+    if x.kind in "iu":
+        return np.dtype(np.float64)
+    try:
+        return np.result_type(x, scale)
+    except TypeError:
+        return np.dtype(np.float32)
+
+
 def quantize(scaled: np.ndarray, zero_point: np.ndarray | None, to: DatumType, saturate: bool = True) -> np.ndarray:
     """``scaled`` (= x / scale) plus the zero point, rounded and saturated into ``to``."""
     if to in INTEGER_TARGETS:
@@ -147,16 +157,16 @@ class QuantizeLinear(Op):
 
     def eval(self, inputs):
         x, scale = inputs[0], inputs[1]
-        if self.precision is not None:
-            work = _work_float(self.precision.np)
-        else:
-            work = np.result_type(_work_float(x.dtype) if x.dtype.kind != "i" else x.dtype, _work_float(scale.dtype))
+        precision = self.precision.np if self.precision is not None else _division_type(x.dtype, scale.dtype)
+        work = _work_float(precision)
         scale = broadcast_param(scale.astype(work), x.shape, self.axis, self.block_size)
         zero_point = None
         if len(inputs) == 3:
             zero_point = broadcast_param(inputs[2], x.shape, self.axis, self.block_size)
         with np.errstate(divide="ignore", invalid="ignore"):
             scaled = x.astype(work) / scale
+        if precision != work:
+            scaled = scaled.astype(precision).astype(work)
         to = self._target(DatumType.from_numpy(inputs[2].dtype) if len(inputs) == 3 else None)
         return [quantize(scaled, zero_point, to, self.saturate)]
 
