@@ -151,7 +151,7 @@ def test_resize_errors_name_the_problem():
         tractile.load(both)
     with pytest.raises(ModelFormatError, match="mode 'area'"):
         tractile.load(resize_model({"mode": "area"}, [1, 1, 2, 2], scales=np.ones(4, np.float32)))
-    with pytest.raises(AnalysisError, match="must all be positive"):
+    with pytest.raises(AnalysisError, match="must all be positive and finite"):
         tractile.load(resize_model({}, [1, 1, 2, 2], scales=np.asarray([1, 1, 0, 1], np.float32)))
     runtime = model([node("Resize", ["x", "", "", "z"], ["y"])], [value("x", "f32", [1, 1, 2, 2]),
                     value("z", "i64", [4])], [value("y")], opset=19)

@@ -70,7 +70,12 @@ class GridSample(Op):
         if grid.shape[0] != x.shape[0] or grid.shape[-1] != len(spatial):
             raise RunError(f"GridSample grid of shape {grid.shape} does not fit input of shape {x.shape}")
         work = np.float64 if np.float64 in (x.dtype, grid.dtype) else np.float32
-        check_alloc((x.shape[0], x.shape[1], *grid.shape[1:-1]), work, "GridSample output")
+        out_shape = (x.shape[0], x.shape[1], *grid.shape[1:-1])
+        check_alloc(out_shape, work, "GridSample output")
+        if 0 in spatial:
+            if 0 in out_shape:
+                return [np.zeros(out_shape, dtype=x.dtype)]
+            raise RunError(f"GridSample cannot sample an input of shape {x.shape} with an empty spatial axis")
         axes_taps = []
         for axis, size in enumerate(spatial):
             coords = widened(grid[..., len(spatial) - 1 - axis]).astype(work)

@@ -135,9 +135,12 @@ class Resize(Op):
             targets, factors = self._targets_from_sizes(shape, axes, [int(v) for v in sizes.ravel()], error)
         else:
             factors = [float(v) for v in np.asarray(scales, dtype=np.float64).ravel()]
-            if any(not f > 0 for f in factors):
-                raise error(f"Resize scales {factors} must all be positive")
+            if any(not 0 < f < math.inf for f in factors):
+                raise error(f"Resize scales {factors} must all be positive and finite")
             targets = [int(math.floor(shape[a] * f)) for a, f in zip(axes, factors)]
+        for axis, target in zip(axes, targets):
+            if shape[axis] == 0 and target > 0:
+                raise error(f"Resize cannot grow axis {axis} of length 0 to {target}")
         boxes = _roi_boxes(roi, axes, len(shape), error) if self.coordinate_mode == "tf_crop_and_resize" else None
         return [AxisPlan(a, t, f, boxes[i] if boxes else (0.0, 1.0))
                 for i, (a, t, f) in enumerate(zip(axes, targets, factors))]
@@ -274,8 +277,8 @@ def _dims_from_scales(shape, axes, scales, dims):
     if scales is None:
         return [fresh_symbol() if a in axes else d for a, d in enumerate(dims)]
     factors = [float(v) for v in np.asarray(scales, dtype=np.float64).ravel()]
-    if any(not f > 0 for f in factors):
-        raise AnalysisError(f"Resize scales {factors} must all be positive")
+    if any(not 0 < f < math.inf for f in factors):
+        raise AnalysisError(f"Resize scales {factors} must all be positive and finite")
     for axis, factor in zip(axes, factors):
         dims[axis] = _scaled_dim(shape[axis], factor)
     return dims

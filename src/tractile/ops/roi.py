@@ -70,6 +70,8 @@ class RoiAlign(Op):
         batch = batch.astype(np.int64)
         if count and (batch.min() < 0 or batch.max() >= n):
             raise RunError(f"RoiAlign: batch index out of range for a batch of {n}: {batch.tolist()}")
+        if count and not height * width:
+            raise RunError(f"RoiAlign cannot pool rois from an empty feature map of shape {x.shape}")
         oh, ow = self.output_height, self.output_width
         check_alloc((count, channels, oh, ow), x.dtype, "RoiAlign output")
         work = np.float64 if x.dtype == np.float64 else np.float32
@@ -83,7 +85,7 @@ class RoiAlign(Op):
         if self.sampling_ratio > 0:
             grid_h = grid_w = np.full(count, self.sampling_ratio, dtype=np.int64)
         else:
-            grid_h, grid_w = np.ceil(bin_h).astype(np.int64), np.ceil(bin_w).astype(np.int64)
+            grid_h, grid_w = (np.ceil(np.where(np.isfinite(b) & (b > 0), b, 0)).astype(np.int64) for b in (bin_h, bin_w))
         samples = np.maximum(grid_h * grid_w, 1)
         result = np.zeros((count, oh, ow, channels), dtype=work)
         if self.mode == "max":
@@ -127,6 +129,7 @@ def _sample_axis(start, bin_size, grid, step: int, bins: int, length: int):
     high = np.where(at_edge, length - 1, low + 1)
     position = np.where(at_edge, low, position)
     fraction = position - low
+    low, high = np.clip(low, 0, length - 1), np.clip(high, 0, length - 1)  # NaN positions read a weight of 0
     return low, high, np.where(inside, 1 - fraction, 0.0), np.where(inside, fraction, 0.0)
 
 

@@ -102,6 +102,8 @@ class DFT(Op):
             raise RunError(f"DFT dft_length {requested} must be positive")
         length = requested if requested is not None else (
             2 * (x.shape[axis] - 1) if self.inverse and self.onesided else x.shape[axis])
+        if length <= 0:
+            raise RunError(f"DFT of length {length} along axis {axis} of an input of shape {x.shape}")
         shape = list(x.shape)
         shape[axis] = self._length(x.shape[axis], requested)
         check_alloc(shape[:-1] + [2], np.complex128, "DFT output")
