@@ -16,7 +16,7 @@ from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from .axes import int_values, widened
 from .base import Op, check_alloc, expect_inputs
-from .image import _cast_back, _cubic_kernel
+from .image import cast_back, cubic_kernel
 
 GRID_MODES = ("nearest", "linear", "cubic")
 PADDING_MODES = ("zeros", "border", "reflection")
@@ -114,7 +114,7 @@ def pixel_taps(coords: np.ndarray, size: int, mode: str, padding_mode: str, low:
         offsets, weights = (0, 1), (1 - fraction, fraction)
     else:
         offsets = (-1, 0, 1, 2)
-        weights = tuple(_cubic_kernel(offset - fraction, GRID_CUBIC_A).astype(fraction.dtype) for offset in offsets)
+        weights = tuple(cubic_kernel(offset - fraction, GRID_CUBIC_A).astype(fraction.dtype) for offset in offsets)
     return [_fetch(base + offset, size, padding_mode, low, high) + (weight,)
             for offset, weight in zip(offsets, weights)]
 
@@ -168,7 +168,7 @@ def gather_taps(channels_last: np.ndarray, axes_taps: list, dtype: np.dtype, wor
             values = values * factor[..., None].astype(values.dtype, copy=False)
         total = values if total is None else total + values
     result = np.ascontiguousarray(np.moveaxis(total, -1, 1))
-    return result.astype(dtype, copy=False) if exact else _cast_back(result, dtype)
+    return result.astype(dtype, copy=False) if exact else cast_back(result, dtype)
 
 
 @dataclass(frozen=True)

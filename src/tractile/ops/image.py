@@ -159,7 +159,7 @@ class Resize(Op):
             if self._is_identity(plan, work.shape[plan.axis]):
                 continue
             work = self._filter_axis(work, plan)
-        return [_cast_back(work, x.dtype)]
+        return [cast_back(work, x.dtype)]
 
     def _is_identity(self, plan: AxisPlan, length: int) -> bool:
         return plan.size == length and plan.scale == 1.0 and plan.roi == (0.0, 1.0)
@@ -233,7 +233,7 @@ class Resize(Op):
         base = np.where(on_sample, base - 1, base).astype(np.int64)
         ratio = np.where(on_sample, 1.0, ratio)
         distance = (offsets[None, :] - ratio[:, None]) * stretch
-        weights = _linear_kernel(distance) if self.mode == "linear" else _cubic_kernel(distance, self.cubic_coeff_a)
+        weights = _linear_kernel(distance) if self.mode == "linear" else cubic_kernel(distance, self.cubic_coeff_a)
         index = base[:, None] + offsets[None, :]
         if self.exclude_outside:
             weights = np.where((index < 0) | (index >= length), 0.0, weights)
@@ -319,7 +319,7 @@ def _linear_kernel(distance: np.ndarray) -> np.ndarray:
     return np.clip(1 - np.abs(distance), 0, 1)
 
 
-def _cubic_kernel(distance: np.ndarray, a: float) -> np.ndarray:
+def cubic_kernel(distance: np.ndarray, a: float) -> np.ndarray:
     """Keys' cubic convolution kernel with coefficient ``a``."""
     t = np.abs(distance)
     near = ((a + 2) * t - (a + 3)) * t * t + 1
@@ -327,7 +327,8 @@ def _cubic_kernel(distance: np.ndarray, a: float) -> np.ndarray:
     return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
-def _cast_back(work: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def cast_back(work: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Float results in ``dtype``: integers are rounded to nearest and saturated."""
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         return np.clip(np.rint(work), info.min, info.max).astype(dtype)
