@@ -206,3 +206,20 @@ def test_scan_inputs_of_different_lengths_are_an_analysis_error():
                   [value("x", "f32", [3, 2]), value("z", "f32", [4, 2])], [value("y", "f32")])
     with pytest.raises(AnalysisError, match="Scan inputs have different lengths"):
         tractile.load(proto)
+
+
+def test_fact_checks_reach_into_bodies(monkeypatch):
+    typed = tractile.load(counting_loop())
+    loop = next(n.op for n in typed.nodes if n.op.name == "Loop")
+    checked = []
+    from tractile.runtime import check
+
+    original = check.check_step_outputs
+    monkeypatch.setattr(check, "check_step_outputs", lambda step, *a: (checked.append(step.node.name), original(step, *a)))
+    inputs = [np.array(3), np.array(True), np.zeros(2, np.float32), np.array(1e9, np.float32)]
+    typed.plan().state(check_facts=True).run(inputs)
+    body_nodes = {n.name for n in loop.body.typed.nodes}
+    assert body_nodes & set(checked)  # body steps were checked, on every iteration
+    checked.clear()
+    typed.plan().state().run(inputs)
+    assert checked == []

@@ -38,8 +38,9 @@ class Body:
         self.typed = typed
         #: why the body cannot run with the op's input facts (an If branch never taken)
         self.failure = failure
-        self._cache: dict | None = {} if typed is None else None
+        #: the body as loaded, whose caches every specialisation shares
         self._origin: Body = self
+        self._cache: dict = {}
         self._memo: dict = {}
         self.is_random = any(node.op.is_random for node in source.nodes)
 
@@ -56,16 +57,14 @@ class Body:
         return self.source.outlet_fact(self.source.inputs[index])
 
     def _entry(self, facts: list[TypedFact]) -> dict:
-        root = self._root()
+        """The cache entry for these input facts (which it keeps alive: the key holds ids)."""
+        cache = self._origin._cache
         key = tuple((str(f), id(f.konst), id(f.sym_value)) for f in facts)
-        entry = root._cache.get(key)
+        entry = cache.get(key)
         if entry is None:
             entry = {"facts": list(facts)}
-            root._cache[key] = entry
+            cache[key] = entry
         return entry
-
-    def _root(self) -> "Body":
-        return self._origin
 
     @property
     def memo(self) -> dict:
@@ -94,7 +93,7 @@ class Body:
             return self.specialized(facts)
         except AnalysisError as error:
             failed = Body(self.source, self.label, None, failure=str(error))
-            failed._origin = self._root()
+            failed._origin = self._origin
             return failed
 
     def specialized(self, facts: list[TypedFact]) -> "Body":
@@ -110,7 +109,7 @@ class Body:
             except AnalysisError as error:
                 raise AnalysisError(f"in {self.label}: {error}") from None
             body = Body(self.source, self.label, optimized)
-            body._origin = self._root()
+            body._origin = self._origin
             entry["body"] = body
         return entry["body"]
 
@@ -141,8 +140,10 @@ class BodyRunner:
     """Runs one specialised body many times with a single state (its plan is built once)."""
 
     def __init__(self, body: Body):
+        from ..runtime.check import CHECKING
+
         self.body = body
-        self.state = body.typed.plan().state()
+        self.state = body.typed.plan().state(check_facts=CHECKING.get())
 
     def run(self, values: list) -> list:
         try:

@@ -128,6 +128,15 @@ class SimpleState:
         return outputs
 
     def _run_checked(self, values: list, bindings: dict[str, int]) -> None:
+        from .check import CHECKING
+
+        token = CHECKING.set(True)
+        try:
+            self._run_checked_steps(values, bindings)
+        finally:
+            CHECKING.reset(token)
+
+    def _run_checked_steps(self, values: list, bindings: dict[str, int]) -> None:
         from .check import check_step_outputs
 
         for index, step in enumerate(self.plan.steps):
