@@ -9,6 +9,7 @@ reproduced where they can occur.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -265,6 +266,17 @@ class FixedPoint:
 
 FP32 = FixedPoint(32)
 FP16 = FixedPoint(16)
+
+
+@functools.lru_cache(maxsize=32)
+def int16_table(function: str, integer_bits: int) -> np.ndarray:
+    """gemmlowp's int16 ``logistic`` or ``tanh`` of every int16 input (index = input + 32768).
+
+    The functions are pure functions of one int16, so looking results up in this table
+    (built with the exact fixed-point code) is bit-exact and much faster on small arrays.
+    """
+    inputs = np.arange(-32768, 32768, dtype=np.int64)
+    return getattr(FP16, function)(inputs, integer_bits).astype(np.int64)
 
 
 def count_leading_zeros32(values: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import TflOp, apply_float_activation, check_activation, scale_of, zero_of
-from .fixedpoint import FP16, Requantizer, rounding_divide_by_pot
+from .fixedpoint import Requantizer, int16_table, rounding_divide_by_pot
 
 #: TFLite's input slots of UNIDIRECTIONAL_SEQUENCE_LSTM
 SLOTS = ("input", "input_to_input", "input_to_forget", "input_to_cell", "input_to_output", "recurrent_to_input",
@@ -233,7 +233,8 @@ class _LstmState:
             if peephole is not None:
                 product = peephole.astype(np.int64) * c
                 value = np.clip(params[f"c_{name}"](product) + value, -32768, 32767)
-            return FP16.logistic(value, 3) if activation == "sigmoid" else FP16.tanh(value, 3)
+            table = int16_table("logistic" if activation == "sigmoid" else "tanh", 3)
+            return table[value + 32768]
 
         cifg = "input" not in prepared
         for xt in sequence:
@@ -250,7 +251,7 @@ class _LstmState:
             if params["cell_clip"] > 0:
                 c = np.clip(c, -params["cell_clip"], params["cell_clip"])
             output_gate = gate(xt, "output", "sigmoid")
-            cell_tanh = FP16.tanh(c, 15 + cell_scale)
+            cell_tanh = int16_table("tanh", 15 + cell_scale)[c + 32768]
             product = output_gate * cell_tanh
             if "projection" in prepared:
                 hidden = np.clip(params["hidden"](product) - zero_of(op.hidden_q), -128, 127)
