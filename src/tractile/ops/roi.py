@@ -85,7 +85,8 @@ class RoiAlign(Op):
         if self.sampling_ratio > 0:
             grid_h = grid_w = np.full(count, self.sampling_ratio, dtype=np.int64)
         else:
-            grid_h, grid_w = (np.ceil(np.where(np.isfinite(b) & (b > 0), b, 0)).astype(np.int64) for b in (bin_h, bin_w))
+            grid_h, grid_w = (np.ceil(np.where(np.isfinite(size) & (size > 0), size, 0)).astype(np.int64)
+                              for size in (bin_h, bin_w))
         samples = np.maximum(grid_h * grid_w, 1)
         result = np.zeros((count, oh, ow, channels), dtype=work)
         if self.mode == "max":
