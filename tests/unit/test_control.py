@@ -223,3 +223,35 @@ def test_fact_checks_reach_into_bodies(monkeypatch):
     checked.clear()
     typed.plan().state().run(inputs)
     assert checked == []
+
+
+def test_loop_trip_count_from_a_shape_gives_symbolic_scan_outputs():
+    body = graph([node("Gather", ["x", "i"], ["row"], axis=0), node("Add", ["acc", "row"], ["acc_out"]),
+                  node("Identity", ["c"], ["c_out"]), node("Mul", ["row", "row"], ["sq"])],
+                 [value("i", "i64", []), value("c", "bool", []), value("acc", "f32", [3])],
+                 [value("c_out", "bool", []), value("acc_out", "f32", [3]), value("sq", "f32", [3])])
+    proto = model([node("Shape", ["x"], ["shape"]), node("Slice", ["shape", "zero", "one"], ["n1"]),
+                   node("Squeeze", ["n1"], ["n"]), node("Loop", ["n", "", "init"], ["total", "squares"], body=body)],
+                  [value("x", "f32", ["N", 3])], [value("total", "f32"), value("squares", "f32")],
+                  {"zero": np.array([0]), "one": np.array([1]), "init": np.zeros(3, np.float32)})
+    typed = tractile.load(proto)
+    assert str(typed.output_fact(1)) == "N,3,f32"
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    for ours, theirs in zip(typed.plan().state(check_facts=True).run([x]), run_onnxruntime(proto, [x])):
+        np.testing.assert_allclose(ours, theirs)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_opset8_sequence_lens_pad_with_zeros(reverse):
+    body = graph([node("Add", ["s_in", "x_t"], ["s_out"]), node("Identity", ["s_out"], ["y_t"])],
+                 [value("s_in", "f32", [2]), value("x_t", "f32", [2])],
+                 [value("s_out", "f32", [2]), value("y_t", "f32", [2])])
+    proto = model([node("Scan", ["lens", "s0", "x"], ["s", "ys"], body=body, num_scan_inputs=1,
+                        directions=[int(reverse)])],
+                  [value("lens", "i64", [2]), value("s0", "f32", [2, 2]), value("x", "f32", [2, 4, 2])],
+                  [value("s", "f32"), value("ys", "f32")], opset=8)
+    args = [np.array([4, 2]), np.zeros((2, 2), np.float32), np.arange(16, dtype=np.float32).reshape(2, 4, 2)]
+    got = tractile.load(proto).plan().state(check_facts=True).run(args)
+    for ours, theirs in zip(got, run_onnxruntime(proto, args)):
+        np.testing.assert_allclose(ours, theirs)
+    assert (got[1][1, 2:] == 0).all()
