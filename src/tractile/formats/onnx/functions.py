@@ -199,7 +199,7 @@ def _inferred_types(builder) -> dict:
     import onnx
     from onnx import helper, shape_inference
 
-    graph = builder.graph
+    graph = _without_weights(builder.graph)
     opsets = [helper.make_opsetid(domain, version) for domain, version in builder.context.opsets.items()]
     model = helper.make_model(graph, opset_imports=opsets, functions=list(builder.context.functions.values()))
     try:
@@ -221,6 +221,22 @@ def _inferred_types(builder) -> dict:
 
     collect(model.graph)
     return types
+
+
+def _without_weights(graph):
+    """The graph with its initializers turned into typed inputs (inference needs no weights)."""
+    from onnx import GraphProto, helper
+
+    light = GraphProto()
+    light.name = graph.name
+    light.node.extend(graph.node)
+    light.input.extend(graph.input)
+    light.output.extend(graph.output)
+    light.value_info.extend(graph.value_info)
+    declared = {value.name for value in graph.input}
+    light.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                       for t in graph.initializer if t.name not in declared)
+    return light
 
 
 def _type_from_fact(fact):
