@@ -135,6 +135,15 @@ class Body:
         """The model to show in dumps: the optimized one when there is one."""
         return self.typed if self.typed is not None else self.source
 
+    def __str__(self) -> str:
+        from .io import Const, Source
+
+        ops = [n.op.name for n in self.model().nodes if not isinstance(n.op, (Source, Const))]
+        shown = ", ".join(ops[:4]) + (f" and {len(ops) - 4} more" if len(ops) > 4 else "")
+        return f"graph({self.input_count} in, {self.output_count} out: {shown})"
+
+    __repr__ = __str__
+
 
 class BodyRunner:
     """Runs one specialised body many times with a single state (its plan is built once)."""
