@@ -47,7 +47,7 @@ class Gather(Op):
     def eval(self, inputs):
         data, indices = inputs
         axis = resolve_axis(self.axis, data.ndim, "Gather axis", RunError)
-        return [np.take(data, checked_indices(indices, data.shape[axis], "Gather"), axis=axis)]
+        return [np.asarray(np.take(data, checked_indices(indices, data.shape[axis], "Gather"), axis=axis))]
 
 
 @dataclass(frozen=True)
