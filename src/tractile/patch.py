@@ -128,6 +128,9 @@ class ModelPatch:
                 continue
             for inlet in list(model.outlet_successors(old)):
                 model.add_edge(new, inlet)
+            carried = model.outlet_labels.get(old)  # the value keeps its source name on its new wire
+            if carried is not None and new not in model.outlet_labels and new not in model.outputs:
+                model.outlet_labels[new] = carried
             for index, outlet in enumerate(model.outputs):
                 if outlet == old:
                     model.outputs[index] = new
@@ -176,6 +179,10 @@ def compact(model):
         for slot in range(len(facts)):
             mapping[OutletId(node_id, slot)] = OutletId(new_id, slot)
     fresh.outputs = [mapping[o] for o in model.outputs]
+    for old, new in mapping.items():
+        label = model.outlet_labels.get(old)
+        if label is not None:
+            fresh.outlet_labels.setdefault(new, label)
     for old, new in zip(model.outputs, fresh.outputs):
         fresh.outlet_labels[new] = model.outlet_label(old)
     return fresh

@@ -57,6 +57,10 @@ def into_typed(model) -> "TypedModel":  # noqa: F821 - forward reference
         for slot, outlet in enumerate(outputs):
             mapping[OutletId(node_id, slot)] = outlet
     typed.outputs = [mapping[o] for o in model.outputs]
+    for old, new in mapping.items():  # wires keep the names the source file gave their values
+        label = model.outlet_labels.get(old)
+        if label is not None:
+            typed.outlet_labels.setdefault(new, label)
     for old, new in zip(model.outputs, typed.outputs):
         typed.outlet_labels[new] = model.outlet_label(old)
     return typed

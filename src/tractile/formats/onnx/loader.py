@@ -264,6 +264,10 @@ class GraphBuilder:
             self.outlets[sparse.values.name] = model.add_const(sparse.values.name, _sparse_to_dense(sparse))
         for node_proto in _topological(graph.node, set(self.outlets) | self.visible_names()):
             self.wire(node_proto)
+        for node_proto in graph.node:  # remember value names: tools map wires back to the file's tensors
+            for name in node_proto.output:
+                if name and name in self.outlets:
+                    model.outlet_labels.setdefault(self.outlets[name], name)
         outputs = []
         for value in graph.output:
             outlet = self.outlets.get(value.name) or self.resolve_outer(value.name)
