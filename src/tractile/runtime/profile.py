@@ -26,12 +26,21 @@ class NodeProfile:
     user: float
     system: float
     flops: float | None = None
+    bytes_moved: float | None = None
 
     @property
     def gflops(self) -> float | None:
+        """Achieved GFLOP/s (None when the op cannot count its FLOPs)."""
         if self.flops is None or self.real <= 0:
             return None
         return self.flops / self.real / 1e9
+
+    @property
+    def gbytes_per_second(self) -> float | None:
+        """Achieved memory traffic in GB/s, counting each input and output once."""
+        if self.bytes_moved is None or self.real <= 0:
+            return None
+        return self.bytes_moved / self.real / 1e9
 
 
 @dataclass
@@ -66,7 +75,8 @@ class ProfileReport:
             "bindings": self.bindings,
             "nodes": [{"id": n.node_id, "name": n.name, "op": n.op, "attributes": n.attributes,
                        "real": n.real, "user": n.user, "system": n.system, "share": n.real / total,
-                       "flops": n.flops, "gflops": n.gflops} for n in self.nodes],
+                       "flops": n.flops, "gflops": n.gflops, "bytes": n.bytes_moved,
+                       "gbytes_per_second": n.gbytes_per_second} for n in self.nodes],
             "ops": [{"op": op, "count": count, "real": real, "share": real / total}
                     for op, count, real in self.by_op()],
         }
@@ -141,7 +151,7 @@ def profile(model, inputs, warmup: int = 3, iterations: int = 20, progress=None)
         user = _robust_mean([s[1] for s in samples])
         system = _robust_mean([s[2] for s in samples])
         nodes.append(NodeProfile(node.id, node.name, node.op.name, _attributes(node.op), real, user, system,
-                                 _flops(model, node, state.bindings)))
+                                 _flops(model, node, state.bindings), _bytes_moved(model, node, state.bindings)))
     return ProfileReport(nodes, sum(n.real for n in nodes), sum(n.user for n in nodes),
                          sum(n.system for n in nodes), iterations, warmup, dict(state.bindings))
 
@@ -168,6 +178,25 @@ def _flops(model, node, bindings: dict[str, int]) -> float | None:
         return float(eval_dim(flops, bindings))
     except TractileError:
         return None
+
+
+def _bytes_moved(model, node, bindings: dict[str, int]) -> float | None:
+    """Bytes of the node's tensor inputs and outputs (what it must at least read and write)."""
+    from ..dim import eval_dim
+
+    facts = [*model.node_input_facts(node.id), *(o.fact for o in node.outputs)]
+    total = 0
+    try:
+        for fact in facts:
+            if not fact.is_tensor or fact.dtype is None or fact.dtype.np.kind == "O":
+                return None
+            count = 1
+            for dim in fact.shape:
+                count *= eval_dim(dim, bindings)
+            total += count * fact.dtype.np.itemsize
+    except TractileError:
+        return None
+    return float(total)
 
 
 __all__ = ["profile", "ProfileReport", "NodeProfile", "profile_state_run"]

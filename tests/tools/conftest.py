@@ -1,0 +1,65 @@
+"""Models for the tools' tests: the demo CNN, a small scoped graph, the shared TFLite models."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_TFLITE = ROOT.parent / "shared" / "models" / "tflite"
+
+
+@pytest.fixture(scope="session")
+def demo_model(tmp_path_factory) -> Path:
+    """The bundled demo CNN (Conv, BatchNorm, Relu, MaxPool, Gemm, Softmax; input N,1,28,28)."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import make_demo_model
+    finally:
+        sys.path.pop(0)
+    path = tmp_path_factory.mktemp("demo") / "demo.onnx"
+    onnx.save(make_demo_model.build(), path)
+    return path
+
+
+def scoped_model(blocks: int = 3, per_block: int = 4, width: int = 8) -> onnx.ModelProto:
+    """A chain of ``blocks`` residual blocks named ``blockK/...``, each ``per_block`` MatMul+Relu
+    pairs named ``blockK/layerJ/matmul`` and ``blockK/layerJ/relu``, then ``head/softmax``."""
+    rng = np.random.default_rng(1)
+    nodes, inits = [], []
+    current = "x"
+    for block in range(blocks):
+        start = current
+        for layer in range(per_block):
+            scope = f"block{block}/layer{layer}"
+            weight = f"{scope}/w"
+            inits.append(numpy_helper.from_array((rng.standard_normal((width, width)) * 0.3).astype(np.float32),
+                                                 weight))
+            nodes.append(helper.make_node("MatMul", [current, weight], [f"{scope}/mm"], name=f"{scope}/matmul"))
+            nodes.append(helper.make_node("Relu", [f"{scope}/mm"], [f"{scope}/out"], name=f"{scope}/relu"))
+            current = f"{scope}/out"
+        nodes.append(helper.make_node("Add", [start, current], [f"block{block}/sum"], name=f"block{block}/add"))
+        current = f"block{block}/sum"
+    nodes.append(helper.make_node("Softmax", [current], ["y"], axis=-1, name="head/softmax"))
+    graph = helper.make_graph(nodes, "scoped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", width])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.fixture(scope="session")
+def scoped_onnx(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("scoped") / "scoped.onnx"
+    onnx.save(scoped_model(), path)
+    return path
+
+
+def shared_tflite(name: str) -> Path:
+    """A model of ../shared/models/tflite, or skip naming the missing path."""
+    path = SHARED_TFLITE / name
+    if not path.exists():
+        pytest.skip(f"shared model {path} is not available")
+    return path
