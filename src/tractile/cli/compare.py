@@ -1,0 +1,91 @@
+"""``tractile compare``: tractile against a reference engine, per output and node by node."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from .common import add_model_arguments, console, load_at_stage
+from .run import make_inputs
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="compare with onnxruntime (ONNX) or TFLite's reference kernels",
+        description="Run tractile's optimized model and a reference engine on the same inputs (random "
+                    "from the input facts, or --input) and print, per output, the largest absolute and "
+                    "relative differences. Exit status 1 when a value is beyond the tolerance. With "
+                    "--per-node, every intermediate value is compared too and the first node in "
+                    "evaluation order whose output diverges is named.")
+    add_model_arguments(parser)
+    parser.add_argument("--with", dest="engine", choices=("onnxruntime", "tflite"),
+                        help="reference engine (default: onnxruntime for ONNX, tflite for TFLite files)")
+    parser.add_argument("--input", metavar="NPZ", help="input values (.npz by input name or arr_0.., or .npy)")
+    parser.add_argument("--set", action="append", default=[], metavar="SYM=N",
+                        help="value of a symbol for random inputs (e.g. --set N=1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    parser.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance (default 1e-4)")
+    parser.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
+    parser.add_argument("--exact", action="store_true",
+                        help="integer and boolean values must be equal (quantized models against TFLite's "
+                             "reference kernels); floats keep --rtol/--atol")
+    parser.add_argument("--per-node", action="store_true",
+                        help="compare every intermediate value and name the first node that diverges")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..tools.compare import Tolerance, compare_with_reference
+    from ..tools.reference import default_engine
+
+    engine = args.engine or default_engine(args.model)
+    tolerance = Tolerance(args.rtol, args.atol, args.exact)
+    decluttered = load_at_stage(args, "declutter")
+    optimized = decluttered.optimize()
+    inputs = make_inputs(optimized, args)
+    report = compare_with_reference(decluttered, args.model, engine, inputs, tolerance, args.per_node, optimized)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=1, default=str))
+        return 0 if report.ok else 1
+    print_report(report, args.model)
+    return 0 if report.ok else 1
+
+
+def print_report(report, model_name: str) -> None:
+    """Per-output differences as a table, then the per-node verdict."""
+    from rich.table import Table
+
+    out = console()
+    table = Table(title=f"{model_name}: tractile (optimized) vs {report.engine} ({report.tolerance})",
+                  title_justify="left", pad_edge=False)
+    for column, justify in (("output", "left"), ("shape", "left"), ("max abs diff", "right"),
+                            ("max rel diff", "right"), ("beyond tolerance", "right"), ("", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for item in report.outputs:
+        verdict = "[green]ok[/green]" if item.ok else f"[red]{item.problem or 'DIFFERS'}[/red]"
+        table.add_row(item.name, "x".join(map(str, item.shape)) or "scalar", f"{item.max_abs:.3g}",
+                      f"{item.max_rel:.3g}", f"{item.mismatches} of {item.size}", verdict)
+    out.print(table)
+    for note in report.notes:
+        out.print(f"note: {note}")
+    for name in report.unmatched_outputs:
+        out.print(f"[red]output {name!r} has no counterpart in {report.engine}'s outputs[/red]")
+    if report.per_node_stage is not None:
+        out.print(f"per node: {report.wires_compared} intermediate value(s) compared at stage "
+                  f"'{report.per_node_stage}' ({report.stage_reason})")
+        divergence = report.divergence
+        if divergence is None:
+            out.print("[green]no node diverges[/green]")
+        else:
+            reference_op = f", {divergence.reference_op} in {report.engine}" if divergence.reference_op else ""
+            out.print(f"[red]first divergence[/red]: node #{divergence.node_id} [bold]{divergence.node_name}"
+                      f"[/bold] ({divergence.op}{reference_op}), output {divergence.wire!r}")
+            out.print(f"  {divergence.difference}")
+            for fact in divergence.input_facts:
+                out.print(f"  input {fact}")
+            for item in divergence.inputs:
+                state = "agrees" if item["ok"] else "differs"
+                out.print(f"  input {item['wire']!r} {state} with the reference (max abs diff {item['max_abs']:.3g})")
+    verdict = "[green]tractile agrees with the reference[/green]" if report.ok else \
+        "[red]tractile differs from the reference[/red]"
+    out.print(verdict)
