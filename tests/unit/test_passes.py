@@ -126,3 +126,23 @@ def test_trace_records_rewrites():
     assert [n.op.name for n in out.nodes] == ["Source"]
     assert any("identity" in label for _, _, label in trace)
     assert isinstance(Add(), Add)
+
+
+def test_generated_weights_fold_but_generated_activations_do_not():
+    # a kernel made by ConstantOfShape folds (it only feeds Conv's weight input, through a
+    # Transpose), so BatchNorm can fold too; the same tensor feeding an Add stays an op
+    proto = model(
+        [node("ConstantOfShape", ["kshape"], ["k0"], value=np.array([0.5], np.float32)),
+         node("Transpose", ["k0"], ["k"], perm=[0, 1, 3, 2]),
+         node("Conv", ["x", "k"], ["c"]),
+         node("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"]),
+         node("ConstantOfShape", ["ashape"], ["a"], value=np.array([1.0], np.float32)),
+         node("Add", ["bn", "a"], ["y"])],
+        [value("x", "f32", [1, 3, 40, 40])], [value("y", "f32")],
+        {"kshape": np.array([8, 3, 3, 3], np.int64), "ashape": np.array([1, 8, 38, 38], np.int64),
+         "s": rand(8), "b": rand(8), "m": rand(8), "v": np.abs(rand(8)) + 1})
+    typed = tractile.load(proto)
+    assert op_names(typed).count("ConstantOfShape") == 1
+    assert "BatchNorm" not in op_names(typed) and "Transpose" not in op_names(typed)
+    x = rand(1, 3, 40, 40)
+    np.testing.assert_allclose(typed.run([x])[0], run_onnxruntime(proto, [x])[0], rtol=1e-4, atol=1e-5)

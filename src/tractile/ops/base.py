@@ -29,6 +29,9 @@ class Op:
     is_stateless: ClassVar[bool] = True
     #: ops whose eval draws random numbers must never be constant-folded
     is_random: ClassVar[bool] = False
+    #: inputs that are parameters (kernels, biases...): constant folding may build large
+    #: constants for them, since folding enables rewrites and saves recomputing them each run
+    weight_inputs: ClassVar[tuple[int, ...]] = ()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

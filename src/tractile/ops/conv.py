@@ -20,6 +20,8 @@ class Conv(Op):
     is an activation fused by the optimizer, applied in place on the output.
     """
 
+    weight_inputs = (1, 2)
+
     window: Window
     group: int = 1
     activation: Activation | None = None

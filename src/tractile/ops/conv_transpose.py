@@ -22,6 +22,8 @@ class ConvTranspose(Op):
     SAME_* or implied by ``output_shape``) and extended by ``output_padding``.
     """
 
+    weight_inputs = (1, 2)
+
     window: Window
     group: int = 1
     output_padding: tuple[int, ...] = ()

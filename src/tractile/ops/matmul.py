@@ -46,6 +46,8 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class MatMul(Op):
     """``a @ b`` (+ ``bias``, broadcast onto the output, then ``activation``, when fused)."""
 
+    weight_inputs = (1, 2)
+
     has_bias: bool = False
     activation: Activation | None = None
 
@@ -87,6 +89,8 @@ class MatMul(Op):
 @dataclass(frozen=True)
 class Gemm(Op):
     """ONNX Gemm: ``alpha * op(A) @ op(B) + beta * C`` on 2-d A and B."""
+
+    weight_inputs = (1, 2)
 
     alpha: float = 1.0
     beta: float = 1.0

@@ -117,6 +117,8 @@ class Hardmax(UnaryOp):
 class BatchNorm(Op):
     """Inference BatchNormalization: inputs X, scale, B, mean, var (channel axis 1)."""
 
+    weight_inputs = (1, 2, 3, 4)
+
     epsilon: float = 1e-5
 
     def output_facts(self, inputs):
