@@ -1,6 +1,7 @@
 """Declutter and optimize passes, and the pass driver."""
 import numpy as np
 import pytest
+from onnx import numpy_helper
 
 import tractile
 from tractile.errors import TractileError
@@ -132,11 +133,11 @@ def test_generated_weights_fold_but_generated_activations_do_not():
     # a kernel made by ConstantOfShape folds (it only feeds Conv's weight input, through a
     # Transpose), so BatchNorm can fold too; the same tensor feeding an Add stays an op
     proto = model(
-        [node("ConstantOfShape", ["kshape"], ["k0"], value=np.array([0.5], np.float32)),
+        [node("ConstantOfShape", ["kshape"], ["k0"], value=numpy_helper.from_array(np.array([0.5], np.float32))),
          node("Transpose", ["k0"], ["k"], perm=[0, 1, 3, 2]),
          node("Conv", ["x", "k"], ["c"]),
          node("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"]),
-         node("ConstantOfShape", ["ashape"], ["a"], value=np.array([1.0], np.float32)),
+         node("ConstantOfShape", ["ashape"], ["a"], value=numpy_helper.from_array(np.array([1.0], np.float32))),
          node("Add", ["bn", "a"], ["y"])],
         [value("x", "f32", [1, 3, 40, 40])], [value("y", "f32")],
         {"kshape": np.array([8, 3, 3, 3], np.int64), "ashape": np.array([1, 8, 38, 38], np.int64),
