@@ -8,8 +8,10 @@ from . import (  # noqa: F401
     control,
     image,
     indexing,
+    linalg,
     logic,
     math,
+    ml,
     nn,
     quant,
     random,
@@ -18,4 +20,5 @@ from . import (  # noqa: F401
     sequence,
     signal,
     text,
+    training,
 )
