@@ -11,7 +11,8 @@ import tractile  # noqa: E402
 from tractile.errors import AnalysisError, ModelFormatError, RunError  # noqa: E402
 from tractile.ops.recurrent import LSTM  # noqa: E402
 from tractile.ops.recurrent_activations import RnnActivation  # noqa: E402
-from tractile.ops.recurrent_cells import GruCell, LstmCell, RnnCell, scan  # noqa: E402
+from tractile.ops.recurrent_cells import GruCell, LstmCell, RnnCell  # noqa: E402
+from tractile.ops.recurrent_scan import scan  # noqa: E402
 
 from ..conftest import run_onnxruntime  # noqa: E402
 from .single_node import run_tractile, single_node  # noqa: E402
@@ -89,6 +90,16 @@ def test_matches_onnxruntime(op, direction, layout, variant):
 
 def outputs_to_layout1_inverse(y: np.ndarray) -> np.ndarray:
     return y.transpose(1, 2, 0, 3)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("op, attrs", [("RNN", {}), ("GRU", {}), ("GRU", dict(linear_before_reset=1)),
+                                       ("LSTM", {}), ("LSTM", dict(clip=0.6))])
+def test_batch_of_one_matches_onnxruntime(op, attrs, direction):
+    """One row (and one direction): the kernels then work on 1-d views."""
+    directions = 2 if direction == "bidirectional" else 1
+    inputs = make_inputs(op, batch=1, directions=directions, initial=True, peepholes=op == "LSTM", seed=9)
+    compare(op, inputs, direction=direction, **attrs)
 
 
 @pytest.mark.parametrize("case", [
@@ -202,13 +213,15 @@ def test_activation_defaults_follow_onnx(name, formula):
     np.testing.assert_allclose(got[1][0], formula(pre), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("directions", [1, 2])
 @pytest.mark.parametrize("cell_type", ["lstm", "gru", "rnn"])
-def test_scan_carries_state_across_chunks(cell_type):
+def test_scan_carries_state_across_chunks(cell_type, directions):
     """What streaming relies on: two chunks with the state carried equal one whole run."""
     rng = np.random.default_rng(6)
     hidden, gates = 5, {"lstm": 4, "gru": 3, "rnn": 1}[cell_type]
-    w, r = rng.standard_normal((gates * hidden, 3)) * 0.5, rng.standard_normal((gates * hidden, hidden)) * 0.5
-    bias = rng.standard_normal(2 * gates * hidden) * 0.5
+    w = rng.standard_normal((directions, gates * hidden, 3)) * 0.5
+    r = rng.standard_normal((directions, gates * hidden, hidden)) * 0.5
+    bias = rng.standard_normal((directions, 2 * gates * hidden)) * 0.5
     if cell_type == "lstm":
         acts = tuple(RnnActivation.make(n) for n in ("Sigmoid", "Tanh", "Tanh"))
         cell = LstmCell(w, r, bias, acts, None, np.float32)
@@ -216,15 +229,20 @@ def test_scan_carries_state_across_chunks(cell_type):
         cell = GruCell(w, r, bias, (RnnActivation.make("Sigmoid"), RnnActivation.make("Tanh")), None, np.float32)
     else:
         cell = RnnCell(w, r, bias, (RnnActivation.make("Tanh"),), None, np.float32)
-    x = rng.standard_normal((9, 2, 3)).astype(np.float32)
-    initial = [rng.standard_normal((2, hidden)).astype(np.float32) for _ in cell.state_names]
+    x = rng.standard_normal((directions, 9, 2, 3)).astype(np.float32)
+    initial = [rng.standard_normal((directions, 2, hidden)).astype(np.float32) for _ in cell.state_names]
     whole, final = scan(cell, x, initial)
-    first, state = scan(cell, x[:4], initial)
-    second, state = scan(cell, x[4:], state)
+    first, state = scan(cell, x[:, :4], initial)
+    second, state = scan(cell, x[:, 4:], state)
+    assert whole.shape == (9, directions, 2, hidden)
     np.testing.assert_allclose(np.concatenate([first, second]), whole, rtol=1e-6, atol=1e-6)
     for a, b in zip(state, final):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     assert len(final) == len(cell.state_names)
+    if cell_type == "rnn":  # the first step by hand: tanh(x W^T + h R^T + Wb + Rb)
+        pre = x[:, 0] @ w.transpose(0, 2, 1) + initial[0] @ r.transpose(0, 2, 1) + bias[:, None, :hidden] \
+            + bias[:, None, hidden:]
+        np.testing.assert_allclose(whole[0], np.tanh(pre), rtol=1e-5, atol=1e-6)
 
 
 def test_float16_runs_in_float32_and_casts_back():

@@ -3,8 +3,9 @@
 Inputs follow ONNX: ``X, W, R`` then the optional inputs the op lists in
 ``optional_inputs`` (a subset of ``B, sequence_lens, initial_h[, initial_c, P]``, in
 that order). Outputs are ``Y, Y_h`` (and ``Y_c`` for LSTM), always all computed.
-The time loops live in :mod:`.recurrent_cells`; this module checks facts, handles
-layouts, directions and sequence lengths, and caches the prepared weights.
+The step loops live in :mod:`.recurrent_cells` and the time loop in :mod:`.recurrent_scan`;
+this module checks facts, handles layouts, directions and sequence lengths, and caches
+the prepared weights.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from .base import Op, expect_inputs
 from .recurrent_activations import RnnActivation
-from .recurrent_cells import Cell, GruCell, LstmCell, RnnCell, scan
+from .recurrent_cells import Cell, GruCell, LstmCell, RnnCell
+from .recurrent_scan import scan
 from .unary import needs_f32
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
@@ -168,18 +170,23 @@ class Recurrent(Op):
         """The cell of one direction (subclasses say which)."""
         raise NotImplementedError
 
-    def cells(self, w: np.ndarray, r: np.ndarray, bias, peepholes, dtype) -> list[Cell]:
-        """Prepared cells, one per direction; cached while the weights are the same read-only arrays."""
+    def cells(self, w: np.ndarray, r: np.ndarray, bias, peepholes, dtype) -> list[tuple[tuple[int, ...], Cell]]:
+        """Prepared cells with the directions each runs: both in one cell when they share their
+        activations. Cached while the weights are the same read-only arrays."""
         weights = [a for a in (w, r, bias, peepholes) if a is not None]
         cached = self._prepared.get("cells")
         if cached is not None and len(cached[0]) == len(weights) and cached[2] == dtype \
                 and all(a is b for a, b in zip(cached[0], weights)):
             return cached[1]
-        per_direction = len(self.default_activations)
-        cells = [self.make_cell(w[d], r[d], None if bias is None else bias[d],
-                                None if peepholes is None else peepholes[d],
-                                self.activations[d * per_direction:(d + 1) * per_direction], dtype)
-                 for d in range(self.num_directions)]
+        count = len(self.default_activations)
+        shared = self.activations[:count] == self.activations[count:]
+        groups = [(0, 1)] if self.num_directions == 2 and shared else [(d,) for d in range(self.num_directions)]
+        cells = []
+        for group in groups:
+            pick = list(group)
+            cells.append((group, self.make_cell(w[pick], r[pick], None if bias is None else bias[pick],
+                                                None if peepholes is None else peepholes[pick],
+                                                self.activations[group[0] * count:(group[0] + 1) * count], dtype)))
         if all(not a.flags.writeable for a in weights):
             self._prepared["cells"] = (weights, cells, dtype)
         return cells
@@ -193,19 +200,20 @@ class Recurrent(Op):
         steps, batch = x.shape[:2]
         lengths = self._lengths(optional.get("sequence_lens"), steps, batch)
         initial = [self._state(optional.get(name), name, batch, r.shape[2]) for name in self.state_names]
-        cells = self.cells(w, r, optional.get("B"), optional.get("P"), dtype)
-        outputs, finals = [], []
-        for d, cell in enumerate(cells):
-            reverse = d == 1 or self.direction == "reverse"
-            y, states = scan(cell, reverse_time(x, lengths) if reverse else x,
-                             [None if s is None else s[d] for s in initial], lengths)
-            outputs.append(reverse_time(y, lengths) if reverse else y)
-            if lengths is not None:
-                for state in states:  # empty sequences end in zero states, as onnxruntime has them
-                    state[lengths == 0] = 0
-            finals.append(states)
+        outputs: list = [None] * self.num_directions
+        finals: list = [[None] * self.num_directions for _ in self.state_names]
+        for group, cell in self.cells(w, r, optional.get("B"), optional.get("P"), dtype):
+            reversed_ = [d == 1 or self.direction == "reverse" for d in group]
+            xs = np.stack([reverse_time(x, lengths) if rev else x for rev in reversed_])
+            y, states = scan(cell, xs, [None if s is None else s[list(group)] for s in initial], lengths)
+            for j, (d, rev) in enumerate(zip(group, reversed_)):
+                outputs[d] = reverse_time(y[:, j], lengths) if rev else y[:, j]
+                for k, state in enumerate(states):
+                    finals[k][d] = state[j]
+                    if lengths is not None:  # empty sequences end in zero states, as onnxruntime has them
+                        finals[k][d][lengths == 0] = 0
         y = outputs[0][:, None] if len(outputs) == 1 else np.stack(outputs, axis=1)
-        states = [np.stack([f[k] for f in finals]) for k in range(len(self.state_names))]
+        states = [np.stack(f) for f in finals]
         if self.layout:
             y = y.transpose(2, 0, 1, 3)
             states = [s.transpose(1, 0, 2) for s in states]

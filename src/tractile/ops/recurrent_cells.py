@@ -1,40 +1,37 @@
-"""Recurrent cell kernels: the LSTM, GRU and simple RNN time loops.
+"""Recurrent cells: the step loops of RNN, GRU and LSTM.
 
-A cell holds one direction's weights, prepared once (transposed, gates reordered,
-biases folded into the input projection) with its activations. :func:`scan` runs a
-cell over a sequence from a given state and returns the outputs together with the
-final state, so that a caller can carry on from there with the next chunk of time
-(streaming runs the same cell chunk after chunk).
+A cell holds the weights of one or two directions that share their activations,
+prepared once (gates reordered, biases folded into the input projection); the time
+loop that drives it is :func:`.recurrent_scan.scan`. Each step does one matrix
+product by the recurrent weights and a few in-place ufuncs on preallocated buffers.
+Sigmoids run as ``0.5 * tanh(x / 2) + 0.5`` with the halving folded into the weights,
+which lets an LSTM take the tanh of all its gates at once.
 
-Each call projects the inputs of all time steps with one matrix product; each step
-then does one matrix product by the recurrent weights and a few in-place ufuncs on
-preallocated buffers. Sigmoids run as ``0.5 * tanh(x / 2) + 0.5`` with the halving
-folded into the weights, which lets an LSTM take the tanh of all its gates at once.
+Step buffers are gate-major, ``(gates, directions, rows, hidden)``, so that every gate
+block (and every run of adjacent gates) is contiguous whatever the batch: ufuncs on
+strided views cost several times more. The product ``h @ R^T`` lands in a row-major
+scratch buffer and the addition of the input projection moves it into the gate-major
+one. With one direction and one row, both are the same memory and the loops work on
+1-d views, the cheapest for ufuncs.
 """
 from __future__ import annotations
 
-import contextlib
-import threading
-from dataclasses import dataclass
+from functools import partial
 from typing import Callable, ClassVar
 
 import numpy as np
 
-from ..errors import AnalysisError
 from .recurrent_activations import RnnActivation
 
 Kernel = Callable[[np.ndarray, np.ndarray], object]
 
-#: per-step products at least this large (batch x hidden x gates x hidden) may use threaded BLAS
-THREADED_STEP_SIZE = 1 << 20
-
 
 class Cell:
-    """One direction of a recurrent op, ready for :func:`scan`.
+    """The weights of ``directions`` directions of a recurrent op.
 
-    ``w_t`` (input, gates x hidden) and ``r_t`` (hidden, gates x hidden) hold the
-    transposed weights with the gates in the kernel's order; ``bias`` what can be
-    added to the input projection.
+    ``w_t`` (directions, input, gates x hidden) and ``r_t`` (directions, hidden, gates x
+    hidden) hold the transposed weights with the gates in the kernel's order; ``bias``
+    (directions, gates x hidden) what the input projection adds.
     """
 
     gate_count: ClassVar[int] = 1
@@ -45,18 +42,18 @@ class Cell:
     def __init__(self, w: np.ndarray, r: np.ndarray, bias: np.ndarray | None,
                  activations: tuple[RnnActivation, ...], clip: float | None, dtype):
         self.dtype = np.dtype(dtype)
-        self.hidden_size = r.shape[-1]
+        self.directions, _, self.hidden_size = r.shape
         self.input_size = w.shape[-1]
         self.activations = activations
         self.clip = clip
         self.gate_scales = self.scales()
-        self.w_t = self.reorder(w).T.copy()
-        self.r_t = self.reorder(r).T.copy()
+        self.w_t = self.reorder(w).transpose(0, 2, 1).copy()
+        self.r_t = self.reorder(r).transpose(0, 2, 1).copy()
         gates = self.gate_count * self.hidden_size
         if bias is None:
-            bias = np.zeros(2 * gates, self.dtype)
-        self.w_bias = self.reorder(bias[:gates])
-        self.r_bias = self.reorder(bias[gates:])
+            bias = np.zeros((self.directions, 2 * gates), self.dtype)
+        self.w_bias = self.reorder(bias[:, :gates])
+        self.r_bias = self.reorder(bias[:, gates:])
         self.bias = self.w_bias + self.r_bias
         self._w_and_bias: np.ndarray | None = None
 
@@ -65,25 +62,14 @@ class Cell:
         return np.ones(self.gate_count, self.dtype)
 
     def reorder(self, array: np.ndarray) -> np.ndarray:
-        """Gate blocks of ``array`` (gates x hidden, ...) in kernel order, each times its scale."""
-        blocks = array.reshape(self.gate_count, self.hidden_size, -1).astype(self.dtype)
-        scaled = blocks[list(self.gate_order)] * self.gate_scales[:, None, None]
+        """Gate blocks of ``array`` (directions, gates x hidden, ...) in kernel order, each times its scale."""
+        blocks = array.reshape(self.directions, self.gate_count, self.hidden_size, -1).astype(self.dtype)
+        scaled = blocks[:, list(self.gate_order)] * self.gate_scales[:, None, None]
         return scaled.reshape(array.shape)
 
     def kernel(self, activation: RnnActivation, gate: int) -> Kernel:
         """The in-place kernel of ``activation`` for a gate whose inputs carry ``gate_scales[gate]``."""
         return activation.kernel(self.dtype, prescaled=self.gate_scales[gate] != 1)
-
-    def project(self, x: np.ndarray) -> np.ndarray:
-        """Input projections of every step: ``x @ W^T + biases`` as (time, batch, gates x hidden)."""
-        steps, batch = x.shape[:2]
-        if self._w_and_bias is None:
-            self._w_and_bias = np.concatenate([self.w_t, self.bias[None, :]])
-        # a column of ones brings the biases into the product, saving a pass over its result
-        flat = np.empty((steps * batch, self.input_size + 1), self.dtype)
-        flat[:, :-1] = x.reshape(steps * batch, self.input_size)
-        flat[:, -1] = 1
-        return (flat @ self._w_and_bias).reshape(steps, batch, self.w_t.shape[1])
 
     def clipper(self) -> Kernel | None:
         if self.clip is None:
@@ -91,13 +77,73 @@ class Cell:
         low, high = np.asarray(-self.clip, self.dtype), np.asarray(self.clip, self.dtype)
         return lambda x, out: np.clip(x, low, high, out)
 
-    # overridden per cell ------------------------------------------------------------------
-    def workspace(self, states: list[np.ndarray]) -> dict:
-        """Buffers for a run over ``states`` (batch, hidden) each; they hold the extra states."""
-        return {}
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """Input projections ``x @ W^T + biases`` of (directions, time, batch, input), gate-major:
+        (time, gates, directions, batch, hidden)."""
+        dirs, steps, batch = x.shape[:3]
+        if self._w_and_bias is None:
+            self._w_and_bias = np.concatenate([self.w_t, self.bias[:, None, :]], axis=1)
+        # a column of ones brings the biases into the product, saving a pass over its result
+        flat = np.empty((dirs, steps * batch, self.input_size + 1), self.dtype)
+        flat[..., :-1] = x.reshape(dirs, steps * batch, self.input_size)
+        flat[..., -1] = 1
+        proj = np.matmul(flat, self._w_and_bias).reshape(dirs, steps, batch, self.gate_count, self.hidden_size)
+        return np.ascontiguousarray(proj.transpose(1, 3, 0, 2, 4))
 
-    def run(self, ws: dict, rows: int, proj: np.ndarray, y: np.ndarray, h: np.ndarray) -> None:
-        """Steps over ``proj`` (time, rows, ...), writing ``y`` (time, rows, hidden), from ``h``."""
+    # step helpers ---------------------------------------------------------------------------
+    def buffer(self, blocks: int, batch: int) -> np.ndarray:
+        """A gate-major step buffer of ``blocks`` hidden-sized blocks."""
+        return np.empty((blocks, self.directions, batch, self.hidden_size), self.dtype)
+
+    def for_product(self, array: np.ndarray) -> np.ndarray:
+        """(directions, rows, n) as the products take it: 2-d with one direction (``np.dot``)."""
+        return array[0] if self.directions == 1 else array
+
+    def product(self, weights_t: np.ndarray, single: bool = False) -> Callable[[np.ndarray, np.ndarray], object]:
+        """``step(h, out)``: ``out = h @ weights_t`` per direction, ``h`` and ``out`` as :meth:`for_product`
+        gives (1-d when ``single``)."""
+        if single:  # dot(w.T, h) is h @ w, with no Python frame in between
+            return partial(np.dot, weights_t[0].T)
+        if self.directions == 1:
+            w, dot = weights_t[0], np.dot
+            return lambda h, out: dot(h, w, out)
+        matmul = np.matmul
+        return lambda h, out: matmul(h, weights_t, out)
+
+    def scratch(self, ws: dict, blocks: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """The row-major product buffer for ``rows`` rows: as the product writes it, and gate-major."""
+        dirs, hidden = self.directions, self.hidden_size
+        if ws["single"]:
+            raw = ws["scratch"][0, 0, :blocks * hidden]
+            return raw, raw.reshape(blocks, hidden)
+        raw = ws["scratch"][:, :rows, :blocks * hidden]
+        return self.for_product(raw), raw.reshape(dirs, rows, blocks, hidden).transpose(2, 0, 1, 3)
+
+    @staticmethod
+    def rows_of(ws: dict, name: str, rows: int) -> np.ndarray:
+        """A gate-major buffer's first ``rows`` rows; with one direction and one row, without those
+        axes (1-d views cost the least per ufunc)."""
+        return ws[name][:, 0, 0] if ws["single"] else ws[name][:, :, :rows]
+
+    @staticmethod
+    def vector(ws: dict, array: np.ndarray) -> np.ndarray:
+        """A per-direction parameter (..., directions, 1, hidden) as :meth:`rows_of` buffers take it."""
+        return array.reshape(*array.shape[:-3], array.shape[-1]) if ws["single"] else array
+
+    def workspace(self, states: list[np.ndarray], blocks: int | None = None) -> dict:
+        """Buffers for a run from ``states`` (directions, batch, hidden); they hold the extra states.
+        The base class gives the product's scratch buffer, ``blocks`` hidden-sized blocks wide."""
+        batch = states[0].shape[1]
+        width = (blocks or self.gate_count) * self.hidden_size
+        return {"scratch": np.empty((self.directions, batch, width), self.dtype),
+                "single": self.directions * batch == 1}
+
+    # overridden per cell ------------------------------------------------------------------
+    def run(self, ws: dict, rows: int, proj: np.ndarray, y: np.ndarray, y_product: np.ndarray,
+            h: np.ndarray, h_product: np.ndarray) -> None:
+        """Steps over ``proj`` (time, gates, directions, rows, hidden) writing ``y`` (time,
+        directions, rows, hidden) from ``h``; ``*_product`` are the same as :meth:`for_product` gives.
+        When ``ws["single"]`` (one direction, one row) all of them come without those two axes."""
         raise NotImplementedError
 
     def extra_states(self, ws: dict) -> list[np.ndarray]:
@@ -105,25 +151,23 @@ class Cell:
         return []
 
 
-def _product(out: np.ndarray) -> Callable:
-    """``np.dot`` when it can write into ``out`` (cheaper), else ``np.matmul``."""
-    return np.dot if out.flags.c_contiguous else np.matmul
-
-
 class RnnCell(Cell):
     """ONNX RNN: ``H = f(X W^T + H R^T + Wb + Rb)``."""
 
-    def run(self, ws, rows, proj, y, h):
+    def workspace(self, states, blocks=None):
+        return {"single": self.directions * states[0].shape[1] == 1}
+
+    def run(self, ws, rows, proj, y, y_product, h, h_product):
         act = self.kernel(self.activations[0], 0)
         clip = self.clipper()
-        r_t, add = self.r_t, np.add
-        for p, y_t in zip(proj, y):
-            np.dot(h, r_t, y_t)
-            add(y_t, p, y_t)
+        product, add = self.product(self.r_t, ws["single"]), np.add
+        for p, y_t, y_out in zip(proj, y, y_product):
+            product(h_product, y_out)
+            add(y_t, p[0], y_t)
             if clip is not None:
                 clip(y_t, y_t)
             act(y_t, y_t)
-            h = y_t
+            h_product = y_out
 
 
 class GruCell(Cell):
@@ -137,56 +181,59 @@ class GruCell(Cell):
         super().__init__(w, r, bias, activations, clip, dtype)
         hidden = self.hidden_size
         if linear_before_reset:
-            self.bias[2 * hidden:] = self.w_bias[2 * hidden:]
-            self.hidden_r_bias = self.r_bias[2 * hidden:].copy()
-        self.r_t_zr = self.r_t[:, :2 * hidden].copy()
-        self.r_t_h = self.r_t[:, 2 * hidden:].copy()
+            self.bias[:, 2 * hidden:] = self.w_bias[:, 2 * hidden:]
+            self.hidden_r_bias = self.r_bias[:, None, 2 * hidden:].copy()
+        self.r_t_zr = self.r_t[..., :2 * hidden].copy()
+        self.r_t_h = self.r_t[..., 2 * hidden:].copy()
 
     def scales(self):
         f, g = (a.input_scale if self.clip is None else 1.0 for a in self.activations[:2])
         return np.array([f, f, g], self.dtype)
 
-    def workspace(self, states):
-        batch, hidden = states[0].shape
-        return {"gates": np.empty((batch, 3 * hidden), self.dtype), "tmp": np.empty((batch, hidden), self.dtype)}
+    def workspace(self, states, blocks=None):
+        batch = states[0].shape[1]
+        scratch = super().workspace(states, 3 if self.linear_before_reset else 2)
+        return {**scratch, "gates": self.buffer(3, batch), "tmp": self.buffer(1, batch)}
 
-    def run(self, ws, rows, proj, y, h):
-        hidden = self.hidden_size
+    def run(self, ws, rows, proj, y, y_product, h, h_product):
+        lbr = self.linear_before_reset
         f, g = self.kernel(self.activations[0], 0), self.kernel(self.activations[1], 2)
         clip = self.clipper()
-        gates, tmp = ws["gates"][:rows], ws["tmp"][:rows]
-        zr, z, r, hh = gates[:, :2 * hidden], gates[:, :hidden], gates[:, hidden:2 * hidden], gates[:, 2 * hidden:]
+        gates, tmp = self.rows_of(ws, "gates", rows), self.rows_of(ws, "tmp", rows)[0]
+        zr, z, r, hh = gates[0:2], gates[0], gates[1], gates[2]
+        raw, moved = self.scratch(ws, 3 if lbr else 2, rows)
+        first = self.product(self.r_t if lbr else self.r_t_zr, ws["single"])
+        second = self.product(self.r_t_h, ws["single"])
+        tmp_in, hh_out = (tmp, hh) if ws["single"] else (self.for_product(tmp), self.for_product(hh))
+        hidden_r_bias = self.vector(ws, self.hidden_r_bias) if lbr else None
         add, mul, sub = np.add, np.multiply, np.subtract
-        lbr = self.linear_before_reset
-        r_t, first_out = (self.r_t, gates) if lbr else (self.r_t_zr, zr)
-        first_product, hidden_product = _product(first_out), _product(hh)
-        for p_zr, p_h, y_t in zip(proj[..., :2 * hidden], proj[..., 2 * hidden:], y):
-            first_product(h, r_t, first_out)
-            add(zr, p_zr, zr)
+        for p, y_t, y_out in zip(proj, y, y_product):
+            first(h_product, raw)
+            add(moved[0:2], p[0:2], zr)
             if clip is not None:
                 clip(zr, zr)
             f(zr, zr)
             if lbr:
-                add(hh, self.hidden_r_bias, hh)
+                add(moved[2], hidden_r_bias, hh)
                 mul(hh, r, hh)
             else:
                 mul(r, h, tmp)
-                hidden_product(tmp, self.r_t_h, hh)
-            add(hh, p_h, hh)
+                second(tmp_in, hh_out)
+            add(hh, p[2], hh)
             if clip is not None:
                 clip(hh, hh)
             g(hh, hh)
             sub(h, hh, tmp)
             mul(tmp, z, tmp)
             add(hh, tmp, y_t)
-            h = y_t
+            h, h_product = y_t, y_out
 
 
 class LstmCell(Cell):
     """ONNX LSTM with optional peepholes, coupled input-forget gate and clip.
 
-    Buffers per batch row: ``[C | c~ | f | i | o]``: the cell state first, then the
-    gates, so that ``[f, i] * [C, c~]`` is one multiplication.
+    The step buffer holds ``[C, c~, f, i, o]``: the cell state, then the gates, so
+    that ``[f, i] * [C, c~]`` is one multiplication.
     """
 
     gate_count = 4
@@ -198,180 +245,84 @@ class LstmCell(Cell):
         super().__init__(w, r, bias, activations, clip, dtype)
         self.input_forget = input_forget
         self.peepholes = None
-        if peepholes is not None:
-            p_i, p_o, p_f = peepholes.astype(self.dtype).reshape(3, self.hidden_size) * self.gate_scales[1]
-            self.peepholes = (np.stack([p_f, p_i]), p_o)
-        f, g, h = (a.kind for a in activations)
-        self.fast = (f, g, h) == ("sigmoid", "tanh", "tanh") and clip is None and self.peepholes is None \
-            and not input_forget
+        if peepholes is not None:  # ONNX order is i, o, f; here (f, i) and o, each (directions, 1, hidden)
+            scaled = peepholes.astype(self.dtype).reshape(self.directions, 3, 1, self.hidden_size)
+            scaled = scaled * self.gate_scales[1]
+            self.peepholes = (scaled[:, [2, 0]].transpose(1, 0, 2, 3).copy(), scaled[:, 1].copy())
+        kinds = tuple(a.kind for a in activations)
+        self.fast = kinds == ("sigmoid", "tanh", "tanh") and clip is None and peepholes is None and not input_forget
 
     def scales(self):
         f, g = (a.input_scale if self.clip is None else 1.0 for a in self.activations[:2])
         return np.array([g, f, f, f], self.dtype)
 
-    def workspace(self, states):
-        batch, hidden = states[0].shape
-        big = np.empty((batch, 5 * hidden), self.dtype)
-        big[:, :hidden] = states[1]
-        return {"big": big, "pair": np.empty((batch, 2 * hidden), self.dtype),
-                "tmp": np.empty((batch, 2, hidden), self.dtype)}
+    def workspace(self, states, blocks=None):
+        batch = states[0].shape[1]
+        big = self.buffer(5, batch)
+        big[0] = states[1]
+        ws = {"big": big, "pair": self.buffer(2, batch), **super().workspace(states)}
+        if ws["single"]:  # the product can write the gates in place
+            ws["scratch"] = big[1:5].reshape(1, 1, 4 * self.hidden_size)
+        return ws
 
     def extra_states(self, ws):
-        return [ws["big"][:, :self.hidden_size].copy()]
+        return [ws["big"][0].copy()]
 
-    def run(self, ws, rows, proj, y, h):
-        hidden = self.hidden_size
-        big, pair = ws["big"][:rows], ws["pair"][:rows]
-        gates, cell = big[:, hidden:], big[:, :hidden]
-        product = _product(gates)
-        fi, cc, o = big[:, 2 * hidden:4 * hidden], big[:, :2 * hidden], big[:, 4 * hidden:]
-        pair_a, pair_b = pair[:, :hidden], pair[:, hidden:]
-        add, mul, tanh, r_t = np.add, np.multiply, np.tanh, self.r_t
-        if self.fast:
-            sig, half = big[:, 2 * hidden:], np.asarray(0.5, self.dtype)
-            for p, y_t in zip(proj, y):
-                product(h, r_t, gates)
-                add(gates, p, gates)
-                tanh(gates, gates)
-                mul(sig, half, sig)
-                add(sig, half, sig)
-                mul(fi, cc, pair)
-                add(pair_a, pair_b, cell)
-                tanh(cell, y_t)
-                mul(y_t, o, y_t)
-                h = y_t
-            return
-        self._run_general(ws, rows, proj, y, h, product)
+    def run(self, ws, rows, proj, y, y_product, h, h_product):
+        big, pair = self.rows_of(ws, "big", rows), self.rows_of(ws, "pair", rows)
+        cell, cc, gates, sig, fi, o = big[0], big[0:2], big[1:5], big[2:5], big[2:4], big[4]
+        pair_a, pair_b = pair[0], pair[1]
+        raw, moved = self.scratch(ws, 4, rows)
+        product = self.product(self.r_t, ws["single"])
+        if not self.fast:
+            return self._run_general(ws, big, pair, proj, y, y_product, h_product, product, raw, moved)
+        add, mul, tanh, half = np.add, np.multiply, np.tanh, np.asarray(0.5, self.dtype)
+        for p, y_t, y_out in zip(proj, y, y_product):
+            product(h_product, raw)
+            add(moved, p, gates)
+            tanh(gates, gates)
+            mul(sig, half, sig)
+            add(sig, half, sig)
+            mul(fi, cc, pair)
+            add(pair_a, pair_b, cell)
+            tanh(cell, y_t)
+            mul(y_t, o, y_t)
+            h_product = y_out
 
-    def _run_general(self, ws, rows, proj, y, h, product):
-        hidden = self.hidden_size
-        big, pair, tmp = ws["big"][:rows], ws["pair"][:rows], ws["tmp"][:rows]
-        gates, cell, ct = big[:, hidden:], big[:, :hidden], big[:, hidden:2 * hidden]
-        fi, cc, o, fio = big[:, 2 * hidden:4 * hidden], big[:, :2 * hidden], big[:, 4 * hidden:], big[:, 2 * hidden:]
-        f_gate, i_gate = big[:, 2 * hidden:3 * hidden], big[:, 3 * hidden:4 * hidden]
-        fi_pairs, cell_pairs = fi.reshape(rows, 2, hidden), cell.reshape(rows, 1, hidden)
-        pair_a, pair_b = pair[:, :hidden], pair[:, hidden:]
+    def _run_general(self, ws, big, pair, proj, y, y_product, h_product, product, raw, moved):
+        cell, cc, ct, gates, fio, fi, f_gate, i_gate, o = (
+            big[0], big[0:2], big[1], big[1:5], big[2:5], big[2:4], big[2], big[3], big[4])
+        pair_a, pair_b = pair[0], pair[1]
         f, g = self.kernel(self.activations[0], 1), self.kernel(self.activations[1], 0)
         h_act = self.activations[2].kernel(self.dtype)
         clip = self.clipper()
         one = np.asarray(1, self.dtype)
         add, mul = np.add, np.multiply
-        peepholes = self.peepholes
-        before_o = big[:, hidden:4 * hidden] if peepholes is not None else gates
-        for p, y_t in zip(proj, y):
-            product(h, self.r_t, gates)
-            add(gates, p, gates)
-            if peepholes is not None:
-                mul(cell_pairs, peepholes[0], tmp)
-                add(fi_pairs, tmp, fi_pairs)
+        peep = self.peepholes is not None
+        if peep:
+            peep_fi, peep_o = (self.vector(ws, v) for v in self.peepholes)
+            peep_tmp = np.empty(fi.shape, self.dtype)
+        before_o, sigmoid_part = (big[1:4], fi) if peep else (gates, fio)
+        for p, y_t, y_out in zip(proj, y, y_product):
+            product(h_product, raw)
+            add(moved, p, gates)
+            if peep:
+                mul(cell, peep_fi, peep_tmp)
+                add(fi, peep_tmp, fi)
             if clip is not None:
                 clip(before_o, before_o)
             g(ct, ct)
-            f(fi if peepholes is not None else fio, fi if peepholes is not None else fio)
+            f(sigmoid_part, sigmoid_part)
             if self.input_forget:
                 np.subtract(one, i_gate, f_gate)
             mul(fi, cc, pair)
             add(pair_a, pair_b, cell)
-            if peepholes is not None:
-                mul(cell, peepholes[1], pair_a)
+            if peep:
+                mul(cell, peep_o, pair_a)
                 add(o, pair_a, o)
                 if clip is not None:
                     clip(o, o)
                 f(o, o)
             h_act(cell, y_t)
             mul(y_t, o, y_t)
-            h = y_t
-
-
-@contextlib.contextmanager
-def _blas_threads_for(step_size: int):
-    """One BLAS thread while a small recurrence runs: waking threads for each small product
-    costs more than it saves, and much more on a busy machine. Needs ``threadpoolctl`` (the
-    ``fast`` extra), else does nothing. Nested and concurrent runs share one limit."""
-    controller = _blas_controller() if step_size < THREADED_STEP_SIZE else None
-    if controller is None:
-        yield
-        return
-    with _LIMIT_LOCK:
-        if _LIMIT["depth"] == 0:
-            _LIMIT["limiter"] = controller.limit(limits=1, user_api="blas")
-        _LIMIT["depth"] += 1
-    try:
-        yield
-    finally:
-        with _LIMIT_LOCK:
-            _LIMIT["depth"] -= 1
-            if _LIMIT["depth"] == 0:
-                _LIMIT.pop("limiter").restore_original_limits()
-
-
-_LIMIT_LOCK = threading.Lock()
-_LIMIT: dict = {"depth": 0}
-_CONTROLLER: list = []
-
-
-def _blas_controller():
-    if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            _CONTROLLER.append(ThreadpoolController())
-        except Exception:  # noqa: BLE001 - missing or broken threadpoolctl: run as is
-            _CONTROLLER.append(None)
-    return _CONTROLLER[0]
-
-
-def segments(lengths: np.ndarray, steps: int) -> list[tuple[int, int, int]]:
-    """``(start, stop, rows)`` spans of time over which the first ``rows`` rows are active,
-    for lengths sorted in decreasing order."""
-    spans, start = [], 0
-    for stop in sorted(set(int(v) for v in lengths)):
-        stop = min(stop, steps)
-        if stop > start:
-            spans.append((start, stop, int(np.count_nonzero(lengths >= stop))))
-            start = stop
-    return spans
-
-
-def scan(cell: Cell, x: np.ndarray, state: list[np.ndarray | None],
-         lengths: np.ndarray | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Run ``cell`` forward over ``x`` (time, batch, input) from ``state``.
-
-    ``state`` lists the initial states in ``cell.state_names`` order, each (batch,
-    hidden) or None for zeros. ``lengths`` (batch,), each in [0, time], gives how
-    many leading steps of each row are valid (None: all). Returns ``y`` (time,
-    batch, hidden), zero past each row's length, and the states after each row's
-    last valid step, in the cell's compute dtype.
-    """
-    steps, batch = x.shape[:2]
-    hidden = cell.hidden_size
-    if x.shape[2] != cell.input_size:
-        raise AnalysisError(f"recurrent input has {x.shape[2]} features, the weights expect {cell.input_size}")
-    states = [np.zeros((batch, hidden), cell.dtype) if s is None else np.array(s, cell.dtype) for s in state]
-    order = None
-    if lengths is None or bool(np.all(lengths >= steps)):
-        spans = [(0, steps, batch)] if steps and batch else []
-    else:
-        order = np.argsort(-lengths, kind="stable")
-        lengths = lengths[order]
-        spans = segments(lengths, steps)
-        x = x[:, order]
-        states = [s[order] for s in states]
-    y = (np.empty if order is None else np.zeros)((steps, batch, hidden), cell.dtype)
-    ws = cell.workspace(states)
-    with _blas_threads_for(batch * hidden * cell.gate_count * hidden):
-        proj = cell.project(x)
-        for start, stop, rows in spans:
-            h = y[start - 1, :rows] if start else states[0][:rows]
-            cell.run(ws, rows, proj[start:stop, :rows], y[start:stop, :rows], h)
-    if order is None:
-        final_h = y[steps - 1].copy() if steps else states[0]
-    else:
-        last = np.clip(lengths - 1, 0, None)
-        final_h = np.where((lengths > 0)[:, None], y[last, np.arange(batch)], states[0])
-    finals = [final_h, *cell.extra_states(ws)]
-    if order is not None:
-        inverse = np.argsort(order)
-        y = y[:, inverse]
-        finals = [s[inverse] for s in finals]
-    return y, finals
+            h_product = y_out
