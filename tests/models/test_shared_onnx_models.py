@@ -25,7 +25,7 @@ def test_byte_bidirectional_lstm_matches_its_recorded_output():
     assert [n.op.name for n in model.nodes].count("LSTM") == 2
     output_fact = str(model.outlet_fact(model.outputs[0]))
     assert output_fact == "batch,length,2,f32"
-    (got,) = model.plan().state().run([io["input"]])
+    (got,) = model.plan().state(check_facts=True).run([io["input"]])
     expected = io["Add_26"]
     assert got.shape == expected.shape == (2, 58, 2)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
@@ -40,7 +40,7 @@ def test_byte_bidirectional_lstm_analyses_with_symbolic_batch_and_length():
     assert lstm_outputs == [["length,2,batch,128,f32", "2,batch,128,f32", "2,batch,128,f32"],
                             ["length,2,batch,64,f32", "2,batch,64,f32", "2,batch,64,f32"]]
     shorter = io["input"][1:, :20]
-    (got,) = typed.into_optimized().plan().state().run([shorter])
+    (got,) = typed.into_optimized().plan().state(check_facts=True).run([shorter])
     (expected,) = run_onnxruntime(onnx.load(path), [shorter])
     assert got.shape == (1, 20, 2)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

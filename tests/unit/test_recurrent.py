@@ -245,15 +245,19 @@ def test_scan_carries_state_across_chunks(cell_type, directions):
         np.testing.assert_allclose(whole[0], np.tanh(pre), rtol=1e-5, atol=1e-6)
 
 
-def test_float16_runs_in_float32_and_casts_back():
-    inputs = make_inputs("LSTM", initial=True, dtype=np.float16)
-    got = run_tractile(*single_node("LSTM", inputs, 3, opset=14, constants=CONSTANTS, hidden_size=6))
-    wide = {k: None if v is None else v.astype(np.float32) for k, v in inputs.items()}
-    wide["sequence_lens"] = None
-    expected = run_onnxruntime(*single_node("LSTM", wide, 3, opset=14, constants=CONSTANTS, hidden_size=6))
+@pytest.mark.parametrize("dtype_name, atol", [("float16", 2e-3), ("bfloat16", 1e-2)])
+def test_small_floats_run_in_float32_and_cast_back(dtype_name, atol):
+    dtype = np.dtype(np.float16) if dtype_name == "float16" else np.dtype(pytest.importorskip("ml_dtypes").bfloat16)
+    inputs = make_inputs("LSTM", initial=True, directions=2)
+    narrow = {k: None if v is None else v.astype(dtype) for k, v in inputs.items()}
+    got = run_tractile(*single_node("LSTM", narrow, 3, opset=22, constants=CONSTANTS, hidden_size=6,
+                                    direction="bidirectional"))
+    wide = {k: None if v is None else v.astype(np.float32) for k, v in narrow.items()}
+    expected = run_onnxruntime(*single_node("LSTM", wide, 3, opset=14, constants=CONSTANTS, hidden_size=6,
+                                            direction="bidirectional"))
     for g, e in zip(got, expected):
-        assert g.dtype == np.float16
-        np.testing.assert_allclose(g.astype(np.float32), e, rtol=1e-2, atol=2e-3)
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g.astype(np.float32), e, rtol=1e-2, atol=atol)
 
 
 @pytest.mark.parametrize("op, attrs", [("LSTM", dict(direction="bidirectional")),
