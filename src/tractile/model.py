@@ -200,6 +200,19 @@ class TypedModel(_ModelBase):
         """A fresh run state: reuse it for repeated runs from one thread."""
         return self.plan().state()
 
+    def save_tflite(self, path) -> None:
+        """Write this model (made of TFLite ops, as loaded from a .tflite file) as a .tflite file."""
+        from .formats.tflite import save_tflite
+
+        save_tflite(self, path)
+
+    def pulse(self, symbol: str, size: int):
+        """Streaming form: consume ``size`` frames of the axis whose length is ``symbol`` per push
+        (a :class:`~tractile.pulse.PulsedModel`; see docs/STREAMING.md)."""
+        from .pulse import pulse_model
+
+        return pulse_model(self, symbol, size)
+
     def profile(self, inputs, warmup: int = 3, iterations: int = 20, progress=None):
         """Time every node over repeated runs (see :class:`tractile.runtime.profile.ProfileReport`)."""
         from .runtime.profile import profile

@@ -1,0 +1,259 @@
+"""Streaming of ops that carry a state along time: LSTM/GRU/RNN, Scan, CausalConvWithState.
+
+Forward in time, they stream by keeping their state between pushes: each push runs the
+op's own loop on the new frames, starting from the state the previous push ended in.
+Frames that come before the stream start (a late input) are skipped, so the state starts
+exactly at the first real frame. Final states (``Y_h``...) describe the end of the
+sequence and are not available in a stream; a reverse direction needs the whole stream.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import AnalysisError
+from ..fact import TypedFact
+from ..graph import Node
+from ..ops.base import Op
+from ..ops.causal_conv import CausalConvWithState
+from ..ops.control_scan import Scan
+from ..ops.recurrent import Recurrent
+from .ops import StreamOpState, along
+from .registry import pulsifier
+from .stream import Stream, Unavailable, Wire
+from .translate import PulseContext
+
+
+@dataclass(frozen=True, eq=False)
+class CarriedStateOp(Op):
+    """Runs a state-carrying op (``inner``) one chunk at a time.
+
+    Input ``source`` is the stream, along ``axis``; ``delay`` frames of it come before the
+    stream start and are skipped. ``outputs`` lists the inner op's outputs that stream
+    (with their time axes in ``output_axes``); the others are final states, kept inside.
+    """
+
+    inner: Any
+    source: int
+    axis: int
+    delay: int
+    outputs: tuple[int, ...]
+    output_axes: tuple[int, ...]
+    is_stateless: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"Streaming{self.inner.name}"
+
+    @property
+    def nboutputs(self) -> int:
+        return len(self.outputs)
+
+    def output_facts(self, inputs: list[TypedFact]) -> list[TypedFact]:
+        facts = self.inner.output_facts(inputs)
+        return [facts[i] for i in self.outputs]
+
+    def eval(self, inputs):
+        return self.state().eval(inputs)
+
+    def state(self) -> "CarriedState":
+        kernel = next(k for cls, k in _KERNELS.items() if isinstance(self.inner, cls))
+        return CarriedState(self, kernel(self.inner))
+
+    def attributes(self):
+        return {"inner": str(self.inner), "delay": self.delay}
+
+
+class CarriedState(StreamOpState):
+    """The carried state of one stream, created at its first real frame."""
+
+    def __init__(self, op: CarriedStateOp, kernel):
+        self.op = op
+        self.kernel = kernel
+        self.position = 0
+        self.carried: list[np.ndarray] | None = None
+
+    def reset(self) -> None:
+        self.position = 0
+        self.carried = None
+
+    def memory_bytes(self) -> int:
+        return 0 if self.carried is None else sum(np.asarray(a).nbytes for a in self.carried)
+
+    def eval(self, inputs):
+        op = self.op
+        frames = inputs[op.source].shape[op.axis]
+        skip = min(max(op.delay - self.position, 0), frames)
+        self.position += frames
+        if skip == frames:
+            # nothing real yet: run from a throwaway state only to learn the outputs' shapes
+            results, _ = self.kernel.step(inputs, self.kernel.initial(inputs))
+            return [np.zeros_like(results[i]) for i in op.outputs]
+        if skip:
+            inputs = list(inputs)
+            inputs[op.source] = inputs[op.source][along(op.axis, skip, None)]
+        if self.carried is None:
+            self.carried = self.kernel.initial(inputs)
+        results, self.carried = self.kernel.step(inputs, self.carried)
+        streamed = [results[i] for i in op.outputs]
+        if skip:
+            streamed = [_zeros_before(y, axis, skip) for y, axis in zip(streamed, op.output_axes)]
+        return streamed
+
+
+def _zeros_before(y: np.ndarray, axis: int, frames: int) -> np.ndarray:
+    shape = list(y.shape)
+    shape[axis] = frames
+    return np.concatenate([np.zeros(shape, y.dtype), y], axis=axis)
+
+
+class RecurrentKernel:
+    """LSTM/GRU/RNN, forward: each chunk runs the op itself with the carried h (and c) as its
+    initial states, and its final states are carried to the next chunk."""
+
+    def __init__(self, op):
+        self.op = op
+        wanted = set(op.optional_inputs) | set(op.state_names)
+        self.stepping = replace(op, optional_inputs=tuple(n for n in op.optional_names if n in wanted))
+
+    def _given(self, inputs) -> dict:
+        return dict(zip(self.op.optional_inputs, inputs[3:]))
+
+    def initial(self, inputs) -> list[np.ndarray]:
+        x, r = inputs[0], inputs[2]
+        batch, hidden = x.shape[0 if self.op.layout else 1], r.shape[2]
+        shape = (batch, 1, hidden) if self.op.layout else (1, batch, hidden)
+        given = self._given(inputs)
+        return [np.array(given[n]) if n in given else np.zeros(shape, x.dtype) for n in self.op.state_names]
+
+    def step(self, inputs, carried):
+        given = self._given(inputs)
+        given.update(zip(self.op.state_names, carried))
+        results = self.stepping.eval([*inputs[:3], *(given[n] for n in self.stepping.optional_inputs)])
+        return results, list(results[1:])
+
+
+class ScanKernel:
+    """ONNX Scan, forward: the carried states are the loop's state values."""
+
+    def __init__(self, op):
+        self.op = op
+
+    def initial(self, inputs):
+        return [np.asarray(s) for s in inputs[:self.op.states]]
+
+    def step(self, inputs, carried):
+        results = self.op.eval([*carried, *inputs[self.op.states:]])
+        return results, [np.asarray(r) for r in results[:self.op.states]]
+
+
+class CausalConvKernel:
+    """CausalConvWithState: the carried state is the last ``k - 1`` input frames."""
+
+    def __init__(self, op):
+        self.op = op
+        self.stepping = replace(op, has_past=True)
+
+    def initial(self, inputs):
+        x, w = inputs[0], inputs[1]
+        if self.op.has_past:
+            return [np.array(inputs[2 + self.op.has_bias])]
+        return [np.zeros((x.shape[0], x.shape[1], w.shape[2] - 1), x.dtype)]
+
+    def step(self, inputs, carried):
+        results = self.stepping.eval([*inputs[:2 + self.op.has_bias], carried[0]])
+        return results, [results[1]]
+
+
+_KERNELS: dict[type, Any] = {Recurrent: RecurrentKernel, CausalConvWithState: CausalConvKernel, Scan: ScanKernel}
+
+
+def _not_available(what: str) -> Unavailable:
+    return Unavailable(AnalysisError(f"{what} describes the end of the sequence; a stream has no end"))
+
+
+def _carried(ctx: PulseContext, node: Node, wires: list[Wire], source: int, axis: int,
+             outputs: list[int], output_axes: list[int]) -> list:
+    wires = ctx.aligned(wires, node.name)
+    stream = wires[source].stream
+    op = CarriedStateOp(node.op, source, axis, stream.delay, tuple(outputs), tuple(output_axes))
+    outlets = ctx.wire_node(node.name, op, [w.outlet for w in wires])
+    results: list = [_not_available(f"output {slot} of {node.op.name}") for slot in range(len(node.outputs))]
+    for outlet, slot, out_axis in zip(outlets, outputs, output_axes):
+        dim = ctx.output_dim(node, slot, out_axis, stream.dim)
+        results[slot] = Wire(outlet, Stream(out_axis, dim, stream.delay, stream.pulse))
+    return results
+
+
+def _parameters_not_streamed(wires: list[Wire], data: set[int]) -> None:
+    for slot, wire in enumerate(wires):
+        if slot not in data and wire.streamed:
+            raise AnalysisError(f"input {slot} (weights or an initial state) is streamed; only the sequence can stream")
+
+
+@pulsifier(Recurrent)
+def recurrent(ctx: PulseContext, node: Node) -> list:
+    op = node.op
+    wires = ctx.inputs(node)
+    _parameters_not_streamed(wires, {0})
+    time_axis, batch_axis = (1, 0) if op.layout else (0, 1)
+    axis = wires[0].stream.axis
+    if axis == batch_axis:
+        y_batch, state_batch = (0, 0) if op.layout else (2, 1)
+        return ctx.keep(node, wires, [y_batch] + [state_batch] * len(op.state_names))
+    if axis != time_axis:
+        raise AnalysisError(f"{op.name} sums over the features of axis {axis}, the streamed axis")
+    if op.direction != "forward":
+        raise AnalysisError(f"a {op.direction} {op.name} reads the sequence backwards: it needs the whole "
+                            "stream")
+    if "sequence_lens" in op.optional_inputs:
+        raise AnalysisError(f"{op.name} with sequence_lens has no streaming translation (a stream has no length)")
+    return _carried(ctx, node, wires, 0, time_axis, [0], [time_axis])
+
+
+@pulsifier(CausalConvWithState)
+def causal_conv(ctx: PulseContext, node: Node) -> list:
+    wires = ctx.inputs(node)
+    _parameters_not_streamed(wires, {0})
+    axis = wires[0].stream.axis
+    if axis == 0:
+        return ctx.keep(node, wires, [0, 0])
+    if axis != 2:
+        raise AnalysisError(f"{node.op.name} mixes the channels of axis 1, the streamed axis")
+    return _carried(ctx, node, wires, 0, 2, [0], [2])
+
+
+@pulsifier(Scan)
+def scan(ctx: PulseContext, node: Node) -> list:
+    op = node.op
+    wires = ctx.inputs(node)
+    if op.batched or op.has_sequence_lens:
+        raise AnalysisError("the batched Scan of opset 8 has no streaming translation")
+    n, m = op.states, op.scan_inputs
+    scan_slots = set(range(n, n + m))
+    _parameters_not_streamed(wires, scan_slots)
+    axes = []
+    for index, slot in enumerate(sorted(scan_slots)):
+        wire = wires[slot]
+        rank = ctx.input_fact(node, slot).rank
+        axis = op.input_axes[index] if index < len(op.input_axes) else 0
+        axis = axis + rank if axis < 0 else axis
+        if wire.stream is None or wire.stream.axis != axis:
+            raise AnalysisError(f"Scan input {slot} is not streamed along its scan axis {axis}: every scan input "
+                                "must be the stream")
+        if index < len(op.input_directions) and op.input_directions[index]:
+            raise AnalysisError(f"Scan input {slot} is scanned backwards: it needs the whole stream")
+        axes.append(axis)
+    if len(set(axes)) > 1:
+        raise AnalysisError("Scan inputs are scanned along different axes")
+    out_axes = []
+    for k in range(op.scan_outputs):
+        if k < len(op.output_directions) and op.output_directions[k]:
+            raise AnalysisError(f"Scan output {n + k} is stacked backwards: it needs the whole stream")
+        rank = ctx.output_fact(node, n + k).rank
+        axis = op.output_axes[k] if k < len(op.output_axes) else 0
+        out_axes.append(axis + rank if axis < 0 else axis)
+    return _carried(ctx, node, wires, n, axes[0], list(range(n, n + op.scan_outputs)), out_axes)
+
