@@ -128,3 +128,30 @@ def test_scan_along_time_carries_its_state(late):
     model = tractile.load(proto, inputs={"xx": "T,3,f32"})
     pulsed = assert_streams_like_batch(model, [random_input((LENGTH, 3))])
     assert {p.delay for p in pulsed} == {2 if late else 0}
+
+
+def test_initial_state_built_from_the_batch_size_of_the_stream():
+    """PyTorch exports h0 as ConstantOfShape([1, Shape(x)[1], hidden]): usable in a stream."""
+    weights = rnn_weights("LSTM", 4, 5)
+    weights.update({"one": np.asarray([1], np.int64), "hidden": np.asarray([5], np.int64),
+                    "batch_axis": np.asarray([1], np.int64)})
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "batch_axis"], ["batch"], axis=0),
+             helper.make_node("Concat", ["one", "batch", "hidden"], ["h_shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["h_shape"], ["h0"],
+                              value=numpy_helper.from_array(np.asarray([0.25], np.float32))),
+             helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "h0"], ["y"], hidden_size=5)]
+    model = tractile.load(onnx_model(nodes, [value("x")], [value("y")], weights), inputs={"x": "T,N,4,f32"})
+    pulsed = assert_streams_like_batch(model, [random_input((LENGTH, 3, 4))])
+    assert not any(node.op.name == "Concat" and "T" in str(node.outputs[0].fact) for node in pulsed[0].model.nodes)
+
+
+def test_a_value_computed_from_the_stream_length_is_refused_naming_its_source():
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+             helper.make_node("Gather", ["shape", "time_axis"], ["length"], axis=0),
+             helper.make_node("Cast", ["length"], ["length_f"], to=TensorProto.FLOAT),
+             helper.make_node("Div", ["x", "length_f"], ["y"])]
+    proto = onnx_model(nodes, [value("x")], [value("y")], {"time_axis": np.asarray([2], np.int64)})
+    model = tractile.load(proto, inputs={"x": "1,4,T,f32"})
+    with pytest.raises(AnalysisError, match=r'"shape" \(Shape\).*stream\'s length'):
+        model.pulse("T", 4)

@@ -70,9 +70,13 @@ def reshape(ctx: PulseContext, node: Node) -> list[Wire]:
 
 
 @pulsifier(Shape, Size)
-def shape_of_stream(ctx: PulseContext, node: Node) -> list[Wire]:
-    return [Unavailable(AnalysisError("the shape of a streamed tensor depends on the stream's length; "
-                                      "only shapes known at analysis time can be used"))]
+def shape_of_stream(ctx: PulseContext, node: Node) -> list:
+    """The chunk's shape: right on every axis but the streamed one, whose batch length a
+    stream does not know. What is computed from the other axes only stays usable."""
+    x = ctx.input(node, 0)
+    outlet = ctx.wire_node(node.name, node.op, [x.outlet])[0]
+    return [Unavailable(AnalysisError("the shape of a streamed tensor along its streamed axis is the stream's "
+                                      "length, which a stream does not know"), outlet)]
 
 
 def _int_items(value: np.ndarray) -> list:

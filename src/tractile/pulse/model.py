@@ -79,6 +79,7 @@ class StreamState:
         self.frames_emitted = [0] * len(pulsed.output_streams)
         self.finished = False
         self._last_inputs: list[np.ndarray] | None = None
+        self._last_outputs: list[tuple] | None = None
 
     # inputs ------------------------------------------------------------------------------------
     def _ordered(self, inputs) -> tuple[list[Any], bool]:
@@ -112,6 +113,7 @@ class StreamState:
     def _run(self, values: list[np.ndarray]) -> list[np.ndarray]:
         outputs = self._state.run(values)
         self._last_inputs = values
+        self._last_outputs = [(o.shape, o.dtype) for o in outputs]
         self.frames_pushed += self.pulsed.pulse
         for index, stream in enumerate(self.pulsed.output_streams):
             self.frames_emitted[index] += stream.pulse
@@ -189,10 +191,15 @@ class StreamState:
         return [np.zeros_like(v) if s is not None else v for v, s in zip(self._last_inputs, self.pulsed.input_streams)]
 
     def _empty_output(self, index: int) -> np.ndarray:
-        fact = self.pulsed.model.output_facts[index]
-        shape = [d if isinstance(d, int) else 1 for d in fact.shape]
+        """No frames of output ``index``, shaped like the pushes' outputs."""
+        if self._last_outputs is not None:
+            shape, dtype = self._last_outputs[index]
+            shape = list(shape)
+        else:
+            fact = self.pulsed.model.output_facts[index]
+            shape, dtype = [d if isinstance(d, int) else 1 for d in fact.shape], fact.dtype.np
         shape[self.pulsed.output_streams[index].axis] = 0
-        return np.zeros(shape, fact.dtype.np)
+        return np.zeros(shape, dtype)
 
     def reset(self) -> None:
         """Forget the past: the next push starts a new stream."""
@@ -202,6 +209,7 @@ class StreamState:
         self.frames_emitted = [0] * len(self.frames_emitted)
         self.finished = False
         self._last_inputs = None
+        self._last_outputs = None
 
     def memory_bytes(self) -> int:
         """Bytes held by the stream's buffers and recurrent states (the weights excluded)."""

@@ -54,13 +54,20 @@ class Wire(NamedTuple):
 
 class Unavailable:
     """Stands for a batch wire that has no meaning in the pulsed model (a shape computed
-    from the stream length, a reduction over time...). Reading it raises ``error``; wires
-    nobody reads cost nothing."""
+    from the stream length, a final state...). Reading it raises ``error``; wires nobody
+    reads cost nothing.
 
-    __slots__ = ("error",)
+    ``outlet``, when set, is a pulsed wire computing the same value except where it depends
+    on the stream's length (the shape of a chunk instead of the stream's). Computations on
+    it whose batch value does not involve the stream symbol (a batch size taken from a
+    shape, say) are valid again.
+    """
 
-    def __init__(self, error: AnalysisError):
+    __slots__ = ("error", "outlet")
+
+    def __init__(self, error: AnalysisError, outlet: OutletId | None = None):
         self.error = error
+        self.outlet = outlet
 
     def __repr__(self) -> str:
         return f"Unavailable({self.error})"

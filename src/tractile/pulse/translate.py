@@ -157,19 +157,32 @@ def _streamed_axis(fact: TypedFact, symbol: str, name: str) -> int | None:
     return axis
 
 
+def _depends_on_stream(fact: TypedFact, symbol: str) -> bool:
+    """Whether the batch value of a (non-streamed) wire may involve the stream's length."""
+    if fact.konst is not None:
+        return False
+    if fact.sym_value is None:
+        return True
+    return any(isinstance(v, TDim) and symbol in v.symbols() for v in fact.sym_value.flat)
+
+
 def _translate_node(ctx: PulseContext, node: Node) -> None:
     wires = [ctx.mapping[o] for o in node.inputs]
     outputs = [OutletId(node.id, slot) for slot in range(len(node.outputs))]
     streamed = any(isinstance(w, Wire) and w.streamed for w in wires)
     if not streamed:
-        missing = next((w for w in wires if isinstance(w, Unavailable)), None)
-        if missing is not None:
+        tainted = [w for w in wires if isinstance(w, Unavailable)]
+        lost = next((w for w in tainted if w.outlet is None), None)
+        if lost is not None:
             for outlet in outputs:
-                ctx.mapping[outlet] = missing
+                ctx.mapping[outlet] = lost
             return
         new = ctx.wire_node(node.name, node.op, [w.outlet for w in wires])
         for outlet, outlet_new in zip(outputs, new):
-            ctx.mapping[outlet] = Wire(outlet_new, None)
+            if tainted and _depends_on_stream(ctx.source.outlet_fact(outlet), ctx.symbol):
+                ctx.mapping[outlet] = Unavailable(tainted[0].error, outlet_new)
+            else:
+                ctx.mapping[outlet] = Wire(outlet_new, None)
         return
     function = find_pulsifier(node.op)
     try:
@@ -184,7 +197,7 @@ def _translate_node(ctx: PulseContext, node: Node) -> None:
         raise TractileError(f"the pulsifier of {node.op.name} gave {len(results)} wires for {len(outputs)} outputs")
     for outlet, result in zip(outputs, results):
         if isinstance(result, Unavailable) and result.error.node is None:
-            result = Unavailable(with_node_context(result.error, node))
+            result = Unavailable(with_node_context(result.error, node), result.outlet)
         ctx.mapping[outlet] = result
 
 
