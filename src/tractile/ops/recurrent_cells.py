@@ -16,7 +16,6 @@ one. With one direction and one row, both are the same memory and the loops work
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Callable, ClassVar
 
 import numpy as np
@@ -102,16 +101,10 @@ class Cell:
         """(directions, rows, n) as the products take it: 2-d with one direction (``np.dot``)."""
         return array[0] if self.directions == 1 else array
 
-    def product(self, weights_t: np.ndarray, single: bool = False) -> Callable[[np.ndarray, np.ndarray], object]:
-        """``step(h, out)``: ``out = h @ weights_t`` per direction, ``h`` and ``out`` as :meth:`for_product`
-        gives (1-d when ``single``)."""
-        if single:  # dot(w.T, h) is h @ w, with no Python frame in between
-            return partial(_dot, weights_t[0].T)
-        if self.directions == 1:
-            w, dot = weights_t[0], _dot
-            return lambda h, out: dot(h, w, out)
-        matmul = np.matmul
-        return lambda h, out: matmul(h, weights_t, out)
+    def product(self, weights_t: np.ndarray) -> tuple[Callable, np.ndarray]:
+        """``(fn, w)`` such that ``fn(h, w, out)`` computes ``out = h @ weights_t`` per direction,
+        ``h`` and ``out`` as :meth:`for_product` gives them."""
+        return (_dot, weights_t[0]) if self.directions == 1 else (np.matmul, weights_t)
 
     def scratch(self, ws: dict, blocks: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
         """The row-major product buffer for ``rows`` rows: as the product writes it, and gate-major."""
@@ -163,9 +156,9 @@ class RnnCell(Cell):
     def run(self, ws, rows, proj, y, y_product, h, h_product):
         act = self.kernel(self.activations[0], 0)
         clip = self.clipper()
-        product, add = self.product(self.r_t, ws["single"]), np.add
+        (product, r), add = self.product(self.r_t), np.add
         for p, y_t, y_out in zip(proj, y, y_product):
-            product(h_product, y_out)
+            product(h_product, r, y_out)
             add(y_t, p[0], y_t)
             if clip is not None:
                 clip(y_t, y_t)
@@ -205,13 +198,13 @@ class GruCell(Cell):
         gates, tmp = self.rows_of(ws, "gates", rows), self.rows_of(ws, "tmp", rows)[0]
         zr, z, r, hh = gates[0:2], gates[0], gates[1], gates[2]
         raw, moved = self.scratch(ws, 3 if lbr else 2, rows)
-        first = self.product(self.r_t if lbr else self.r_t_zr, ws["single"])
-        second = self.product(self.r_t_h, ws["single"])
+        first, first_r = self.product(self.r_t if lbr else self.r_t_zr)
+        second, second_r = self.product(self.r_t_h)
         tmp_in, hh_out = (tmp, hh) if ws["single"] else (self.for_product(tmp), self.for_product(hh))
         hidden_r_bias = self.vector(ws, self.hidden_r_bias) if lbr else None
         add, mul, sub = np.add, np.multiply, np.subtract
         for p, y_t, y_out in zip(proj, y, y_product):
-            first(h_product, raw)
+            first(h_product, first_r, raw)
             add(moved[0:2], p[0:2], zr)
             if clip is not None:
                 clip(zr, zr)
@@ -221,7 +214,7 @@ class GruCell(Cell):
                 mul(hh, r, hh)
             else:
                 mul(r, h, tmp)
-                second(tmp_in, hh_out)
+                second(tmp_in, second_r, hh_out)
             add(hh, p[2], hh)
             if clip is not None:
                 clip(hh, hh)
@@ -276,12 +269,12 @@ class LstmCell(Cell):
         cell, cc, gates, sig, fi, o = big[0], big[0:2], big[1:5], big[2:5], big[2:4], big[4]
         pair_a, pair_b = pair[0], pair[1]
         raw, moved = self.scratch(ws, 4, rows)
-        product = self.product(self.r_t, ws["single"])
+        product, r = self.product(self.r_t)
         if not self.fast:
-            return self._run_general(ws, big, pair, proj, y, y_product, h_product, product, raw, moved)
+            return self._run_general(ws, big, pair, proj, y, y_product, h_product, product, r, raw, moved)
         add, mul, tanh, half = np.add, np.multiply, np.tanh, np.asarray(0.5, self.dtype)
         for p, y_t, y_out in zip(proj, y, y_product):
-            product(h_product, raw)
+            product(h_product, r, raw)
             add(moved, p, gates)
             tanh(gates, gates)
             mul(sig, half, sig)
@@ -292,7 +285,7 @@ class LstmCell(Cell):
             mul(y_t, o, y_t)
             h_product = y_out
 
-    def _run_general(self, ws, big, pair, proj, y, y_product, h_product, product, raw, moved):
+    def _run_general(self, ws, big, pair, proj, y, y_product, h_product, product, r, raw, moved):
         cell, cc, ct, gates, fio, fi, f_gate, i_gate, o = (
             big[0], big[0:2], big[1], big[1:5], big[2:5], big[2:4], big[2], big[3], big[4])
         pair_a, pair_b = pair[0], pair[1]
@@ -307,7 +300,7 @@ class LstmCell(Cell):
             peep_tmp = np.empty(fi.shape, self.dtype)
         before_o, sigmoid_part = (big[1:4], fi) if peep else (gates, fio)
         for p, y_t, y_out in zip(proj, y, y_product):
-            product(h_product, raw)
+            product(h_product, r, raw)
             add(moved, p, gates)
             if peep:
                 mul(cell, peep_fi, peep_tmp)
