@@ -153,3 +153,15 @@ def test_pulse_argument_errors():
         model.pulse("T", 0)
     with pytest.raises(AnalysisError, match=r"no model input has the stream symbol S.*\"x\" \(1,4,T,f32\)"):
         model.pulse("S", 4)
+
+
+def test_quantize_dequantize_per_channel_along_a_stream():
+    from tractile.ops.quant import DequantizeLinear, QuantizeLinear
+
+    b = Builder("1,4,T,f32")
+    scale = b.const("scale", [0.02, 0.05, 0.1, 0.03])
+    zero = b.model.add_const("zero", np.asarray([0, 3, -2, 1], np.int8))
+    q = b.node("q", QuantizeLinear(axis=1), b.x, scale, zero)
+    y = b.node("dq", DequantizeLinear(axis=1), q, scale, zero)
+    model = b.output(b.conv("c", y, 4, 2, 3, pads=(1, 1)))
+    assert_streams_like_batch(model, [random_input((1, 4, LENGTH))])

@@ -97,7 +97,7 @@ def windowed_input(ctx: PulseContext, node: Node, x: Wire, geometry: TimeGeometr
     return wire, delay_out
 
 
-def _check_layout(node: Node, stream: Stream, rank: int) -> int | None:
+def _check_layout(node: Node, stream: Stream) -> int | None:
     """The spatial index of the streamed axis, or None when it is the batch axis."""
     if stream.axis == 0:
         return None
@@ -126,7 +126,7 @@ def _output(ctx: PulseContext, node: Node, outlet, stream: Stream, delay: int, g
 def conv(ctx: PulseContext, node: Node) -> list[Wire]:
     wires = _weights_not_streamed(ctx, node)
     x = wires[0]
-    geo = _check_layout(node, x.stream, ctx.input_fact(node, 0).rank)
+    geo = _check_layout(node, x.stream)
     if geo is None:
         return ctx.keep(node, wires, 0)
     window = node.op.window.for_kernel(ctx.input_fact(node, 1).shape[2:])
@@ -145,7 +145,7 @@ def _lowest(fact: TypedFact) -> float:
 @pulsifier(MaxPool, LpPool)
 def pool(ctx: PulseContext, node: Node) -> list[Wire]:
     x = ctx.input(node, 0)
-    geo = _check_layout(node, x.stream, ctx.input_fact(node, 0).rank)
+    geo = _check_layout(node, x.stream)
     if geo is None:
         return ctx.keep(node, [x], 0)
     window = node.op.window
@@ -160,7 +160,7 @@ def pool(ctx: PulseContext, node: Node) -> list[Wire]:
 @pulsifier(AveragePool)
 def average_pool(ctx: PulseContext, node: Node) -> list[Wire]:
     x = ctx.input(node, 0)
-    geo = _check_layout(node, x.stream, ctx.input_fact(node, 0).rank)
+    geo = _check_layout(node, x.stream)
     if geo is None:
         return ctx.keep(node, [x], 0)
     op: AveragePool = node.op

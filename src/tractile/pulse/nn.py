@@ -11,6 +11,7 @@ from ..graph import Node
 from ..ops.matmul import Gemm, MatMul
 from ..ops.nn import BatchNorm, Hardmax, LRN, Softmax, SwiGLU, normalize_axis
 from ..ops.norm import GroupNorm, LayerNorm, LpNorm, MeanVarianceNorm, RmsNorm
+from ..ops.quant import DequantizeLinear, QuantizeLinear
 from ..ops.reduce import Reduce
 from ..ops.sort import ArgReduce
 from .elementwise import broadcast_axis
@@ -73,6 +74,18 @@ def per_channel(ctx: PulseContext, node: Node) -> list[Wire]:
     if wires[0].stream.axis == 1:
         raise AnalysisError(f"{node.op.name} works across the channels of axis 1, the streamed axis")
     return ctx.keep(node, wires, wires[0].stream.axis)
+
+
+@pulsifier(QuantizeLinear, DequantizeLinear)
+def quantization(ctx: PulseContext, node: Node) -> list[Wire]:
+    """Per-tensor, per-axis or blocked (de)quantization, with parameters that do not vary in time."""
+    wires = ctx.inputs(node)
+    _params_not_streamed(wires)
+    axis = wires[0].stream.axis
+    per_element = any(ctx.input_fact(node, slot).volume != 1 for slot in range(1, len(wires)))
+    if per_element and normalize_axis(node.op.axis, ctx.input_fact(node, 0).rank) == axis:
+        raise AnalysisError(f"{node.op.name} has parameters along axis {axis}, the streamed axis")
+    return ctx.keep(node, wires, axis)
 
 
 @pulsifier(GroupNorm)
