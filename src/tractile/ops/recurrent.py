@@ -46,6 +46,10 @@ class Recurrent(Op):
     ``activations`` lists the activation functions of the first direction, then of
     the second when bidirectional (empty: the ONNX defaults). ``hidden_size`` None
     takes it from R. ``clip`` bounds every pre-activation to [-clip, clip].
+
+    Streaming reuses the pieces: :meth:`cells` gives the prepared cells and
+    :func:`~.recurrent_scan.scan` runs one over a chunk from the states the previous
+    chunk ended with.
     """
 
     hidden_size: int | None = None
@@ -167,7 +171,7 @@ class Recurrent(Op):
 
     # run ------------------------------------------------------------------------------------
     def make_cell(self, w, r, bias, peepholes, activations, dtype) -> Cell:
-        """The cell of one direction (subclasses say which)."""
+        """The cell of the directions whose weights (directions, ...) are given (subclasses say which)."""
         raise NotImplementedError
 
     def cells(self, w: np.ndarray, r: np.ndarray, bias, peepholes, dtype) -> list[tuple[tuple[int, ...], Cell]]:
@@ -204,7 +208,8 @@ class Recurrent(Op):
         finals: list = [[None] * self.num_directions for _ in self.state_names]
         for group, cell in self.cells(w, r, optional.get("B"), optional.get("P"), dtype):
             reversed_ = [d == 1 or self.direction == "reverse" for d in group]
-            xs = np.stack([reverse_time(x, lengths) if rev else x for rev in reversed_])
+            sequences = [reverse_time(x, lengths) if rev else x for rev in reversed_]
+            xs = sequences[0][None] if len(sequences) == 1 else np.stack(sequences)
             y, states = scan(cell, xs, [None if s is None else s[list(group)] for s in initial], lengths)
             for j, (d, rev) in enumerate(zip(group, reversed_)):
                 outputs[d] = reverse_time(y[:, j], lengths) if rev else y[:, j]
