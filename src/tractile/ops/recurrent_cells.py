@@ -203,19 +203,20 @@ class GruCell(Cell):
         tmp_in, hh_out = (tmp, hh) if ws["single"] else (self.for_product(tmp), self.for_product(hh))
         hidden_r_bias = self.vector(ws, self.hidden_r_bias) if lbr else None
         add, mul, sub = np.add, np.multiply, np.subtract
-        for p, y_t, y_out in zip(proj, y, y_product):
+        moved_zr, moved_h = moved[0:2], moved[2] if lbr else None
+        for p_zr, p_h, y_t, y_out in zip(proj[:, 0:2], proj[:, 2], y, y_product):
             first(h_product, first_r, raw)
-            add(moved[0:2], p[0:2], zr)
+            add(moved_zr, p_zr, zr)
             if clip is not None:
                 clip(zr, zr)
             f(zr, zr)
             if lbr:
-                add(moved[2], hidden_r_bias, hh)
+                add(moved_h, hidden_r_bias, hh)
                 mul(hh, r, hh)
             else:
                 mul(r, h, tmp)
                 second(tmp_in, second_r, hh_out)
-            add(hh, p[2], hh)
+            add(hh, p_h, hh)
             if clip is not None:
                 clip(hh, hh)
             g(hh, hh)
