@@ -114,6 +114,8 @@ def _dense(xp, w, window: Window, out) -> np.ndarray:
     kernel = w.reshape(m, -1)
     if xp.dtype.kind in "iu":
         return np.matmul(kernel.astype(np.float64), cols.astype(np.float64)).astype(np.result_type(xp, w))
+    if n == 1:
+        return np.matmul(kernel, cols[0])[None]
     return np.matmul(kernel, cols)
 
 

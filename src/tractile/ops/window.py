@@ -114,7 +114,7 @@ def pad_spatial(x: np.ndarray, begins, ends, value) -> np.ndarray:
         return x
     lead = x.ndim - len(begins)
     shape = list(x.shape[:lead]) + [s + b + e for s, b, e in zip(x.shape[lead:], begins, ends)]
-    out = np.full(shape, value, dtype=x.dtype)
+    out = np.zeros(shape, dtype=x.dtype) if value == 0 else np.full(shape, value, dtype=x.dtype)
     target = [slice(None)] * lead
     source = [slice(None)] * lead
     for size, begin, end in zip(x.shape[lead:], begins, ends):
@@ -132,7 +132,20 @@ def window_view(xp: np.ndarray, window: Window, out: tuple[int, ...]) -> np.ndar
     strides = (xp.strides[:lead]
                + tuple(s * d for s, d in zip(spatial_strides, window.dilations))
                + tuple(s * st for s, st in zip(spatial_strides, window.strides)))
-    return as_strided(xp, shape=shape, strides=strides, writeable=False)
+    return strided_view(xp, shape, strides)
+
+
+def strided_view(base: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
+    """A read-only view of ``base`` with the given shape and strides (no copy).
+
+    For a C-contiguous base this builds the view directly, which costs a fraction of
+    NumPy's ``as_strided`` (that matters for small, frequent calls such as streaming).
+    """
+    if base.flags.c_contiguous and base.dtype.kind != "O":
+        view = np.ndarray(shape, base.dtype, buffer=base, strides=strides)
+        view.flags.writeable = False
+        return view
+    return as_strided(base, shape=shape, strides=strides, writeable=False)
 
 
 def taps(xp: np.ndarray, window: Window, out: tuple[int, ...]):
