@@ -297,3 +297,10 @@ def test_tree_reading_a_feature_beyond_the_input_is_an_analysis_error():
     proto = ml_model("TreeEnsemble", {"x": (np.float32, [None, 3])}, n_targets=1, **attrs)
     with pytest.raises(tractile.AnalysisError, match="reads feature 4, the input has 3"):
         tractile.load(proto)
+
+
+def test_leaf_target_beyond_n_targets_is_a_format_error():
+    attrs = v5_attributes([("node", 0, 0.5, 0, ("leaf", [(0, 1.0)]), ("leaf", [(2, 2.0)]))])
+    proto = ml_model("TreeEnsemble", {"x": (np.float32, [None, 1])}, n_targets=2, **attrs)
+    with pytest.raises(ModelFormatError, match=r"leaf_targetids must be in \[0, 2\)"):
+        tractile.load(proto)

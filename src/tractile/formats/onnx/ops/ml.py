@@ -73,6 +73,8 @@ def tree_ensemble(node: OnnxNode):
     targets = _ints(node, "leaf_targetids")
     members, member_rows = _member_sets(node, modes)
     n_targets = node.int("n_targets", int(targets.max(initial=-1)) + 1)
+    if targets.size and (targets.min() < 0 or targets.max() >= n_targets):
+        raise node.error(f"leaf_targetids must be in [0, {n_targets}) (n_targets)")
     return _build(node, features=features, splits=_tensor(node, "nodes_splits"), modes=modes,
                   true_next=np.where(true_leafs, ~true_ids, true_ids),
                   false_next=np.where(false_leafs, ~false_ids, false_ids),
@@ -99,7 +101,8 @@ def tree_ensemble_regressor(node: OnnxNode):
     splits = _floats(node, "nodes_values")
     count = len(tree_ids)
     splits = np.zeros(count) if splits is None else splits
-    if not len(node_ids) == len(mode_names) == len(splits) == count:
+    features = _ints(node, "nodes_featureids")
+    if not len(node_ids) == len(mode_names) == len(splits) == len(features) == count:
         raise node.error("the nodes_* attributes must all have one entry per node")
     unknown = sorted(set(mode_names) - set(MODE_NAMES[:MEMBER]) - {"LEAF"})
     if unknown:
@@ -137,6 +140,8 @@ def tree_ensemble_regressor(node: OnnxNode):
     if any(k is None or not is_leaf[k] for k in target_leaf):
         raise node.error("target_treeids/target_nodeids must name LEAF nodes")
     target_ids = _ints(node, "target_ids", ())
+    if target_ids.size and (target_ids.min() < 0 or target_ids.max() >= n_targets):
+        raise node.error(f"target_ids must be in [0, {n_targets}) (n_targets)")
     weights = _floats(node, "target_weights")
     weights = np.zeros(0) if weights is None else weights
     if not len(target_leaf) == len(target_ids) == len(weights):
@@ -152,7 +157,9 @@ def tree_ensemble_regressor(node: OnnxNode):
         column[leaf] += 1
     base_values = _floats(node, "base_values")
     missing = _ints(node, "nodes_missing_value_tracks_true", (0,) * count) != 0
-    return _build(node, features=_ints(node, "nodes_featureids")[interior], splits=splits[interior],
+    if len(missing) != count:
+        raise node.error("nodes_missing_value_tracks_true must have one entry per node")
+    return _build(node, features=features[interior], splits=splits[interior],
                   modes=np.asarray([MODE_NAMES.index(mode_names[k]) for k in interior], dtype=np.uint8),
                   true_next=numbers[true_child], false_next=numbers[false_child], missing_true=missing[interior],
                   members=np.zeros((0, 1)), member_rows=np.full(len(interior), -1, dtype=np.int64),
