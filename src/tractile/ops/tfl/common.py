@@ -44,6 +44,15 @@ class TflOp(Op):
         if not named:
             cls.name = "Tfl" + cls.__name__
 
+    def derived(self, key, build):
+        """A kernel parameter derived once per ``key`` (e.g. a datum type) from the op's attributes."""
+        cache = self.__dict__.get("_derived")
+        if cache is None:
+            cache = self.__dict__["_derived"] = {}
+        if key not in cache:
+            cache[key] = build()
+        return cache[key]
+
     # quantization ------------------------------------------------------------------------
     def iq(self, index: int) -> QParams | None:
         return self.in_q[index] if index < len(self.in_q) else None

@@ -1,14 +1,18 @@
-"""CONV_2D and DEPTHWISE_CONV_2D on NHWC tensors, float and per-channel quantized.
+"""CONV_2D and DEPTHWISE_CONV_2D on NHWC tensors: float, int8 (per channel), uint8, int16x8.
 
-Convolutions are im2col (a strided view of the padded input) times the weights on BLAS;
-1x1 stride-1 convolutions are plain matmuls; depthwise convolutions are per-tap
-multiply-adds. Quantized inputs are padded with their zero point, so padded taps add
-nothing, as in TFLite's kernels that skip them.
+Quantized inputs are offset by their zero point while converted to the float work type
+(so padded taps are exact zeros, as in TFLite's kernels that skip them), and the
+weights are prepared once: offset by their zero point (uint8), transposed for the
+matmul, in the work type. Integer products are summed on BLAS in float32 when every
+partial sum provably stays below 2**24, else float64 (exact below 2**53). The int32
+(or int64, for int16 activations with int64 biases) accumulators are then requantized
+in place with TFLite's fixed-point multipliers: per channel from ``double(s_in) *
+double(s_w) / double(s_out)`` (int8, int16), or per tensor from the float32 product
+``s_in * s_w`` (uint8, as TFLite's legacy path computes it).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -16,9 +20,9 @@ from numpy.lib.stride_tricks import as_strided
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import (TflOp, activation_range, apply_float_activation, check_activation, is_quantized,
-                     same_padding, scale_of, scales_of, zero_of)
-from .fixedpoint import Requantizer
+from .common import (TflOp, activation_range, apply_float_activation, check_activation, same_padding, scale_of,
+                     scales_of, zero_of)
+from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
 
 
 @dataclass(frozen=True)
@@ -43,13 +47,14 @@ class Window2D:
                 same_padding(width, kernel_w, self.stride_w, self.dilation_w, self.padding))
 
 
-def pad_hw(x: np.ndarray, rows, cols, value) -> np.ndarray:
-    """Pad the H and W axes of an NHWC tensor (only the pads a window reaches)."""
+def pad_hw(x: np.ndarray, rows, cols, value, dtype=None) -> np.ndarray:
+    """Pad the H and W axes of an NHWC tensor (only the pads a window reaches), converting to ``dtype``."""
     (_, top, bottom), (_, left, right) = rows, cols
+    dtype = x.dtype if dtype is None else dtype
     if not (top or bottom or left or right):
-        return x
+        return x.astype(dtype, copy=False)
     n, h, w, c = x.shape
-    out = np.full((n, h + top + bottom, w + left + right, c), value, dtype=x.dtype)
+    out = np.full((n, h + top + bottom, w + left + right, c), value, dtype=dtype)
     out[:, top:top + h, left:left + w] = x
     return out
 
@@ -79,27 +84,76 @@ def conv_requantizer(input_q, weight_q, output_q) -> Requantizer:
     return Requantizer(np.float64(scale_of(input_q)) * scales / np.float64(scale_of(output_q)))
 
 
-class _QuantizedConv:
-    """Shared parts of the quantized convolutions: parameters and the output stage."""
+def legacy_requantizer(input_q, weight_q, output_q) -> Requantizer:
+    """The uint8 multiplier: the float32 product ``s_in * s_w`` over ``double(s_out)``."""
+    product = np.float32(np.float32(scale_of(input_q)) * np.float32(scale_of(weight_q)))
+    return Requantizer([np.float64(product) / np.float64(scale_of(output_q))])
 
-    @cached_property
-    def _quant(self):
-        dtype = self.out_dtype(0, DatumType.I8)
-        low, high = activation_range(self.activation, self.oq(0), dtype)
-        return conv_requantizer(self.iq(0), self.iq(1), self.oq(0)), zero_of(self.iq(0)), zero_of(self.oq(0)), \
-            low, high, dtype
 
-    def _finish(self, acc: np.ndarray, bias) -> np.ndarray:
-        requant, _, y_zero, low, high, dtype = self._quant
-        if bias is not None:
-            acc += bias.astype(np.int64)
-        scaled = requant(acc)
-        scaled += y_zero
-        return np.clip(scaled, low, high).astype(dtype.np)
+class QuantizedStage:
+    """What a quantized convolution needs besides its weights: offsets, requantization, clamp."""
+
+    def __init__(self, op, dtype: DatumType, weights: np.ndarray, bias: np.ndarray | None, taps_count: int):
+        in_q, w_q, out_q = op.iq(0), op.iq(1), op.oq(0)
+        self.x_zero = zero_of(in_q)
+        self.w_zero = zero_of(w_q) if len(w_q.scale) == 1 else 0
+        self.y_zero = zero_of(out_q)
+        self.low, self.high = activation_range(op.activation, out_q, dtype)
+        self.dtype = dtype.np
+        uint8 = dtype == DatumType.U8
+        self.requant = legacy_requantizer(in_q, w_q, out_q) if uint8 else conv_requantizer(in_q, w_q, out_q)
+        self.wide = dtype == DatumType.I16 and (bias is None or bias.dtype == np.int64)
+        in_bound = 32768 if dtype == DatumType.I16 else 255
+        w_bound = float(np.abs(weights.astype(np.int64) - self.w_zero).max(initial=0))
+        self.work = np.float32 if in_bound * w_bound * taps_count < (1 << 24) else np.float64
+        self.bias = None if bias is None else bias.reshape(-1).astype(np.int64)
+
+    def finish(self, acc: np.ndarray) -> np.ndarray:
+        """Float-held exact accumulators to the output integers."""
+        total = acc.astype(np.int64)
+        if self.bias is not None:
+            total += self.bias
+        if self.wide:
+            total = multiply_by_quantized_multiplier_64(total, self.requant.multipliers, self.requant.shifts)
+        else:
+            self.requant.apply_inplace(total)
+        total += self.y_zero
+        np.clip(total, self.low, self.high, out=total)
+        return total.astype(self.dtype)
+
+
+class _Convolution(TflOp):
+    """Shared checks and preparation of CONV_2D and DEPTHWISE_CONV_2D."""
+
+    def _check_types(self, x, w) -> None:
+        if x.dtype.is_float:
+            if w.dtype != x.dtype:
+                raise AnalysisError(f"float input with {w.dtype} weights (hybrid kernels) is not supported")
+            return
+        if x.dtype not in (DatumType.I8, DatumType.U8, DatumType.I16):
+            raise AnalysisError(f"unsupported input type {x.dtype}")
+        expected = DatumType.U8 if x.dtype == DatumType.U8 else DatumType.I8
+        if w.dtype != expected:
+            raise AnalysisError(f"{x.dtype} inputs need {expected} weights, got {w.dtype}")
+        if self.iq(0) is None or self.iq(1) is None or self.oq(0) is None:
+            raise AnalysisError(f"quantized {self.name} needs quantized input, weights and output")
+        if x.dtype == DatumType.U8 and len(self.iq(1).scale) > 1:
+            raise AnalysisError("uint8 convolutions are quantized per tensor")
+        if x.dtype == DatumType.I16 and (zero_of(self.iq(0)) or zero_of(self.oq(0))):
+            raise AnalysisError("int16 convolutions need zero points 0")
+
+    def _cached(self, key, w: np.ndarray, bias, build):
+        """Weights prepared once per (weight array, bias array) pair."""
+        cache = self.__dict__.get("_prepared")
+        if cache is not None and cache[0] is w and cache[1] is bias and cache[2] == key:
+            return cache[3]
+        prepared = build()
+        self.__dict__["_prepared"] = (w, bias, key, prepared)
+        return prepared
 
 
 @dataclass(frozen=True)
-class Conv2D(_QuantizedConv, TflOp):
+class Conv2D(_Convolution):
     """CONV_2D: x (N,H,W,C), weights (O,KH,KW,C/groups), optional bias (O)."""
 
     window: Window2D = Window2D()
@@ -123,58 +177,56 @@ class Conv2D(_QuantizedConv, TflOp):
         if self.has_bias and inputs[2].volume != w.shape[0]:
             raise AnalysisError(f"bias {inputs[2]} should hold {w.shape[0]} values")
         rows, cols = self.window.geometry(x.shape[1], x.shape[2], w.shape[1], w.shape[2])
-        _check_types(self, x, w)
+        self._check_types(x, w)
         return [self.fact(0, x.dtype, (x.shape[0], rows[0], cols[0], w.shape[0]))]
 
-    def _weights(self, w: np.ndarray, work, x_zero: int):
-        cache = self.__dict__.get("_weights_cache")
-        if cache is not None and cache[0] is w and cache[1] == work:
-            return cache[2]
-        groups_w = w.reshape(w.shape[0], -1)
-        prepared = (np.ascontiguousarray(groups_w.T.astype(work)), x_zero * groups_w.astype(np.int64).sum(axis=1))
-        self.__dict__["_weights_cache"] = (w, work, prepared)
-        return prepared
+    def _prepare(self, x: np.ndarray, w: np.ndarray, bias):
+        def build():
+            flat = w.reshape(w.shape[0], -1)
+            if x.dtype.kind == "f":
+                return None, np.ascontiguousarray(flat.T), x.dtype
+            stage = QuantizedStage(self, DatumType.from_numpy(x.dtype), w, bias, flat.shape[1])
+            kernel = np.ascontiguousarray((flat.astype(np.int64) - stage.w_zero).T.astype(stage.work))
+            return stage, kernel, stage.work
+        return self._cached(x.dtype, w, bias, build)
 
     def eval(self, inputs):
         x, w = inputs[0], inputs[1]
-        bias = inputs[2].reshape(-1) if self.has_bias else None
+        bias = inputs[2] if self.has_bias else None
+        stage, kernel, work = self._prepare(x, w, bias)
         n, height, width, channels = x.shape
         filters, kernel_h, kernel_w, depth = w.shape
         rows, cols = self.window.geometry(height, width, kernel_h, kernel_w)
-        quantized = x.dtype.kind != "f"
-        x_zero = self._quant[1] if quantized else 0
-        xp = pad_hw(x, rows, cols, x_zero)
         out_h, out_w = rows[0], cols[0]
+        if stage is None:
+            xp = pad_hw(x, rows, cols, 0)
+        else:
+            shifted = x.astype(work)
+            if stage.x_zero:
+                shifted -= stage.x_zero
+            xp = pad_hw(shifted, rows, cols, 0)
         groups = channels // depth
         taps_count = kernel_h * kernel_w * depth
-        if quantized:
-            info = np.iinfo(x.dtype)
-            bound = float(max(-info.min, info.max)) * 128.0 * taps_count
-            work = np.float32 if bound < (1 << 24) else np.float64
+        pointwise = kernel_h == kernel_w == 1 and self.window.stride_h == self.window.stride_w == 1
+        if groups == 1:
+            matrix = xp.reshape(-1, depth) if pointwise else \
+                patches(xp, self.window, kernel_h, kernel_w, out_h, out_w).reshape(-1, taps_count)
+            out = matrix @ kernel
         else:
-            work = x.dtype
-        kernel_t, correction = self._weights(w, work, x_zero)
-        per_group = filters // groups
-        out = np.empty((n * out_h * out_w, filters), dtype=work)
-        for group in range(groups):
-            part = xp[..., group * depth:(group + 1) * depth] if groups > 1 else xp
-            if kernel_h == kernel_w == 1 and self.window.stride_h == self.window.stride_w == 1:
-                cols_matrix = part.reshape(-1, depth)
-            else:
-                cols_matrix = patches(part, self.window, kernel_h, kernel_w, out_h, out_w).reshape(-1, taps_count)
-            if cols_matrix.dtype != work:
-                cols_matrix = cols_matrix.astype(work)
-            target = slice(group * per_group, (group + 1) * per_group)
-            np.matmul(cols_matrix, kernel_t[:, target], out=out[:, target]) if groups > 1 else \
-                np.matmul(cols_matrix, kernel_t, out=out)
+            out = np.empty((n * out_h * out_w, filters), dtype=work)
+            per_group = filters // groups
+            for group in range(groups):
+                part = xp[..., group * depth:(group + 1) * depth]
+                matrix = part.reshape(-1, depth) if pointwise else \
+                    patches(part, self.window, kernel_h, kernel_w, out_h, out_w).reshape(-1, taps_count)
+                target = slice(group * per_group, (group + 1) * per_group)
+                np.matmul(matrix, kernel[:, target], out=out[:, target])
         out = out.reshape(n, out_h, out_w, filters)
-        if not quantized:
+        if stage is None:
             if bias is not None:
-                out += bias
+                out += bias.reshape(-1)
             return [apply_float_activation(out, self.activation)]
-        acc = out.astype(np.int64)
-        acc -= correction
-        return [self._finish(acc, bias)]
+        return [stage.finish(out)]
 
     def cost(self, inputs):
         out = self.output_facts(inputs)[0]
@@ -183,7 +235,7 @@ class Conv2D(_QuantizedConv, TflOp):
 
 
 @dataclass(frozen=True)
-class DepthwiseConv2D(_QuantizedConv, TflOp):
+class DepthwiseConv2D(_Convolution):
     """DEPTHWISE_CONV_2D: x (N,H,W,C), weights (1,KH,KW,C*M), optional bias (C*M)."""
 
     window: Window2D = Window2D()
@@ -206,52 +258,49 @@ class DepthwiseConv2D(_QuantizedConv, TflOp):
         if self.has_bias and inputs[2].volume != out_channels:
             raise AnalysisError(f"bias {inputs[2]} should hold {out_channels} values")
         rows, cols = self.window.geometry(x.shape[1], x.shape[2], w.shape[1], w.shape[2])
-        _check_types(self, x, w)
+        self._check_types(x, w)
         return [self.fact(0, x.dtype, (x.shape[0], rows[0], cols[0], out_channels))]
+
+    def _prepare(self, x: np.ndarray, w: np.ndarray, bias):
+        def build():
+            if x.dtype.kind == "f":
+                return None, w[0], x.dtype
+            stage = QuantizedStage(self, DatumType.from_numpy(x.dtype), w, bias, w.shape[1] * w.shape[2])
+            return stage, (w[0].astype(np.int64) - stage.w_zero).astype(stage.work), stage.work
+        return self._cached(x.dtype, w, bias, build)
 
     def eval(self, inputs):
         x, w = inputs[0], inputs[1]
-        bias = inputs[2].reshape(-1) if self.has_bias else None
+        bias = inputs[2] if self.has_bias else None
+        stage, weights, work = self._prepare(x, w, bias)
         _, kernel_h, kernel_w, out_channels = w.shape
         rows, cols = self.window.geometry(x.shape[1], x.shape[2], kernel_h, kernel_w)
-        quantized = x.dtype.kind != "f"
-        multiplier = out_channels // x.shape[3]
-        if quantized:
-            x_zero = self._quant[1]
-            xp = pad_hw(x, rows, cols, x_zero).astype(np.float32)
-            xp -= x_zero
-            weights = w.astype(np.float32)
+        if stage is None:
+            source = x
         else:
-            xp = pad_hw(x, rows, cols, 0)
-            weights = w
+            source = x.astype(work)
+            if stage.x_zero:
+                source -= stage.x_zero
+        multiplier = out_channels // x.shape[3]
         if multiplier > 1:
-            xp = np.repeat(xp, multiplier, axis=3)
+            source = np.repeat(source, multiplier, axis=3)
+        xp = pad_hw(source, rows, cols, 0)
         out_h, out_w = rows[0], cols[0]
-        acc = np.zeros((x.shape[0], out_h, out_w, out_channels), dtype=xp.dtype)
-        scratch = np.empty_like(acc)
+        acc = None
+        scratch = np.empty((x.shape[0], out_h, out_w, out_channels), dtype=work)
         for kh, kw, view in taps(xp, self.window, kernel_h, kernel_w, out_h, out_w):
-            np.multiply(view, weights[0, kh, kw], out=scratch)
-            acc += scratch
-        if not quantized:
+            if acc is None:
+                acc = view * weights[kh, kw]
+            else:
+                np.multiply(view, weights[kh, kw], out=scratch)
+                acc += scratch
+        if stage is None:
             if bias is not None:
-                acc += bias
+                acc += bias.reshape(-1)
             return [apply_float_activation(acc, self.activation)]
-        return [self._finish(acc.astype(np.int64), bias)]
+        return [stage.finish(acc)]
 
     def cost(self, inputs):
         out = self.output_facts(inputs)[0]
         w = inputs[1]
         return {"flops": 2 * out.volume * w.shape[1] * w.shape[2]}
-
-
-def _check_types(op: TflOp, x, w) -> None:
-    if x.dtype.is_float:
-        if w.dtype != x.dtype:
-            raise AnalysisError(f"float input with {w.dtype} weights (hybrid kernels) is not supported")
-        return
-    if not is_quantized(x.dtype) or w.dtype not in (DatumType.I8, DatumType.U8):
-        raise AnalysisError(f"unsupported input/weight types {x.dtype}/{w.dtype}")
-    if op.iq(0) is None or op.iq(1) is None or op.oq(0) is None:
-        raise AnalysisError(f"quantized {op.name} needs quantized input, weights and output")
-    if x.dtype == DatumType.I16:
-        raise AnalysisError("int16 activations are not supported by this convolution")

@@ -80,7 +80,7 @@ class Requantizer:
     the double-rounding fixed-point product to an int64 accumulator array.
     """
 
-    __slots__ = ("multiplier", "left", "right", "half", "negmask", "scalar")
+    __slots__ = ("multiplier", "left", "right", "half", "negmask", "scalar", "multipliers", "shifts")
 
     def __init__(self, reals):
         reals = np.atleast_1d(np.asarray(reals, dtype=np.float64))
@@ -97,6 +97,7 @@ class Requantizer:
         return self
 
     def _set(self, multipliers: np.ndarray, shifts: np.ndarray) -> None:
+        self.multipliers, self.shifts = multipliers, shifts
         left = np.maximum(shifts, 0)
         right = np.maximum(-shifts, 0)
         self.scalar = multipliers.size == 1
@@ -126,6 +127,28 @@ class Requantizer:
             x = wrap32(x << self.left)
         y = (x * self.multiplier + (1 << 30)) >> 31
         return (y + self.half + ((y >> 63) & self.negmask)) >> self.right
+
+
+    def apply_inplace(self, x: np.ndarray) -> np.ndarray:
+        """``__call__`` on a writable int64 array, computed in its memory (returns it)."""
+        if (self.scalar and self.left) or not np.isscalar(self.left):
+            x[...] = self(x)
+            return x
+        np.multiply(x, self.multiplier, out=x)
+        x += 1 << 30
+        x >>= 31
+        if self.scalar:
+            if self.right:
+                x += x >> 63
+                x += self.half
+                x >>= self.right
+            return x
+        sign = x >> 63
+        sign &= self.negmask
+        x += sign
+        x += self.half
+        np.right_shift(x, self.right, out=x)
+        return x
 
 
 def multiply_by_quantized_multiplier(x: np.ndarray, multiplier, shift) -> np.ndarray:
@@ -306,3 +329,39 @@ def input_radius(integer_bits: int, left_shift: int, total_bits: int = 31) -> in
     """CalculateInputRadius: the largest input magnitude that does not saturate after scaling."""
     value = 1.0 * ((1 << integer_bits) - 1) * (1 << (total_bits - integer_bits)) / (1 << left_shift)
     return int(math.floor(value))
+
+
+def saturating_add32(a, b) -> np.ndarray:
+    return np.clip(np.asarray(a, dtype=np.int64) + b, INT32_MIN, INT32_MAX)
+
+
+def log_x_for_x_at_least_1(x: np.ndarray, input_integer_bits: int, output_integer_bits: int) -> np.ndarray:
+    """TFLite's ``log_x_for_x_greater_than_or_equal_to_1`` on raw int32 values (Q in -> Q out)."""
+    accum_bits = output_integer_bits + 1
+    log_2, sqrt_sqrt_half, sqrt_half = 1488522236, 1805811301, 1518500250
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = int(rounding_divide_by_pot(np.int64(536870912), accum_bits))
+    z_a = np.asarray(x, dtype=np.int64)
+    z_a_headroom_plus_1 = count_leading_zeros32(z_a)
+    r_a_tmp = np.clip(z_a << (z_a_headroom_plus_1 - 1), INT32_MIN, INT32_MAX)
+    r_a = saturating_left_shift(srdhm(r_a_tmp, sqrt_half), 1)
+    z_a_pow_2_adj = saturating_add32(
+        saturating_left_shift(input_integer_bits - z_a_headroom_plus_1, 31 - accum_bits), shifted_quarter)
+    z_b = srdhm(z_a, sqrt_half)
+    z_b_headroom = count_leading_zeros32(z_b) - 1
+    r_b = np.clip(z_a << z_b_headroom, INT32_MIN, INT32_MAX)
+    z_b_pow_2_adj = saturating_add32(
+        saturating_left_shift(input_integer_bits - z_b_headroom, 31 - accum_bits), -shifted_quarter)
+    r = np.minimum(r_a, r_b)
+    z_pow_2_adj = np.maximum(z_a_pow_2_adj, z_b_pow_2_adj)
+    p = FP32.rounding_half_sum(r, sqrt_sqrt_half)
+    q = wrap32(r - sqrt_sqrt_half)
+    q = wrap32(q + q)
+    common_sq = srdhm(q, q)
+    num = wrap32(srdhm(q, r) + srdhm(srdhm(q, common_sq), alpha_n))
+    inner = wrap32(wrap32(alpha_i + q) + srdhm(alpha_d, common_sq))
+    denom_minus_one = wrap32(srdhm(p, inner) + srdhm(alpha_f, q))
+    recip_denom = FP32.one_over_one_plus_x(denom_minus_one)
+    num_scaled = rounding_divide_by_pot(num, accum_bits)
+    total = wrap32(srdhm(z_pow_2_adj, log_2) + srdhm(num_scaled, recip_denom))
+    return multiply_by_pot(total, accum_bits - output_integer_bits)

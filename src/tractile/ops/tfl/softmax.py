@@ -15,8 +15,9 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import TflOp, scale_of
-from .fixedpoint import FP32, get_reciprocal, input_radius, rounding_divide_by_pot, softmax_scaling, srdhm, wrap32
+from .common import TflOp, scale_of, zero_of
+from .fixedpoint import (FP32, INT32_MIN, Requantizer, get_reciprocal, input_radius, log_x_for_x_at_least_1,
+                         rounding_divide_by_pot, softmax_scaling, srdhm, wrap32)
 
 SCALED_DIFF_BITS = 5
 ACCUMULATION_BITS = 12
@@ -81,16 +82,45 @@ class Softmax(TflOp):
 
 @dataclass(frozen=True)
 class LogSoftmax(TflOp):
-    """``log(softmax(x))`` over the last axis (float)."""
+    """``log(softmax(x))`` over the last axis: float, and TFLite's int8 fixed-point kernel.
+
+    The int8 kernel sums ``exp`` of the Q5.26 differences in Q12.19, takes gemmlowp's
+    fixed-point log of the sum, and writes ``difference - log(sum)`` with the output
+    scale 16/256 and zero point 127 (entries too far below the row maximum give -128).
+    """
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
         x = inputs[0]
-        if not x.dtype.is_float:
-            raise AnalysisError(f"LOG_SOFTMAX supports float inputs, got {x}")
+        if x.rank < 1:
+            raise AnalysisError("LOG_SOFTMAX needs an input of rank >= 1")
+        if x.dtype.is_float:
+            return [self.fact(0, x.dtype, x.shape)]
+        if x.dtype != DatumType.I8 or self.iq(0) is None or self.oq(0) is None:
+            raise AnalysisError(f"quantized LOG_SOFTMAX supports int8 input and output, got {x}")
+        if scale_of(self.oq(0)) != 16.0 / 256 or zero_of(self.oq(0)) != 127:
+            raise AnalysisError(f"int8 LOG_SOFTMAX needs the output quantization scale 1/16, zero point 127, "
+                                f"got {self.oq(0)}")
         return [self.fact(0, x.dtype, x.shape)]
+
+    @cached_property
+    def _params(self):
+        multiplier, left_shift = softmax_scaling(1.0, scale_of(self.iq(0)), SCALED_DIFF_BITS)
+        reverse = Requantizer([(1 << (31 - left_shift)) / float(multiplier)])
+        return Requantizer.from_pairs(multiplier, left_shift), reverse, -input_radius(SCALED_DIFF_BITS, left_shift)
 
     def eval(self, inputs):
         x = inputs[0]
-        shifted = x - x.max(axis=-1, keepdims=True)
-        return [shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))]
+        if x.dtype.kind == "f":
+            shifted = x - x.max(axis=-1, keepdims=True)
+            return [shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))]
+        to_q5, reverse, diff_min = self._params
+        diff = x.astype(np.int64) - x.max(axis=-1, keepdims=True).astype(np.int64)
+        in_q5 = to_q5(diff)
+        exps = rounding_divide_by_pot(FP32.exp_on_negative_values(in_q5, SCALED_DIFF_BITS), ACCUMULATION_BITS)
+        total = wrap32(np.where(diff >= diff_min, exps, 0).sum(axis=-1, keepdims=True))
+        log_sum = log_x_for_x_at_least_1(total, ACCUMULATION_BITS, SCALED_DIFF_BITS)
+        adjusted_min = np.maximum(diff_min - 1, reverse(wrap32(log_sum + INT32_MIN)))
+        out = rounding_divide_by_pot(wrap32(in_q5 - log_sum), 31 - SCALED_DIFF_BITS - 4) + 127
+        out = np.where(diff > adjusted_min, np.clip(out, -128, 127), -128)
+        return [out.astype(np.int8)]

@@ -1,13 +1,17 @@
-"""Translations of the dense, convolution, pooling and softmax operators (both directions)."""
+"""Translations of the dense, convolution, pooling, softmax and resize operators (both directions)."""
 from __future__ import annotations
+
+import numpy as np
 
 from ....errors import ModelFormatError
 from ....ops.tfl.conv import Conv2D, DepthwiseConv2D, Window2D
 from ....ops.tfl.dense import FullyConnected
 from ....ops.tfl.pool import Pool2D
+from ....ops.tfl.resize import Resize
 from ....ops.tfl.softmax import LogSoftmax, Softmax
-from ..registry import (OpSpec, TflNode, activation_code, activation_name, padding_code, padding_name, tflite_op,
-                        tflite_writer)
+from ....ops.tfl.transpose_conv import TransposeConv
+from ..registry import (OpSpec, TflNode, Translated, activation_code, activation_name, padding_code, padding_name,
+                        tflite_op, tflite_writer)
 
 
 @tflite_op("FULLY_CONNECTED")
@@ -58,6 +62,8 @@ def conv_2d(node: TflNode):
 def write_conv_2d(op: Conv2D, ctx) -> OpSpec:
     fields = _window_fields(op.window)
     fields["FusedActivationFunction"] = activation_code(op.activation)
+    if op.has_bias and ctx.input_dtype(0).value == "i16":
+        fields["QuantizedBiasType"] = ctx.tensor_type(ctx.input_dtype(2))
     return OpSpec("CONV_2D", ("Conv2DOptions", fields))
 
 
@@ -123,3 +129,51 @@ def log_softmax(node: TflNode):
 @tflite_writer(LogSoftmax)
 def write_log_softmax(op: LogSoftmax, ctx) -> OpSpec:
     return OpSpec("LOG_SOFTMAX", ("LogSoftmaxOptions", {}))
+
+
+_RESIZE = {"RESIZE_BILINEAR": ("bilinear", "ResizeBilinearOptions"),
+           "RESIZE_NEAREST_NEIGHBOR": ("nearest", "ResizeNearestNeighborOptions")}
+
+
+@tflite_op(*_RESIZE)
+def resize(node: TflNode):
+    kind, table = _RESIZE[node.opcode]
+    size = node.require_const(1, "the output size").reshape(-1)
+    if size.size != 2:
+        raise ModelFormatError(f"{node.where}: the output size must hold 2 values, got {size.size}")
+    options = node.options(table)
+    align = bool(options.AlignCorners()) if options is not None else False
+    half = bool(options.HalfPixelCenters()) if options is not None else False
+    return Translated(Resize(kind=kind, size=(int(size[0]), int(size[1])), align_corners=align,
+                             half_pixel_centers=half), [0])
+
+
+@tflite_writer(Resize)
+def write_resize(op: Resize, ctx) -> OpSpec:
+    name = {kind: builtin for builtin, (kind, _) in _RESIZE.items()}[op.kind]
+    size = ctx.const(np.asarray(op.size, dtype=np.int32), "size")
+    fields = {"AlignCorners": op.align_corners, "HalfPixelCenters": op.half_pixel_centers}
+    return OpSpec(name, (_RESIZE[name][1], fields), [0, size])
+
+
+@tflite_op("TRANSPOSE_CONV")
+def transpose_conv(node: TflNode):
+    options = node.options("TransposeConvOptions")
+    if options is None:
+        raise ModelFormatError(f"{node.where}: missing TransposeConvOptions")
+    shape = tuple(int(v) for v in node.require_const(0, "the output shape").reshape(-1))
+    window = Window2D(padding_name(options.Padding()), options.StrideH(), options.StrideW())
+    has_bias = node.present(3)
+    op = TransposeConv(output_shape=shape, window=window, has_bias=has_bias,
+                       activation=activation_name(options.FusedActivationFunction()))
+    return Translated(op, [2, 1, 3] if has_bias else [2, 1])
+
+
+@tflite_writer(TransposeConv)
+def write_transpose_conv(op: TransposeConv, ctx) -> OpSpec:
+    shape = ctx.const(np.asarray(op.output_shape, dtype=np.int32), "output_shape")
+    fields = {"Padding": padding_code(op.window.padding), "StrideH": op.window.stride_h,
+              "StrideW": op.window.stride_w, "FusedActivationFunction": activation_code(op.activation)}
+    if op.has_bias and ctx.input_dtype(0).value == "i16":
+        fields["QuantizedBiasType"] = ctx.tensor_type(ctx.input_dtype(2))
+    return OpSpec("TRANSPOSE_CONV", ("TransposeConvOptions", fields), [shape, 1, 0] + ([2] if op.has_bias else []))

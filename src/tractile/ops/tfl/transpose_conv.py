@@ -1,0 +1,116 @@
+"""TRANSPOSE_CONV on NHWC tensors: float, int8 (per channel) and int16x8.
+
+Each input pixel's products with the kernel (one matmul) are scattered into the output
+(one strided add per kernel tap), offset by the SAME/VALID padding TFLite derives from
+the output size; contributions falling outside the output are dropped, as in TFLite's
+reference kernel. Quantized sums are exact (float64 BLAS), then requantized per output
+channel like CONV_2D.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ...datum import DatumType
+from ...errors import AnalysisError
+from ..base import expect_inputs
+from .common import TflOp, activation_range, apply_float_activation, check_activation, zero_of
+from .conv import Window2D, conv_requantizer
+from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
+
+
+def transpose_padding(out_size: int, in_size: int, kernel: int, stride: int, padding: str) -> int:
+    """The padding TFLite derives for a transposed convolution (and a check of the sizes)."""
+    if padding == "SAME":
+        expected = (out_size + stride - 1) // stride
+    else:
+        expected = (out_size - kernel + stride) // stride
+    if expected != in_size:
+        raise AnalysisError(f"TRANSPOSE_CONV: an output of {out_size} with kernel {kernel}, stride {stride} and "
+                            f"{padding} padding needs an input of {expected}, got {in_size}")
+    return max((in_size - 1) * stride + kernel - out_size, 0) // 2
+
+
+@dataclass(frozen=True)
+class TransposeConv(TflOp):
+    """TRANSPOSE_CONV: x (N,H,W,I), weights (O,KH,KW,I), optional bias (O); ``output_shape`` (N,OH,OW,O)."""
+
+    output_shape: tuple = ()
+    window: Window2D = Window2D()
+    activation: str = "NONE"
+    has_bias: bool = False
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 3 if self.has_bias else 2, self)
+        check_activation(self.activation)
+        self.window.check()
+        x, w = inputs[0], inputs[1]
+        if x.rank != 4 or w.rank != 4 or len(self.output_shape) != 4:
+            raise AnalysisError(f"TRANSPOSE_CONV needs 4-d input, weights and output shape, got {x}, {w}, "
+                                f"{list(self.output_shape)}")
+        batch, out_h, out_w, channels = self.output_shape
+        if w.shape[3] != x.shape[3] or w.shape[0] != channels or batch != x.shape[0]:
+            raise AnalysisError(f"TRANSPOSE_CONV weights {w} do not fit input {x} and output {list(self.output_shape)}")
+        if self.window.dilation_h != 1 or self.window.dilation_w != 1:
+            raise AnalysisError("TRANSPOSE_CONV has no dilations")
+        transpose_padding(out_h, x.shape[1], w.shape[1], self.window.stride_h, self.window.padding)
+        transpose_padding(out_w, x.shape[2], w.shape[2], self.window.stride_w, self.window.padding)
+        if self.has_bias and inputs[2].volume != channels:
+            raise AnalysisError(f"bias {inputs[2]} should hold {channels} values")
+        if x.dtype.is_float:
+            if w.dtype != x.dtype:
+                raise AnalysisError(f"float input with {w.dtype} weights (hybrid kernels) is not supported")
+        elif x.dtype not in (DatumType.I8, DatumType.I16) or w.dtype != DatumType.I8 or \
+                None in (self.iq(0), self.iq(1), self.oq(0)):
+            raise AnalysisError(f"TRANSPOSE_CONV supports float, int8 and int16 inputs with quantized int8 weights, "
+                                f"got {x} and {w}")
+        return [self.fact(0, x.dtype, tuple(self.output_shape))]
+
+    def _scatter(self, x: np.ndarray, w: np.ndarray, work) -> np.ndarray:
+        n, height, width, depth = x.shape
+        filters, kernel_h, kernel_w, _ = w.shape
+        _, out_h, out_w, _ = self.output_shape
+        stride_h, stride_w = self.window.stride_h, self.window.stride_w
+        pad_top = transpose_padding(out_h, height, kernel_h, stride_h, self.window.padding)
+        pad_left = transpose_padding(out_w, width, kernel_w, stride_w, self.window.padding)
+        products = x.reshape(-1, depth).astype(work) @ w.reshape(-1, depth).T.astype(work)
+        products = products.reshape(n, height, width, filters, kernel_h, kernel_w)
+        canvas_h = max((height - 1) * stride_h + kernel_h, pad_top + out_h)
+        canvas_w = max((width - 1) * stride_w + kernel_w, pad_left + out_w)
+        canvas = np.zeros((n, canvas_h, canvas_w, filters), dtype=work)
+        for kh in range(kernel_h):
+            for kw in range(kernel_w):
+                canvas[:, kh:kh + (height - 1) * stride_h + 1:stride_h,
+                       kw:kw + (width - 1) * stride_w + 1:stride_w] += products[..., kh, kw]
+        return canvas[:, pad_top:pad_top + out_h, pad_left:pad_left + out_w]
+
+    def eval(self, inputs):
+        x, w = inputs[0], inputs[1]
+        bias = inputs[2].reshape(-1) if self.has_bias else None
+        if x.dtype.kind == "f":
+            out = np.ascontiguousarray(self._scatter(x, w, x.dtype))
+            if bias is not None:
+                out += bias
+            return [apply_float_activation(out, self.activation)]
+        shifted = x.astype(np.int64) - zero_of(self.iq(0))
+        acc = self._scatter(shifted, w, np.float64).astype(np.int64)
+        if bias is not None:
+            acc += bias.astype(np.int64)
+        dtype = DatumType.from_numpy(x.dtype)
+        requant = self._requant
+        if dtype == DatumType.I16 and (bias is None or bias.dtype == np.int64):
+            scaled = multiply_by_quantized_multiplier_64(acc, requant.multipliers, requant.shifts)
+        else:
+            scaled = requant(acc)
+        low, high = activation_range(self.activation, self.oq(0), dtype)
+        return [np.clip(scaled + zero_of(self.oq(0)), low, high).astype(x.dtype)]
+
+    @cached_property
+    def _requant(self) -> Requantizer:
+        return conv_requantizer(self.iq(0), self.iq(1), self.oq(0))
+
+    def cost(self, inputs):
+        x, w = inputs[0], inputs[1]
+        return {"flops": 2 * x.volume * w.shape[0] * w.shape[1] * w.shape[2]}
