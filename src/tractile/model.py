@@ -134,9 +134,17 @@ class TypedModel(_ModelBase):
         return self._wire(name, op, inputs, outputs)
 
     def set_input_fact(self, which: int | str, spec) -> "TypedModel":
-        """Set an input's fact; downstream facts are recomputed."""
-        fact = spec if isinstance(spec, TypedFact) else parse_fact(spec).to_typed()
+        """Set an input's fact; downstream facts are recomputed.
+
+        A text or ``(shape, dtype)`` spec keeps the input's quantization when it keeps its
+        datum type (``"100,1,i8"`` batches a quantized input without losing its scale).
+        """
         outlet = self.inputs[self._port(which, False)]
+        fact = spec if isinstance(spec, TypedFact) else parse_fact(spec).to_typed()
+        previous = self.outlet_fact(outlet)
+        if not isinstance(spec, TypedFact) and fact.qparams is None and previous.qparams is not None \
+                and fact.dtype == previous.dtype:
+            fact = TypedFact(fact.dtype, fact.shape, qparams=previous.qparams)
         self.set_outlet_fact(outlet, fact)
         self.refresh_facts()
         return self

@@ -53,3 +53,19 @@ def test_writing_a_core_op_names_the_node():
     model.outputs = y
     with pytest.raises(TractileError, match='"sum"'):
         write_model(model)
+
+
+def test_a_folded_quantized_constant_is_written_with_its_consumers_quantization():
+    from tests.tflite.builder import GraphBuilder, check_model, q
+    from tractile.ops.tfl.binary import Binary
+    from tractile.ops.tfl.shape import Reshape
+
+    g = GraphBuilder()
+    x = g.input("x", "i8", (2, 6), q(0.05, 3))
+    constant = g.const("c", np.arange(-60, 60, 10).reshape(3, 4), "i8", q(0.02, 1))
+    reshaped = g.op("r", Reshape((2, 6)), [constant], out_q=q(0.02, 1))
+    model = g.outputs(g.op("y", Binary(kind="add"), [x, reshaped], out_q=q(0.1)))
+    optimized = model.into_optimized()
+    assert [n.op.name for n in optimized.nodes].count("TflReshape") == 0
+    rng = np.random.default_rng(12)
+    check_model(optimized, [random_inputs(optimized.input_facts, rng) for _ in range(3)])

@@ -176,3 +176,14 @@ def test_custom_ops_fail_at_load_listing_every_name(name):
                    "SignalFilterBankLog"):
         assert custom in message
     assert {op[1] for op in info.value.ops} >= {"CUSTOM:SignalWindow", "CUSTOM:SignalPCAN"}
+
+
+def test_batching_with_a_text_spec_keeps_the_input_quantization():
+    path = shared_model("tflite/hello_world_int8.tflite")
+    model = load_tflite(path)
+    quantization = model.input_fact(0).qparams
+    model.set_input_fact(0, f"{RUNS},1,i8")
+    assert model.input_fact(0).qparams == quantization and model.input_fact(0).shape == (RUNS, 1)
+    model = model.into_optimized()
+    inputs = random_inputs(model.input_facts, np.random.default_rng(11))
+    np.testing.assert_array_equal(model.run(inputs)[0], run_reference(reference_interpreter(path), inputs)[0])

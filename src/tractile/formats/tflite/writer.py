@@ -116,7 +116,8 @@ class _GraphWriter:
         node = self.model.nodes[outlet.node]
         name = self.model.outlet_label(outlet)
         if isinstance(node.op, Const):
-            index = self.add_constant(name, node.op.value, node.op.qparams or fact.qparams)
+            quant = node.op.qparams or fact.qparams or self._consumer_quantization(outlet)
+            index = self.add_constant(name, node.op.value, quant)
         else:
             shape = fact.concrete_shape()
             if shape is None:
@@ -125,6 +126,14 @@ class _GraphWriter:
             index = len(self.tensors) - 1
         self.by_outlet[outlet] = index
         return index
+
+    def _consumer_quantization(self, outlet: OutletId) -> QParams | None:
+        """The quantization a TFLite op expects on a constant that lost it (a folded one)."""
+        for inlet in self.model.outlet_successors(outlet):
+            expected = getattr(self.model.nodes[inlet.node].op, "in_q", ())
+            if inlet.slot < len(expected) and expected[inlet.slot] is not None:
+                return expected[inlet.slot]
+        return None
 
     def write(self) -> None:
         model = self.model
