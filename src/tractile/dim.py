@@ -203,6 +203,21 @@ class TDim:
 
     __index__ = __int__
 
+    def lower_bound(self) -> int | None:
+        """The least value when every symbol is >= 1 (None if it is unbounded below).
+
+        tractile takes symbols to be real extents, at least 1: ``T - 1`` is never negative.
+        """
+        total = 0
+        for mono, coef in self.terms:
+            if mono == ():
+                total += coef
+            elif coef < 0:
+                return None
+            elif all(isinstance(atom, str) for atom in mono):
+                total += coef
+        return total
+
     # evaluation ----------------------------------------------------------------------
     def symbols(self) -> set[str]:
         found: set[str] = set()

@@ -366,10 +366,6 @@ def test_frame_difference_slices(exporter):
     check(f"difference-{exporter}", feeds, ["N,T-1,8,f32"], declared_outputs=False)
 
 
-@pytest.mark.xfail(raises=tractile.AnalysisError, strict=False,
-                   reason="the ONNX loader takes declared output dims as symbols of their own: the TorchScript "
-                          "exporter's invented names (Addy_dim_1, Suby_dim_1) and dynamo's expressions ('T - 1' "
-                          "read as a symbol T___1) then conflict with what analysis finds; reported")
 @pytest.mark.parametrize("name, facts", [("strided-torchscript", "N,(T+1)/2,10,f32"),
                                          ("difference-torchscript", "N,T-1,8,f32"),
                                          ("difference-dynamo", "N,T-1,8,f32")])
@@ -380,10 +376,6 @@ def test_output_dims_declared_by_the_exporter(name, facts):
     assert str(tractile.load(proto).output_fact(0)) == facts
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=False,
-                   reason="dynamo computes the frame count as (T - 1) // 2 + 1 with an integer Div, whose "
-                          "truncation tractile cannot turn into a floor division unless T >= 1 is known: "
-                          "the Reshape gets fresh _u dims; reported")
 def test_strided_time_reshape_dynamo():
     """The dynamo export of the stride-2 model: the frame count is computed from Shape with Add/Div."""
     feeds = [[f32(1, 2, 8)], [f32(3, 11, 8)]]

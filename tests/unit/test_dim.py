@@ -91,3 +91,10 @@ def test_symbolic_value_cannot_be_used_as_int():
     with pytest.raises(TractileError, match="symbolic"):
         int(T + 1)
     assert isinstance(TDim.symbol("x"), TDim)
+
+
+def test_lower_bound_takes_symbols_as_extents():
+    assert (T - 1).lower_bound() == 0
+    assert (2 * N * T + 3).lower_bound() == 5
+    assert (1 - T).lower_bound() is None
+    assert ((T + 1) // 2 - 1).lower_bound() == -1

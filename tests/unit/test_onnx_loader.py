@@ -93,3 +93,12 @@ def test_model_properties_record_producer_and_opsets():
     loaded = tractile.load(proto, optimize=False)
     assert loaded.properties["producer"].startswith("unit-test")
     assert loaded.properties["opsets"] == {"": 17}
+
+
+def test_declared_output_dims_are_parsed_and_foreign_symbols_dropped():
+    # "T - 1" is an expression over T; "M" names nothing any input has: analysis decides
+    proto = model([node("Slice", ["x", "s", "e", "a"], ["y"]), node("Relu", ["x"], ["z"])],
+                  [value("x", "f32", ["N", "T"])], [value("y", "f32", ["N", "T - 1"]), value("z", "f32", ["M", "T"])],
+                  {"s": np.array([1]), "e": np.array([1 << 62]), "a": np.array([1])})
+    typed = tractile.load(proto)
+    assert [str(f) for f in typed.output_facts] == ["N,T-1,f32", "N,T,f32"]

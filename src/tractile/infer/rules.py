@@ -256,6 +256,8 @@ class _Equals(_Rule):
 
 
 def _compatible(a, b) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(x is None or y is None or _compatible(x, y) for x, y in zip(a, b))
     if isinstance(a, (TDim, int)) and isinstance(b, (TDim, int)) and not (
             isinstance(a, int) and isinstance(b, int)):
         try:

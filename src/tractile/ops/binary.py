@@ -66,20 +66,15 @@ def is_symbolic_array(value: np.ndarray) -> bool:
 
 
 def dim_signs(value) -> frozenset[int]:
-    """The signs (-1, 0, 1) an int or TDim may take; symbols are dims, hence never negative."""
+    """The signs (-1, 0, 1) an int or TDim may take; symbols are extents, at least 1."""
     if not isinstance(value, TDim):
         return frozenset({int(np.sign(int(value)))})
-    constant = 0
-    signs = set()
-    for monomial, coef in value.terms:
-        if monomial == ():
-            constant = coef
-        else:
-            signs.add(1 if coef > 0 else -1)
-    if signs == {1}:
-        return frozenset({1}) if constant > 0 else frozenset({0, 1}) if constant == 0 else frozenset({-1, 0, 1})
-    if signs == {-1}:
-        return frozenset({-1}) if constant < 0 else frozenset({-1, 0}) if constant == 0 else frozenset({-1, 0, 1})
+    low = value.lower_bound()
+    if low is not None:
+        return frozenset({1}) if low > 0 else frozenset({0, 1}) if low == 0 else frozenset({-1, 0, 1})
+    high = (-value).lower_bound()
+    if high is not None:
+        return frozenset({-1}) if high > 0 else frozenset({-1, 0}) if high == 0 else frozenset({-1, 0, 1})
     return frozenset({-1, 0, 1})
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...datum import DatumType
-from ...dim import symbol
+from ...dim import dim_symbols, parse_dim, symbol
 from ...errors import ModelFormatError, TractileError, UnsupportedOpError
 from ...fact import OPTIONAL, SEQUENCE, InferenceFact, ShapeFactoid
 from ...model import InferenceModel
@@ -63,6 +63,15 @@ def symbol_name(param: str) -> str:
     return name if not name[0].isdigit() else "_" + name
 
 
+def dim_from_param(param: str):
+    """A dim_param as a symbolic dim: an expression such as ``"T - 1"`` when it parses as one,
+    else a symbol named after the text (``"batch size"`` becomes ``batch_size``)."""
+    try:
+        return parse_dim(param)
+    except TractileError:
+        return symbol(symbol_name(param))
+
+
 def fact_from_type(type_proto, where: str, unknown_dims_as_symbols: str | None = None,
                    named_dims: bool = True) -> InferenceFact:
     """An InferenceFact from a ValueInfo's TypeProto.
@@ -87,7 +96,7 @@ def fact_from_type(type_proto, where: str, unknown_dims_as_symbols: str | None =
         if dim.HasField("dim_value") and dim.dim_value >= 0:
             dims.append(int(dim.dim_value))
         elif dim.HasField("dim_param") and dim.dim_param and named_dims:
-            dims.append(symbol(symbol_name(dim.dim_param)))
+            dims.append(dim_from_param(dim.dim_param))
         elif unknown_dims_as_symbols is not None:
             dims.append(symbol(symbol_name(f"{unknown_dims_as_symbols}_{axis}")))
         else:
@@ -275,10 +284,16 @@ class GraphBuilder:
                 raise ModelFormatError(f"graph output {value.name!r} is not produced by any node")
             outputs.append(outlet)
         model.outputs = outputs
+        known_symbols = set()
+        for source in model.inputs:
+            fact = model.outlet_fact(source)
+            if fact.kind is None:
+                known_symbols |= dim_symbols(d for d in fact.shape.dims if d is not None)
         for value, outlet in zip(graph.output, outputs):
             model.outlet_labels[outlet] = value.name
             hint = fact_from_type(value.type, f"output {value.name!r}", named_dims=not nested)
-            model.set_outlet_fact(outlet, _merge_hint(model.outlet_fact(outlet), _trusted_part(hint, nested)))
+            hint = _without_foreign_symbols(_trusted_part(hint, nested), known_symbols)
+            model.set_outlet_fact(outlet, _merge_hint(model.outlet_fact(outlet), hint))
 
     def wire(self, proto) -> None:
         domain = "" if proto.domain in ("", "ai.onnx") else proto.domain
@@ -321,6 +336,15 @@ def _trusted_part(hint: InferenceFact, nested: bool) -> InferenceFact:
         element = _trusted_part(hint.element, True) if hint.element is not None else None
         return InferenceFact.container(hint.kind, element, hint.dtype, nothing=element is None)
     return InferenceFact(hint.dtype) if nested else hint
+
+
+def _without_foreign_symbols(hint: InferenceFact, known: set[str]) -> InferenceFact:
+    """Forget declared output dims over symbols no input has: exporters name derived dims
+    freely (``Addy_dim_1``), and analysis knows better what they are."""
+    if hint.kind is not None or hint.shape.open:
+        return hint
+    dims = tuple(None if d is not None and not dim_symbols([d]) <= known else d for d in hint.shape.dims)
+    return InferenceFact(hint.dtype, ShapeFactoid(dims, False), hint.value)
 
 
 def _merge_hint(fact: InferenceFact, hint: InferenceFact) -> InferenceFact:
