@@ -163,6 +163,14 @@ def saturate(values: np.ndarray, dtype: DatumType, low: int | None = None, high:
     return np.clip(values, low, high).astype(dtype.np)
 
 
+def clamp_to(values: np.ndarray, low: int, high: int, dtype) -> np.ndarray:
+    """Clamp int64 ``values`` (modified in place) to [low, high] and cast them to ``dtype``."""
+    np.maximum(values, low, out=values)
+    out = np.empty(values.shape, dtype)
+    np.minimum(values, high, out=out, casting="unsafe")
+    return out
+
+
 def same_padding(size: int, kernel: int, stride: int, dilation: int, padding: str) -> tuple[int, int, int]:
     """(output size, padding before, padding after) of TFLite's SAME/VALID windows."""
     effective = (kernel - 1) * dilation + 1

@@ -22,7 +22,7 @@ from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import (TflOp, activation_range, apply_float_activation, check_activation, same_padding, scale_of,
                      scales_of, zero_of)
-from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
+from .fixedpoint import OutputStage, Requantizer, multiply_by_quantized_multiplier_64
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,52 @@ def taps(xp: np.ndarray, window: Window2D, kernel_h: int, kernel_w: int, out_h: 
                              left:left + (out_w - 1) * window.stride_w + 1:window.stride_w]
 
 
+def depthwise_sums(xp: np.ndarray, weights: np.ndarray, window: Window2D, out_h: int, out_w: int,
+                   tiled: dict | None = None) -> np.ndarray:
+    """Per-channel window sums of a padded input (N,H,W,C) with weights (KH,KW,C).
+
+    Small outputs take one contraction over a strided view. Large ones accumulate one
+    multiply-add per kernel tap over whole output rows (W*C values, the weights tiled
+    along W once and kept in ``tiled``); a width stride first splits the input in
+    column phases so that every tap reads contiguous rows.
+    """
+    kernel_h, kernel_w, channels = weights.shape
+    n = xp.shape[0]
+    if out_h * out_w <= 256:
+        view = patches(xp, window, kernel_h, kernel_w, out_h, out_w)
+        return np.einsum("nhwijc,ijc->nhwc", view, weights)
+    key = ("tiled", out_w)
+    if tiled is None or key not in tiled:
+        rows = np.ascontiguousarray(np.tile(weights, (1, 1, out_w)))
+        if tiled is None:
+            tiled = {}
+        tiled[key] = rows
+    rows = tiled[key]
+    stride_h, stride_w = window.stride_h, window.stride_w
+    phases = {}
+    acc = scratch = None
+    for kh in range(kernel_h):
+        top = kh * window.dilation_h
+        for kw in range(kernel_w):
+            left = kw * window.dilation_w
+            if stride_w == 1:
+                source, column = xp, left
+            else:
+                phase = left % stride_w
+                if phase not in phases:
+                    phases[phase] = np.ascontiguousarray(xp[:, :, phase::stride_w])
+                source, column = phases[phase], left // stride_w
+            view = source[:, top:top + (out_h - 1) * stride_h + 1:stride_h, column:column + out_w]
+            view = view.reshape(n, out_h, out_w * channels)
+            if acc is None:
+                acc = view * rows[kh, kw]
+                scratch = np.empty_like(acc)
+            else:
+                np.multiply(view, rows[kh, kw], out=scratch)
+                acc += scratch
+    return acc.reshape(n, out_h, out_w, channels)
+
+
 def conv_requantizer(input_q, weight_q, output_q) -> Requantizer:
     """Per-channel multipliers ``double(s_in) * double(s_w[c]) / double(s_out)`` (TFLite's conv prepare)."""
     scales = scales_of(weight_q).astype(np.float64)
@@ -91,35 +137,45 @@ def legacy_requantizer(input_q, weight_q, output_q) -> Requantizer:
 
 
 class QuantizedStage:
-    """What a quantized convolution needs besides its weights: offsets, requantization, clamp."""
+    """What a quantized convolution needs besides its weights: the input zero point, the
+    work type of its exact sums, and the output stage (bias with the input zero-point
+    correction folded in, requantization, clamp).
 
-    def __init__(self, op, dtype: DatumType, weights: np.ndarray, bias: np.ndarray | None, taps_count: int):
+    ``weight_sums`` are the per-filter sums of the offset weights: the convolution runs on
+    the raw input (padded with its zero point) and ``x_zero * weight_sums`` comes off the bias.
+    """
+
+    def __init__(self, op, dtype: DatumType, weights: np.ndarray, bias: np.ndarray | None, weight_sums: np.ndarray,
+                 taps_count: int):
         in_q, w_q, out_q = op.iq(0), op.iq(1), op.oq(0)
         self.x_zero = zero_of(in_q)
         self.w_zero = zero_of(w_q) if len(w_q.scale) == 1 else 0
-        self.y_zero = zero_of(out_q)
-        self.low, self.high = activation_range(op.activation, out_q, dtype)
-        self.dtype = dtype.np
+        low, high = activation_range(op.activation, out_q, dtype)
         uint8 = dtype == DatumType.U8
-        self.requant = legacy_requantizer(in_q, w_q, out_q) if uint8 else conv_requantizer(in_q, w_q, out_q)
-        self.wide = dtype == DatumType.I16 and (bias is None or bias.dtype == np.int64)
-        in_bound = 32768 if dtype == DatumType.I16 else 255
+        requant = legacy_requantizer(in_q, w_q, out_q) if uint8 else conv_requantizer(in_q, w_q, out_q)
+        in_bound = {DatumType.I16: 32768, DatumType.U8: 255}.get(dtype, 128)
         w_bound = float(np.abs(weights.astype(np.int64) - self.w_zero).max(initial=0))
         self.work = np.float32 if in_bound * w_bound * taps_count < (1 << 24) else np.float64
-        self.bias = None if bias is None else bias.reshape(-1).astype(np.int64)
+        total_bias = np.zeros(len(weight_sums), np.int64) if bias is None else bias.reshape(-1).astype(np.int64)
+        total_bias = total_bias - self.x_zero * weight_sums
+        self.wide = dtype == DatumType.I16 and (bias is None or bias.dtype == np.int64)
+        if self.wide:
+            self.requant, self.bias, self.zero, self.low, self.high = requant, total_bias, zero_of(out_q), low, high
+        self.dtype = dtype.np
+        self.output = OutputStage(requant, total_bias, zero_of(out_q), low, high, dtype.np, len(weight_sums))
 
     def finish(self, acc: np.ndarray) -> np.ndarray:
-        """Float-held exact accumulators to the output integers."""
-        total = acc.astype(np.int64)
-        if self.bias is not None:
-            total += self.bias
-        if self.wide:
-            total = multiply_by_quantized_multiplier_64(total, self.requant.multipliers, self.requant.shifts)
-        else:
-            self.requant.apply_inplace(total)
-        total += self.y_zero
-        np.clip(total, self.low, self.high, out=total)
-        return total.astype(self.dtype)
+        """Float-held exact sums (N, H, W, filters) to the output integers."""
+        if not self.wide:
+            n, height, width, filters = acc.shape
+            return self.output(acc.reshape(n * height, width * filters), width).reshape(acc.shape)
+        total = acc.astype(np.int64) + self.bias
+        total = multiply_by_quantized_multiplier_64(total, self.requant.multipliers, self.requant.shifts)
+        return np.clip(total + self.zero, self.low, self.high).astype(self.dtype)
+
+    def padded_input(self, x: np.ndarray, rows, cols) -> np.ndarray:
+        """The raw input in the work type, padded with its zero point."""
+        return pad_hw(x, rows, cols, self.x_zero, self.work)
 
 
 class _Convolution(TflOp):
@@ -185,9 +241,10 @@ class Conv2D(_Convolution):
             flat = w.reshape(w.shape[0], -1)
             if x.dtype.kind == "f":
                 return None, np.ascontiguousarray(flat.T), x.dtype
-            stage = QuantizedStage(self, DatumType.from_numpy(x.dtype), w, bias, flat.shape[1])
-            kernel = np.ascontiguousarray((flat.astype(np.int64) - stage.w_zero).T.astype(stage.work))
-            return stage, kernel, stage.work
+            zero = zero_of(self.iq(1)) if len(self.iq(1).scale) == 1 else 0
+            offset = flat.astype(np.int64) - zero
+            stage = QuantizedStage(self, DatumType.from_numpy(x.dtype), w, bias, offset.sum(axis=1), flat.shape[1])
+            return stage, np.ascontiguousarray(offset.T.astype(stage.work)), stage.work
         return self._cached(x.dtype, w, bias, build)
 
     def eval(self, inputs):
@@ -198,13 +255,7 @@ class Conv2D(_Convolution):
         filters, kernel_h, kernel_w, depth = w.shape
         rows, cols = self.window.geometry(height, width, kernel_h, kernel_w)
         out_h, out_w = rows[0], cols[0]
-        if stage is None:
-            xp = pad_hw(x, rows, cols, 0)
-        else:
-            shifted = x.astype(work)
-            if stage.x_zero:
-                shifted -= stage.x_zero
-            xp = pad_hw(shifted, rows, cols, 0)
+        xp = pad_hw(x, rows, cols, 0) if stage is None else stage.padded_input(x, rows, cols)
         groups = channels // depth
         taps_count = kernel_h * kernel_w * depth
         pointwise = kernel_h == kernel_w == 1 and self.window.stride_h == self.window.stride_w == 1
@@ -264,36 +315,30 @@ class DepthwiseConv2D(_Convolution):
     def _prepare(self, x: np.ndarray, w: np.ndarray, bias):
         def build():
             if x.dtype.kind == "f":
-                return None, w[0], x.dtype
-            stage = QuantizedStage(self, DatumType.from_numpy(x.dtype), w, bias, w.shape[1] * w.shape[2])
-            return stage, (w[0].astype(np.int64) - stage.w_zero).astype(stage.work), stage.work
+                return None, w[0], x.dtype, {}
+            zero = zero_of(self.iq(1)) if len(self.iq(1).scale) == 1 else 0
+            offset = w[0].astype(np.int64) - zero
+            stage = QuantizedStage(self, DatumType.from_numpy(x.dtype), w, bias, offset.sum(axis=(0, 1)),
+                                   w.shape[1] * w.shape[2])
+            return stage, offset.astype(stage.work), stage.work, {}
         return self._cached(x.dtype, w, bias, build)
 
     def eval(self, inputs):
         x, w = inputs[0], inputs[1]
         bias = inputs[2] if self.has_bias else None
-        stage, weights, work = self._prepare(x, w, bias)
+        stage, weights, work, tiled = self._prepare(x, w, bias)
         _, kernel_h, kernel_w, out_channels = w.shape
         rows, cols = self.window.geometry(x.shape[1], x.shape[2], kernel_h, kernel_w)
-        if stage is None:
-            source = x
-        else:
-            source = x.astype(work)
-            if stage.x_zero:
-                source -= stage.x_zero
-        multiplier = out_channels // x.shape[3]
-        if multiplier > 1:
-            source = np.repeat(source, multiplier, axis=3)
-        xp = pad_hw(source, rows, cols, 0)
         out_h, out_w = rows[0], cols[0]
-        acc = None
-        scratch = np.empty((x.shape[0], out_h, out_w, out_channels), dtype=work)
-        for kh, kw, view in taps(xp, self.window, kernel_h, kernel_w, out_h, out_w):
-            if acc is None:
-                acc = view * weights[kh, kw]
-            else:
-                np.multiply(view, weights[kh, kw], out=scratch)
-                acc += scratch
+        xp = pad_hw(x, rows, cols, 0) if stage is None else stage.padded_input(x, rows, cols)
+        channels = x.shape[3]
+        if channels == 1:
+            matrix = patches(xp, self.window, kernel_h, kernel_w, out_h, out_w).reshape(-1, kernel_h * kernel_w)
+            acc = (matrix @ weights.reshape(-1, out_channels)).reshape(x.shape[0], out_h, out_w, out_channels)
+        else:
+            if out_channels != channels:
+                xp = np.repeat(xp, out_channels // channels, axis=3)
+            acc = depthwise_sums(xp, weights, self.window, out_h, out_w, tiled)
         if stage is None:
             if bias is not None:
                 acc += bias.reshape(-1)

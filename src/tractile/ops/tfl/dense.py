@@ -13,7 +13,6 @@ and rounds halves away from zero; TFLite Micro and TFLite's optimized kernels
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -22,7 +21,7 @@ from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import (TflOp, activation_range, apply_float_activation, check_activation, is_quantized,
                      scale_of, scales_of, zero_of)
-from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier, round_half_away
+from .fixedpoint import OutputStage, Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier, round_half_away
 
 FLAVOURS = ("reference", "micro")
 
@@ -66,6 +65,63 @@ class IntegerRescale:
         if self.wide:
             return multiply_by_quantized_multiplier_64(acc, self.multiplier, self.shift)
         return self.requant(acc)
+
+
+#: the largest double below 0.5: adding it (signed) then truncating rounds halves away from
+#: zero exactly, as C's ``round`` does (adding 0.5 would round 0.49999999999999994 up)
+HALF_BELOW = float(np.nextafter(0.5, 0.0))
+
+
+class IntegerDense:
+    """A quantized FULLY_CONNECTED prepared for one weight (and bias) array.
+
+    The matmul runs on the raw input and the offset weights in an exact float type; the
+    input zero-point correction (``x_zero * sum(weights)``) is folded into the bias. The
+    reference flavour then rescales in double precision (one add, one multiply, a rounding
+    of halves away from zero); the micro flavour requantizes in fixed point.
+    """
+
+    def __init__(self, op: "FullyConnected", dtype: DatumType, w: np.ndarray, bias):
+        x_q, w_q, y_q = op.iq(0), op.iq(1), op.oq(0)
+        weight_scales = scales_of(w_q)
+        w_zero = zero_of(w_q) if weight_scales.size == 1 else 0
+        offset = w.astype(np.int64) - w_zero
+        in_bound = {DatumType.I16: 32768, DatumType.U8: 255}.get(dtype, 128)
+        bound = float(in_bound) * float(np.abs(offset).max(initial=0)) * w.shape[1]
+        self.work = np.float32 if bound < (1 << 24) else np.float64
+        self.weights_t = np.ascontiguousarray(offset.T.astype(self.work))
+        units = w.shape[0]
+        total_bias = np.zeros(units, np.int64) if bias is None else bias.reshape(-1).astype(np.int64)
+        total_bias = total_bias - zero_of(x_q) * offset.sum(axis=1)
+        self.dtype = dtype.np
+        self.zero = zero_of(y_q)
+        self.low, self.high = activation_range(op.activation, y_q, dtype)
+        self.flavour = op.flavour
+        self.rescale = IntegerRescale(scale_of(x_q), weight_scales, scale_of(y_q), weight_scales.size > 1,
+                                      op.flavour, dtype == DatumType.I16)
+        self.bias = total_bias
+        self.bias_f = total_bias.astype(np.float64)
+        if op.flavour != "reference" and dtype != DatumType.I16:
+            self.output = OutputStage(self.rescale.requant, total_bias, self.zero, self.low, self.high, self.dtype,
+                                      units)
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        acc = rows.astype(self.work) @ self.weights_t
+        if self.flavour == "reference":
+            scaled = np.add(acc, self.bias_f, dtype=np.float64)
+            scaled *= self.rescale.scale
+            scaled += np.copysign(HALF_BELOW, scaled)
+            np.trunc(scaled, out=scaled)
+            scaled += self.zero
+            np.maximum(scaled, self.low, out=scaled)
+            out = np.empty(scaled.shape, self.dtype)
+            np.minimum(scaled, self.high, out=out, casting="unsafe")
+            return out
+        if self.dtype != np.int16:
+            return self.output(acc)
+        total = acc.astype(np.int64) + self.bias
+        scaled = self.rescale(total) + self.zero
+        return np.clip(scaled, self.low, self.high).astype(self.dtype)
 
 
 @dataclass(frozen=True)
@@ -114,29 +170,13 @@ class FullyConnected(TflOp):
             raise AnalysisError("quantized FULLY_CONNECTED needs quantized input, weights and output")
         return [self.fact(0, x.dtype, shape)]
 
-    @cached_property
-    def _integer(self):
-        x_q, w_q, y_q = self.iq(0), self.iq(1), self.oq(0)
-        dtype = self.out_dtype(0, DatumType.I8)
-        weight_scales = scales_of(w_q)
-        wide = self.in_dtype_wide
-        rescale = IntegerRescale(scale_of(x_q), weight_scales, scale_of(y_q), weight_scales.size > 1,
-                                 self.flavour, wide)
-        low, high = activation_range(self.activation, y_q, dtype)
-        return rescale, zero_of(x_q), zero_of(w_q) if weight_scales.size == 1 else 0, zero_of(y_q), low, high, dtype
-
-    def _prepared(self, w: np.ndarray, x_zero: int, w_zero: int, x_bound: int):
-        cache = self.__dict__.get("_weights")
-        if cache is not None and cache[0] is w:
-            return cache[1]
-        offset = w.astype(np.int64) - w_zero
-        bound = float(x_bound) * float(np.abs(offset).max(initial=0)) * w.shape[1]
-        work = np.float32 if bound < (1 << 24) else np.float64
-        weights_t = np.ascontiguousarray(offset.T.astype(work))
-        correction = x_zero * offset.sum(axis=1)
-        prepared = (weights_t, correction, work)
-        self.__dict__["_weights"] = (w, prepared)
-        return prepared
+    def _kernel(self, x_dtype, w: np.ndarray, bias) -> "IntegerDense":
+        cache = self.__dict__.get("_prepared")
+        if cache is not None and cache[0] is w and cache[1] is bias and cache[2] == x_dtype:
+            return cache[3]
+        kernel = IntegerDense(self, DatumType.from_numpy(x_dtype), w, bias)
+        self.__dict__["_prepared"] = (w, bias, x_dtype, kernel)
+        return kernel
 
     def eval(self, inputs):
         x, w = inputs[0], inputs[1]
@@ -148,17 +188,8 @@ class FullyConnected(TflOp):
                 y += inputs[2].reshape(-1)
             y = apply_float_activation(y, self.activation)
             return [y.reshape(self._out_shape(x.shape, w.shape[0]))]
-        rescale, x_zero, w_zero, y_zero, low, high, dtype = self._integer
-        info = np.iinfo(x.dtype)
-        weights_t, correction, work = self._prepared(w, x_zero, w_zero, max(-info.min, info.max))
-        acc = np.matmul(rows.astype(work), weights_t).astype(np.int64)
-        acc -= correction
-        if self.has_bias:
-            acc += inputs[2].reshape(-1).astype(np.int64)
-        scaled = rescale(acc)
-        scaled += y_zero
-        out = np.clip(scaled, low, high).astype(dtype.np)
-        return [out.reshape(self._out_shape(x.shape, w.shape[0]))]
+        kernel = self._kernel(x.dtype, w, inputs[2] if self.has_bias else None)
+        return [kernel(rows).reshape(self._out_shape(x.shape, w.shape[0]))]
 
     @property
     def in_dtype_wide(self) -> bool:

@@ -151,6 +151,72 @@ class Requantizer:
         return x
 
 
+class OutputStage:
+    """Exact accumulators to output integers: bias, fixed-point requantization, zero point, clamp.
+
+    The constants are merged once: ``(acc + bias) * m + 2**30`` needs one multiply and one
+    add (``bias * m + 2**30`` precomputed), the output zero point joins the rounding
+    constant of the right shift, and the sign correction of that rounding is skipped when
+    every value below the zero point is clamped anyway (ReLU-like activations), since it
+    can only move such values. ``bias`` may include the input zero-point correction.
+    """
+
+    def __init__(self, requant: Requantizer, bias, zero: int, low: int, high: int, dtype, channels: int):
+        multipliers = np.broadcast_to(requant.multipliers, (channels,)).astype(np.int64)
+        shifts = np.broadcast_to(requant.shifts, (channels,)).astype(np.int64)
+        self.generic = bool(np.any(shifts > 0))
+        self.requant, self.zero, self.low, self.high, self.dtype = requant, zero, low, high, dtype
+        bias = np.zeros(channels, np.int64) if bias is None else np.broadcast_to(bias, (channels,)).astype(np.int64)
+        self.bias = bias
+        right = -shifts
+        rounding = np.where(right > 0, np.left_shift(1, np.maximum(right - 1, 0)), 0) + np.left_shift(zero, right)
+        self._vectors = (multipliers, bias * multipliers + (1 << 30), rounding, right, np.where(right > 0, -1, 0))
+        self._tiled: dict = {}
+        self.sign = low < zero and bool(np.any(right > 0))
+
+    def constants(self, repeat: int) -> tuple:
+        """(multiplier, offset, rounding, right shift, sign mask), each a scalar when uniform,
+        else a vector repeated ``repeat`` times (to run along rows of ``repeat`` pixels)."""
+        if repeat not in self._tiled:
+            self._tiled[repeat] = tuple(int(v[0]) if v.size and np.all(v == v[0]) else np.tile(v, repeat)
+                                        for v in self._vectors)
+        return self._tiled[repeat]
+
+    def __call__(self, acc: np.ndarray, repeat: int = 1) -> np.ndarray:
+        """``acc``'s last axis holds ``repeat`` pixels of all channels."""
+        total = acc.astype(np.int64)
+        if self.generic:
+            total = total.reshape(*total.shape[:-1], repeat, -1)
+            total += self.bias
+            self.requant.apply_inplace(total)
+            total += self.zero
+            return _clamp(total, self.low, self.high, self.dtype).reshape(acc.shape)
+        multiplier, offset, rounding, right, negmask = self.constants(repeat)
+        total *= multiplier
+        total += offset
+        total >>= 31
+        if self.sign:
+            sign = total >> 63
+            if not isinstance(negmask, int):
+                sign &= negmask
+            total += sign
+        total += rounding
+        if not (isinstance(right, int) and right == 0):
+            np.right_shift(total, right, out=total)
+        return _clamp(total, self.low, self.high, self.dtype)
+
+
+def _scalar_if_uniform(values: np.ndarray):
+    return int(values[0]) if values.size and np.all(values == values[0]) else values
+
+
+def _clamp(values: np.ndarray, low: int, high: int, dtype) -> np.ndarray:
+    np.maximum(values, low, out=values)
+    out = np.empty(values.shape, dtype)
+    np.minimum(values, high, out=out, casting="unsafe")
+    return out
+
+
 def multiply_by_quantized_multiplier(x: np.ndarray, multiplier, shift) -> np.ndarray:
     """MultiplyByQuantizedMultiplier(int32 x, multiplier, shift) (double rounding)."""
     return Requantizer.from_pairs(multiplier, shift)(x)
@@ -317,6 +383,48 @@ def get_reciprocal(x: np.ndarray, integer_digits: int) -> tuple[np.ndarray, np.n
     shifted = ((x << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
     shifted = wrap32(shifted)
     return FP32.one_over_one_plus_x(shifted), bits_over_unit
+
+
+def _srdhm_int(a: int, b: int) -> int:
+    return min((a * b + (1 << 30)) >> 31, INT32_MAX)
+
+
+def _wrap_int(x: int) -> int:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _saturate_int(x: int) -> int:
+    return max(INT32_MIN, min(INT32_MAX, x))
+
+
+def one_over_one_plus_x_int(a: int) -> int:
+    """``FP32.one_over_one_plus_x`` on one Python int (cheaper than NumPy on a few values)."""
+    total = a + INT32_MAX
+    total += 1 if total >= 0 else -1
+    half = total >> 1 if total >= 0 else -((-total) >> 1)
+    x = _wrap_int(1515870810 + _srdhm_int(half, -1010580540))
+    for _ in range(3):
+        residual = _wrap_int((1 << 29) - _srdhm_int(half, x))
+        x = _wrap_int(x + _saturate_int(_srdhm_int(x, residual) << 2))
+    return _saturate_int(x << 1)
+
+
+def get_reciprocals(x: np.ndarray, integer_digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`get_reciprocal` of each value, in plain Python ints when there are only a few."""
+    if x.size > 32:
+        return get_reciprocal(x, integer_digits)
+    pairs = [reciprocal_int(value, integer_digits) for value in np.asarray(x, dtype=np.int64).reshape(-1).tolist()]
+    shape = np.shape(x)
+    return (np.array([p[0] for p in pairs], np.int64).reshape(shape),
+            np.array([p[1] for p in pairs], np.int64).reshape(shape))
+
+
+def reciprocal_int(value: int, integer_digits: int) -> tuple[int, int]:
+    """:func:`get_reciprocal` of one Python int."""
+    value &= 0xFFFFFFFF
+    headroom_plus_one = 32 - value.bit_length()
+    shifted = _wrap_int(((value << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
+    return one_over_one_plus_x_int(shifted), integer_digits - headroom_plus_one
 
 
 def softmax_scaling(beta: float, input_scale: float, integer_bits: int = 5) -> tuple[int, int]:

@@ -16,20 +16,11 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import TflOp, scale_of, zero_of
-from .fixedpoint import (FP32, INT32_MIN, Requantizer, get_reciprocal, input_radius, log_x_for_x_at_least_1,
-                         rounding_divide_by_pot, softmax_scaling, srdhm, wrap32)
+from .fixedpoint import (FP32, INT32_MIN, Requantizer, get_reciprocals, input_radius, log_x_for_x_at_least_1,
+                         reciprocal_int, rounding_divide_by_pot, softmax_scaling, srdhm, wrap32)
 
 SCALED_DIFF_BITS = 5
 ACCUMULATION_BITS = 12
-
-
-def scaled_differences(x: np.ndarray, multiplier: int, left_shift: int, diff_min: int):
-    """(row maxima differences rescaled to Q5.26, mask of the entries that count)."""
-    x = x.astype(np.int64)
-    diff = x - x.max(axis=-1, keepdims=True)
-    mask = diff >= diff_min
-    rescaled = srdhm(wrap32(diff << left_shift), multiplier)
-    return rescaled, mask
 
 
 @dataclass(frozen=True)
@@ -57,27 +48,59 @@ class Softmax(TflOp):
         multiplier, shift = softmax_scaling(np.float32(self.beta), scale_of(self.iq(0)), SCALED_DIFF_BITS)
         return multiplier, shift, -input_radius(SCALED_DIFF_BITS, shift)
 
+    @cached_property
+    def _tables(self):
+        """exp of every 8-bit difference to the row maximum (0 where it does not count), and
+        the same rescaled for the Q12.19 sum: index ``difference + 255``."""
+        multiplier, shift, diff_min = self._params
+        differences = np.arange(-255, 1, dtype=np.int64)
+        rescaled = srdhm(wrap32(differences << shift), multiplier)
+        exps = np.where(differences >= diff_min, FP32.exp_on_negative_values(rescaled, SCALED_DIFF_BITS), 0)
+        return exps, rounding_divide_by_pot(exps, ACCUMULATION_BITS)
+
     def eval(self, inputs):
         x = inputs[0]
         if x.dtype.kind == "f":
             shifted = (x - x.max(axis=-1, keepdims=True)) * x.dtype.type(self.beta)
             e = np.exp(shifted)
             return [e / e.sum(axis=-1, keepdims=True)]
-        multiplier, shift, diff_min = self._params
         out_dtype = self.out_dtype(0, DatumType.from_numpy(x.dtype)).np
         info = np.iinfo(out_dtype)
-        rescaled, mask = scaled_differences(x, multiplier, shift, diff_min)
-        exps = FP32.exp_on_negative_values(rescaled, SCALED_DIFF_BITS)
-        exps = np.where(mask, exps, 0)
-        total = wrap32(rounding_divide_by_pot(exps, ACCUMULATION_BITS).sum(axis=-1, keepdims=True))
-        reciprocal, bits_over_unit = get_reciprocal(total, ACCUMULATION_BITS)
+        if x.size <= 64:
+            return [self._few(x, out_dtype, int(info.min), int(info.max))]
+        exp_table, sum_table = self._tables
+        values = x.astype(np.int64)
+        index = values - values.max(axis=-1, keepdims=True)
+        index += 255
+        total = wrap32(sum_table[index].sum(axis=-1, keepdims=True))
+        reciprocal, bits_over_unit = get_reciprocals(total, ACCUMULATION_BITS)
         exponent = bits_over_unit + 31 - 8 * out_dtype.itemsize
         if np.any((exponent < 0) | (exponent > 31)):
             raise AnalysisError("softmax sum out of range")
-        unsaturated = rounding_divide_by_pot(srdhm(reciprocal, exps), exponent)
-        shifted = unsaturated + int(info.min)
-        out = np.where(mask, np.clip(shifted, info.min, info.max), info.min)
-        return [out.astype(out_dtype)]
+        unsaturated = rounding_divide_by_pot(srdhm(reciprocal, exp_table[index]), exponent)
+        unsaturated += int(info.min)
+        return [np.clip(unsaturated, info.min, info.max).astype(out_dtype)]
+
+
+    def _few(self, x: np.ndarray, out_dtype, low: int, high: int) -> np.ndarray:
+        """The same integer arithmetic on Python ints, row by row (a few values: classifier heads)."""
+        exp_table, sum_table = (table.tolist() for table in self._tables)
+        bits = 8 * np.dtype(out_dtype).itemsize
+        out = []
+        for row in x.reshape(-1, x.shape[-1]).tolist():
+            top = max(row)
+            indices = [value - top + 255 for value in row]
+            total = (sum(sum_table[i] for i in indices) + (1 << 31)) % (1 << 32) - (1 << 31)
+            reciprocal, bits_over_unit = reciprocal_int(total, ACCUMULATION_BITS)
+            exponent = bits_over_unit + 31 - bits
+            if not 0 <= exponent <= 31:
+                raise AnalysisError("softmax sum out of range")
+            for i in indices:
+                scaled = min((reciprocal * exp_table[i] + (1 << 30)) >> 31, (1 << 31) - 1)
+                if exponent:
+                    scaled = (scaled + (1 << (exponent - 1)) - (1 if scaled < 0 else 0)) >> exponent
+                out.append(max(low, min(high, scaled + low)))
+        return np.array(out, dtype=out_dtype).reshape(x.shape)
 
 
 @dataclass(frozen=True)
