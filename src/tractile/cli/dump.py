@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import STAGES, add_model_arguments, console, load_at_stage
+from .common import STAGES, add_model_arguments, console
+from .profile import add_pulse_argument, load_for_tools
 
 
 def register(subparsers) -> None:
@@ -16,6 +17,11 @@ def register(subparsers) -> None:
     parser.add_argument("--pass", dest="stage", choices=STAGES, default="optimize",
                         help="stop the pipeline after this stage (default: optimize)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--html", metavar="FILE",
+                        help="write an interactive page of the graph (one self-contained HTML file: groups by "
+                             "name scope, facts on the edges, details on click; needs kiwisolver: "
+                             "pip install 'tractile[viz]')")
+    add_pulse_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -51,7 +57,17 @@ def describe(model) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    model = load_at_stage(args, args.stage)
+    model = load_for_tools(args, args.stage)
+    if args.html:
+        from ..tools.html_graph import write_html
+
+        stage = f"{args.stage}, pulsed {args.pulse}" if args.pulse else args.stage
+        with console().status("laying the graph out..."):
+            written = write_html(model, args.html, title=args.model, stage=stage)
+        groups = f"{written.groups} group{'s' if written.groups != 1 else ''}"
+        console().print(f"wrote {written.path}: {written.nodes} nodes, {written.edges} edges, {groups} "
+                        f"({written.bytes / 1e6:.1f} MB)")
+        return 0
     data = describe(model)
     if args.json:
         print(json.dumps(data, indent=1))
