@@ -206,6 +206,13 @@ class OutputStage:
         return _clamp(total, self.low, self.high, self.dtype)
 
 
+def clip_inplace(values: np.ndarray, low, high) -> np.ndarray:
+    """``np.clip(values, low, high, out=values)`` in two ufunc calls (no Python wrapper)."""
+    np.maximum(values, low, out=values)
+    np.minimum(values, high, out=values)
+    return values
+
+
 def _scalar_if_uniform(values: np.ndarray):
     return int(values[0]) if values.size and np.all(values == values[0]) else values
 

@@ -18,7 +18,7 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import TflOp, apply_float_activation, check_activation, scale_of, zero_of
-from .fixedpoint import Requantizer, int16_table, rounding_divide_by_pot
+from .fixedpoint import Requantizer, clip_inplace, int16_table, rounding_divide_by_pot
 
 #: TFLite's input slots of UNIDIRECTIONAL_SEQUENCE_LSTM
 SLOTS = ("input", "input_to_input", "input_to_forget", "input_to_cell", "input_to_output", "recurrent_to_input",
@@ -149,37 +149,45 @@ class _LstmState:
     def _run_float(self, inputs, sequence):
         op = self.op
         w = op.weights
-        h = self.h.reshape(sequence.shape[1], -1).astype(np.float32)
-        c = self.c.reshape(sequence.shape[1], -1).astype(np.float32)
+        gates = [offset for offset in range(4) if w(inputs, 1 + offset) is not None]
+        units = w(inputs, 5 + gates[0]).shape[0]
+        columns = {offset: slice(i * units, (i + 1) * units) for i, offset in enumerate(gates)}
+        wx = np.concatenate([w(inputs, 1 + offset).T for offset in gates], axis=1)
+        wh = np.ascontiguousarray(np.concatenate([w(inputs, 5 + offset).T for offset in gates], axis=1))
+        biases = [w(inputs, 12 + offset) for offset in gates]
+        steps, batch = sequence.shape[0], sequence.shape[1]
+        projected = sequence.reshape(steps * batch, -1) @ wx
+        if any(bias is not None for bias in biases):
+            projected += np.concatenate([bias if bias is not None else np.zeros(units, np.float32)
+                                         for bias in biases])
+        projected = projected.reshape(steps, batch, -1)
+        peepholes = {offset: w(inputs, PEEPHOLE[offset]) for offset in gates if offset in PEEPHOLE}
+        peepholes = {k: v for k, v in peepholes.items() if v is not None}
+        h = self.h.reshape(batch, -1).astype(np.float32)
+        c = self.c.reshape(batch, -1).astype(np.float32)
+        projection, projection_bias = w(inputs, 16), w(inputs, 17)
+        cifg = 0 not in columns
         outputs = []
-
-        def gate(xt, offset, peephole_cell, activation):
-            wx, wh, bias = w(inputs, 1 + offset), w(inputs, 5 + offset), w(inputs, 12 + offset)
-            value = xt @ wx.T + h @ wh.T
-            peephole = w(inputs, PEEPHOLE[offset]) if offset in PEEPHOLE else None
-            if peephole is not None:
-                value += peephole * peephole_cell
-            if bias is not None:
-                value += bias
-            if activation == "sigmoid":
-                return (1.0 / (1.0 + np.exp(-value))).astype(np.float32)
-            return apply_float_activation(value, op.activation)
-
-        cifg = w(inputs, 1) is None
-        for xt in sequence:
-            forget = gate(xt, 1, c, "sigmoid")
-            input_gate = 1.0 - forget if cifg else gate(xt, 0, c, "sigmoid")
-            cell_gate = gate(xt, 2, c, "act")
+        for step in range(steps):
+            values = h @ wh
+            values += projected[step]
+            for offset in (0, 1):
+                if offset in peepholes:
+                    values[:, columns[offset]] += peepholes[offset] * c
+            forget = _sigmoid(values[:, columns[1]])
+            input_gate = 1.0 - forget if cifg else _sigmoid(values[:, columns[0]])
+            cell_gate = apply_float_activation(values[:, columns[2]].copy(), op.activation)
             c = forget * c + input_gate * cell_gate
             if op.cell_clip > 0:
                 c = np.clip(c, -op.cell_clip, op.cell_clip)
-            output_gate = gate(xt, 3, c, "sigmoid")
-            h = output_gate * apply_float_activation(c.copy(), op.activation)
-            projection = w(inputs, 16)
+            output_values = values[:, columns[3]]
+            if 3 in peepholes:
+                output_values = output_values + peepholes[3] * c
+            h = _sigmoid(output_values) * apply_float_activation(c.copy(), op.activation)
             if projection is not None:
                 h = h @ projection.T
-                if w(inputs, 17) is not None:
-                    h = h + w(inputs, 17)
+                if projection_bias is not None:
+                    h = h + projection_bias
                 if op.proj_clip > 0:
                     h = np.clip(h, -op.proj_clip, op.proj_clip)
             h = h.astype(np.float32)
@@ -189,21 +197,40 @@ class _LstmState:
 
     # integer --------------------------------------------------------------------------------
     def _prepare(self, inputs):
+        """All gates side by side: input and recurrent weights (D or U, gates * U) with their
+        biases (zero-point corrections included), per-column requantizers, table offsets."""
         op = self.op
         w = op.weights
-        x_zero = zero_of(op.iq(0))
-        h_zero = zero_of(op.state_q[0])
-        prepared = {}
-        for gate, offset in zip(GATES, range(4)):
-            wx = w(inputs, 1 + offset)
-            if wx is None:
-                continue
-            wh = w(inputs, 5 + offset)
-            bias = w(inputs, 12 + offset)
-            bx = (bias.astype(np.int64) if bias is not None else 0) - x_zero * wx.astype(np.int64).sum(axis=1)
-            bh = -h_zero * wh.astype(np.int64).sum(axis=1)
-            prepared[gate] = (wx.T.astype(np.float64), bx, wh.T.astype(np.float64), bh,
-                              w(inputs, PEEPHOLE[offset]) if offset in PEEPHOLE else None)
+        params = op._integer
+        x_zero, h_zero = zero_of(op.iq(0)), zero_of(op.state_q[0])
+        gates = [(gate, offset) for gate, offset in zip(GATES, range(4)) if w(inputs, 1 + offset) is not None]
+        units = w(inputs, 5 + gates[0][1]).shape[0]
+        wx_parts, bx_parts, wh_parts, bh_parts, rx, rh, tables = [], [], [], [], [], [], []
+        peepholes = {}
+        for gate, offset in gates:
+            wx, wh, bias = w(inputs, 1 + offset), w(inputs, 5 + offset), w(inputs, 12 + offset)
+            wx_parts.append(wx.T.astype(np.float64))
+            wh_parts.append(wh.T.astype(np.float64))
+            bx_parts.append((bias.astype(np.int64) if bias is not None else 0) - x_zero * wx.astype(np.int64).sum(1))
+            bh_parts.append(-h_zero * wh.astype(np.int64).sum(axis=1))
+            for requantizers, key in ((rx, f"x_{gate}"), (rh, f"h_{gate}")):
+                requantizers.append((params[key].multipliers[0], params[key].shifts[0]))
+            tables.append(32768 + (65536 if gate == "cell" else 0))
+            peephole = w(inputs, PEEPHOLE[offset]) if offset in PEEPHOLE else None
+            if peephole is not None:
+                peepholes[gate] = (len(tables) - 1, peephole.astype(np.int64), params[f"c_{gate}"])
+
+        def requantizer(pairs):
+            return Requantizer.from_pairs(np.repeat([m for m, _ in pairs], units), np.repeat([s for _, s in pairs], units))
+
+        prepared = {
+            "gates": [gate for gate, _ in gates], "units": units,
+            "wx": np.ascontiguousarray(np.concatenate(wx_parts, axis=1)), "bx": np.concatenate(bx_parts),
+            "wh": np.ascontiguousarray(np.concatenate(wh_parts, axis=1)), "bh": np.concatenate(bh_parts),
+            "rx": requantizer(rx), "rh": requantizer(rh), "peepholes": peepholes,
+            "table": np.concatenate([int16_table("logistic", 3), int16_table("tanh", 3)]),
+            "table_offsets": np.repeat(tables, units),
+        }
         projection = w(inputs, 16)
         if projection is not None:
             hidden_zero = zero_of(op.hidden_q)
@@ -217,55 +244,62 @@ class _LstmState:
         params = op._integer
         if self.prepared is None or self.prepared[0] is not inputs[op._index(2)]:
             self.prepared = (inputs[op._index(2)], self._prepare(inputs))
-        prepared = self.prepared[1]
-        batch = sequence.shape[1]
+        p = self.prepared[1]
+        steps, batch = sequence.shape[0], sequence.shape[1]
+        units, gates = p["units"], p["gates"]
+        columns = {gate: slice(i * units, (i + 1) * units) for i, gate in enumerate(gates)}
+        projected = (sequence.reshape(steps * batch, -1).astype(np.float64) @ p["wx"]).astype(np.int64)
+        projected += p["bx"]
+        x_parts = clip_inplace(p["rx"](projected), -32768, 32767).reshape(steps, batch, -1)
         h = self.h.reshape(batch, -1).astype(np.int64)
         c = self.c.reshape(batch, -1).astype(np.int64)
         cell_scale = params["cell_scale"]
+        cell_table = int16_table("tanh", 15 + cell_scale)
+        table, offsets, peepholes = p["table"], p["table_offsets"], p["peepholes"]
         outputs = []
-
-        def gate(xt, name, activation):
-            wx, bx, wh, bh, peephole = prepared[name]
-            acc = np.rint(xt @ wx).astype(np.int64) + bx
-            value = np.clip(params[f"x_{name}"](acc), -32768, 32767)
-            acc = np.rint(h.astype(np.float64) @ wh).astype(np.int64) + bh
-            value = np.clip(params[f"h_{name}"](acc) + value, -32768, 32767)
-            if peephole is not None:
-                product = peephole.astype(np.int64) * c
-                value = np.clip(params[f"c_{name}"](product) + value, -32768, 32767)
-            table = int16_table("logistic" if activation == "sigmoid" else "tanh", 3)
-            return table[value + 32768]
-
-        cifg = "input" not in prepared
-        for xt in sequence:
-            xt = xt.astype(np.float64)
-            input_gate = None if cifg else gate(xt, "input", "sigmoid")
-            forget = gate(xt, "forget", "sigmoid")
-            cell_gate = gate(xt, "cell", "tanh")
+        for step in range(steps):
+            values = (h.astype(np.float64) @ p["wh"]).astype(np.int64)
+            values += p["bh"]
+            p["rh"].apply_inplace(values)
+            values += x_parts[step]
+            clip_inplace(values, -32768, 32767)
+            for gate, (_, peephole, requant) in peepholes.items():
+                if gate != "output":
+                    part = values[:, columns[gate]]
+                    part[...] = clip_inplace(requant(peephole * c) + part, -32768, 32767)
+            activated = table[values + offsets]
+            forget, cell_gate = activated[:, columns["forget"]], activated[:, columns["cell"]]
             c = _wrap16(rounding_divide_by_pot(forget * c, 15))
-            if cifg:
-                update = _wrap16(rounding_divide_by_pot((32767 - forget) * cell_gate, 30 + cell_scale))
+            if "input" in columns:
+                update = activated[:, columns["input"]] * cell_gate
             else:
-                update = _wrap16(rounding_divide_by_pot(input_gate * cell_gate, 30 + cell_scale))
-            c = np.clip(c + update, -32768, 32767)
+                update = (32767 - forget) * cell_gate
+            c = clip_inplace(c + _wrap16(rounding_divide_by_pot(update, 30 + cell_scale)), -32768, 32767)
             if params["cell_clip"] > 0:
-                c = np.clip(c, -params["cell_clip"], params["cell_clip"])
-            output_gate = gate(xt, "output", "sigmoid")
-            cell_tanh = int16_table("tanh", 15 + cell_scale)[c + 32768]
-            product = output_gate * cell_tanh
-            if "projection" in prepared:
-                hidden = np.clip(params["hidden"](product) - zero_of(op.hidden_q), -128, 127)
-                weights, bias = prepared["projection"]
-                acc = np.rint(hidden.astype(np.float64) @ weights).astype(np.int64) + bias
-                h = np.clip(params["projection"](acc) + zero_of(op.state_q[0]), -128, 127)
+                c = clip_inplace(c, -params["cell_clip"], params["cell_clip"])
+            output_gate = activated[:, columns["output"]]
+            if "output" in peepholes:
+                _, peephole, requant = peepholes["output"]
+                raw = clip_inplace(requant(peephole * c) + values[:, columns["output"]], -32768, 32767)
+                output_gate = table[raw + 32768]
+            product = output_gate * cell_table[c + 32768]
+            if "projection" in p:
+                hidden = clip_inplace(params["hidden"](product) - zero_of(op.hidden_q), -128, 127)
+                weights, bias = p["projection"]
+                acc = (hidden.astype(np.float64) @ weights).astype(np.int64) + bias
+                h = clip_inplace(params["projection"](acc) + zero_of(op.state_q[0]), -128, 127)
                 if params["proj_clip"] > 0:
-                    h = np.clip(h, -params["proj_clip"], params["proj_clip"])
+                    h = clip_inplace(h, -params["proj_clip"], params["proj_clip"])
             else:
-                h = np.clip(params["hidden"](product) + zero_of(op.hidden_q), -128, 127)
+                h = clip_inplace(params["hidden"](product) + zero_of(op.hidden_q), -128, 127)
             outputs.append(h.astype(np.int8))
         self.h = h.astype(self.h.dtype).reshape(self.h.shape)
         self.c = c.astype(self.c.dtype).reshape(self.c.shape)
         return outputs
+
+
+def _sigmoid(values: np.ndarray) -> np.ndarray:
+    return (1.0 / (1.0 + np.exp(-values))).astype(np.float32)
 
 
 def _wrap16(values: np.ndarray) -> np.ndarray:
