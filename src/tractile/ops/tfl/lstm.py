@@ -221,7 +221,8 @@ class _LstmState:
                 peepholes[gate] = (len(tables) - 1, peephole.astype(np.int64), params[f"c_{gate}"])
 
         def requantizer(pairs):
-            return Requantizer.from_pairs(np.repeat([m for m, _ in pairs], units), np.repeat([s for _, s in pairs], units))
+            multipliers, shifts = zip(*pairs)
+            return Requantizer.from_pairs(np.repeat(multipliers, units), np.repeat(shifts, units))
 
         prepared = {
             "gates": [gate for gate, _ in gates], "units": units,
