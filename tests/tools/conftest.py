@@ -63,3 +63,23 @@ def shared_tflite(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared model {path} is not available")
     return path
+
+
+def streaming_model() -> onnx.ModelProto:
+    """x 1,4,T -> ``enc/conv`` (k=3, pads 1,1) -> ``enc/relu`` -> ``head/conv`` (k=1, 3 channels)."""
+    rng = np.random.default_rng(2)
+    inits = [numpy_helper.from_array((rng.standard_normal(shape) * 0.5).astype(np.float32), name)
+             for name, shape in (("enc/w", (6, 4, 3)), ("enc/b", (6,)), ("head/w", (3, 6, 1)))]
+    nodes = [helper.make_node("Conv", ["x", "enc/w", "enc/b"], ["enc/c"], pads=[1, 1], name="enc/conv"),
+             helper.make_node("Relu", ["enc/c"], ["enc/r"], name="enc/relu"),
+             helper.make_node("Conv", ["enc/r", "head/w"], ["y"], name="head/conv")]
+    graph = helper.make_graph(nodes, "streaming", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "T"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, "T"])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.fixture(scope="session")
+def streaming_onnx(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("streaming") / "streaming.onnx"
+    onnx.save(streaming_model(), path)
+    return path

@@ -4,7 +4,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..errors import TractileError
 from .common import add_model_arguments, console, load_at_stage
+from .profile import add_pulse_argument
 from .run import make_inputs
 
 
@@ -31,19 +33,28 @@ def register(subparsers) -> None:
     parser.add_argument("--per-node", action="store_true",
                         help="compare every intermediate value and name the first node that diverges")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_pulse_argument(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..tools.compare import Tolerance, compare_with_reference
+    from ..tools import parse_pulse, pulsed_model
+    from ..tools.compare import Tolerance, compare_streaming, compare_with_reference
     from ..tools.reference import default_engine
 
     engine = args.engine or default_engine(args.model)
     tolerance = Tolerance(args.rtol, args.atol, args.exact)
+    pulse = parse_pulse(args.pulse)
+    if pulse and args.per_node:
+        raise TractileError("--per-node compares the batch model: run it without --pulse")
     decluttered = load_at_stage(args, "declutter")
     optimized = decluttered.optimize()
     inputs = make_inputs(optimized, args)
-    report = compare_with_reference(decluttered, args.model, engine, inputs, tolerance, args.per_node, optimized)
+    if pulse:
+        report = compare_streaming(optimized, args.model, engine, inputs, pulsed_model(optimized, pulse), tolerance)
+    else:
+        report = compare_with_reference(decluttered, args.model, engine, inputs, tolerance, args.per_node,
+                                        optimized)
     if args.json:
         print(json.dumps(report.as_dict(), indent=1, default=str))
         return 0 if report.ok else 1
@@ -56,8 +67,13 @@ def print_report(report, model_name: str) -> None:
     from rich.table import Table
 
     out = console()
-    table = Table(title=f"{model_name}: tractile (optimized) vs {report.engine} ({report.tolerance})",
-                  title_justify="left", pad_edge=False)
+    ours = "tractile (optimized)"
+    if report.stream:
+        stream = report.stream
+        ours = (f"tractile streaming {stream['symbol']} by {stream['pulse']} frames "
+                f"(delay {', '.join(map(str, stream['delays']))} dropped)")
+    out.print(f"{model_name}: {ours} vs {report.engine} ({report.tolerance})")
+    table = Table(pad_edge=False)
     for column, justify in (("output", "left"), ("shape", "left"), ("max abs diff", "right"),
                             ("max rel diff", "right"), ("beyond tolerance", "right"), ("", "left")):
         table.add_column(column, justify=justify, overflow="fold")

@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     out = console()
-    table = Table(title=f"{args.model} at stage '{args.stage}' ({len(data['nodes'])} nodes)",
+    pulsed = f", pulsed by {args.pulse}" if args.pulse else ""
+    table = Table(title=f"{args.model} at stage '{args.stage}'{pulsed} ({len(data['nodes'])} nodes)",
                   title_justify="left", show_lines=False, pad_edge=False)
     for column in ("#", "name", "op", "attributes", "inputs", "output facts"):
         table.add_column(column, overflow="fold")

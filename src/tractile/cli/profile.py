@@ -32,9 +32,9 @@ def register(subparsers) -> None:
 
 
 def add_pulse_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pulse", metavar="SYM=P",
-                        help="work on the streaming form of the model: the axis of length SYM (e.g. T) "
-                             "consumed P frames per call (e.g. --pulse T=8)")
+    parser.add_argument("--pulse", metavar="P",
+                        help="work on the streaming form of the model, P frames per call along the streamed "
+                             "axis: P, or SYM=P to name its symbol (default T, or the inputs' only symbol)")
 
 
 def load_for_tools(args, stage: str = "optimize"):

@@ -121,6 +121,7 @@ class CompareReport:
     divergence: Divergence | None = None
     unmatched_outputs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    stream: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -234,5 +235,48 @@ def compare_with_reference(decluttered, path: str, engine: str, inputs: list[np.
     return report
 
 
+def stream_through(pulsed, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Push whole ``inputs`` through a pulsed model chunk by chunk; the outputs without their delay."""
+    from ..dim import eval_dim
+
+    streams = pulsed.input_streams
+    found = [(s.axis, v.shape[s.axis]) for s, v in zip(streams, inputs) if s is not None]
+    if not found:
+        raise TractileError("no input of the pulsed model is streamed")
+    axis, length = found[0]
+    pulse = pulsed.pulse
+
+    def chunk(start: int, stop: int) -> list[np.ndarray]:
+        index = (slice(None),) * axis + (slice(start, stop),)
+        return [v[index] if s is not None else v for v, s in zip(inputs, streams)]
+
+    state = pulsed.start()
+    pieces: list[list[np.ndarray]] = [[] for _ in pulsed.output_streams]
+    for k in range(length // pulse):
+        for piece, value in zip(pieces, state.push(chunk(k * pulse, (k + 1) * pulse))):
+            piece.append(value)
+    tail = state.finish(chunk(length - length % pulse, length) if length % pulse else None)
+    results = []
+    for piece, last, stream in zip(pieces, tail, pulsed.output_streams):
+        joined = np.concatenate(piece + [last], axis=stream.axis)
+        end = stream.delay + eval_dim(stream.dim, {pulsed.symbol: length})
+        results.append(joined[(slice(None),) * stream.axis + (slice(stream.delay, end),)])
+    return results
+
+
+def compare_streaming(optimized, path: str, engine: str, inputs: list[np.ndarray], pulsed,
+                      tolerance: Tolerance = Tolerance()) -> CompareReport:
+    """Stream whole ``inputs`` through ``pulsed`` (the streaming form of ``optimized``) and compare
+    what it emits, delay dropped, with the reference engine run on the whole inputs."""
+    inputs = list(inputs)
+    reference = run_reference(engine, path, dict(zip(optimized.input_names(), inputs)))
+    ours = stream_through(pulsed, inputs)
+    outputs, missing = output_differences(optimized, ours, reference, tolerance)
+    report = CompareReport(engine, tolerance, outputs, unmatched_outputs=missing, notes=list(reference.notes))
+    report.stream = {"symbol": pulsed.symbol, "pulse": pulsed.pulse, "delays": pulsed.delays}
+    return report
+
+
 __all__ = ["Tolerance", "Difference", "Divergence", "CompareReport", "difference", "output_differences",
-           "comparable_wires", "choose_stage", "first_divergence", "compare_with_reference"]
+           "comparable_wires", "choose_stage", "first_divergence", "compare_with_reference", "stream_through",
+           "compare_streaming"]
