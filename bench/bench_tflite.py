@@ -8,18 +8,25 @@ tractile / TFLite default and tractile / TFLite reference (lower is better, 1.0 
 fast). Each TFLite engine runs in a child process: TFLite's default kernels crash on some
 models (keyword_scrambled_8bit's int8 SVDF memories), and a crash must not end the run.
 Goals: person_detect within 3x of TFLite's default kernels, hello_world within 5x.
+Every engine runs on one thread; the machine's load average is printed before and after,
+since a shared machine makes all timings noisy.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# one thread for every engine (TFLite runs with num_threads=1): set before NumPy loads BLAS
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT.parent / "shared" / "models" / "tflite"
@@ -112,6 +119,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     scratch = Path("/tmp") / "tractile_bench_tflite"
     scratch.mkdir(exist_ok=True)
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
     header = f"{'model':26} {'tractile ms':>12} {'tflite ms':>10} {'ref ms':>10} {'x tflite':>9} {'x ref':>8}"
     print(header)
     print("-" * len(header))
@@ -133,6 +141,7 @@ def main(argv=None) -> int:
             return f"{ours / value:8.2f}x" if value else f"{'-':>9}"
 
         print(f"{name:26} {ours * 1000:12.3f} {show(default)} {show(reference)} {ratio(default)} {ratio(reference)}")
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return 0
 
 
