@@ -5,6 +5,7 @@ import json
 import re
 import sys
 
+import numpy as np
 import pytest
 
 import tractile
@@ -54,6 +55,21 @@ def test_groups_follow_name_scopes(scoped_onnx):
     assert {(e[3], e[4], e[5]) for e in into_block0} == {(0, f"n{x['id']}", f"g{paths['block0']['id']}")}
 
 
+def test_constant_chains_sit_above_their_consumer():
+    from tractile.ops.activations import Relu
+    from tractile.ops.binary import Add
+
+    model = big_scoped_model(blocks=2, layers=2)
+    weight = model.wire_node("wrelu", Relu(), [model.add_const("w", np.ones((1, 4), np.float32))])[0]
+    model.outputs = [model.wire_node("final", Add(), [model.outputs[0], weight])[0]]
+    data = graph_page_data(model)
+    rows = data["groups"][0]["layout"]["rows"]
+    row_of = {key: index for index, row in enumerate(rows) for key in row}
+    key = {n["name"]: f"n{n['id']}" for n in data["nodes"]}
+    # x, block0, block1, final: wrelu (computed from a constant only) shares block1's row
+    assert [row_of[key["x"]], row_of[key["final"]], row_of[key["wrelu"]]] == [0, 3, 2]
+
+
 def test_shared_outer_scope_is_dropped():
     model = big_scoped_model(blocks=2, layers=2)
     for node in model.nodes:
@@ -83,8 +99,10 @@ def test_layout_keeps_rows_apart_and_edges_downwards():
 def test_ranks_by_evaluation_order():
     items = [Item("a", 50, 0), Item("b", 50, 1), Item("c", 50, 2), Item("w", 50, 3), Item("d", 50, 4)]
     edges = [("a", "b"), ("b", "c"), ("a", "d"), ("c", "d"), ("w", "d"), ("d", "a")]
-    assert assign_ranks(items, edges) == {"a": 0, "b": 1, "c": 2, "w": 2, "d": 3}
-    layout = layered_layout(items, edges)
+    # w depends on no input: it sinks to just above its consumer unless it is an anchor
+    assert assign_ranks(items, edges, anchors={"a"}) == {"a": 0, "b": 1, "c": 2, "w": 2, "d": 3}
+    assert assign_ranks(items, edges) == {"a": 0, "b": 1, "c": 2, "w": 0, "d": 3}
+    layout = layered_layout(items, edges, anchors={"a"})
     assert layout.rank == {"a": 0, "b": 1, "c": 2, "w": 2, "d": 3}
     assert set(layout.chains["a"]) == {1, 2}  # a's edge to d passes rows 1 and 2 through placeholders
     assert "d" in layout.lanes  # the edge going up runs along a lane

@@ -171,7 +171,8 @@ def graph_page_data(model, title: str = "model", stage: str = "") -> dict[str, A
     for group in reversed(groups):
         first[group.index] = min([position[n] for n in group.children]
                                  + [first[g.index] for g in group.groups.values()], default=0)
-    layouts = _layouts(groups, nodes, edges, position, first)
+    anchors = _anchors(model, shown, ancestry, edges)
+    layouts = _layouts(groups, nodes, edges, position, first, anchors)
     return {
         "title": title, "stage": stage, "kind": type(model).__name__,
         "inputs": [model.nodes[o.node].name for o in model.inputs],
@@ -235,8 +236,30 @@ def _edge_data(model, outlet: OutletId, target: int, ancestry: dict[int, list]) 
     return [outlet.node, target, str(model.outlet_fact(outlet)), common.index, source_item, target_item]
 
 
+def _anchors(model, shown: list, ancestry: dict[int, list], edges: list[list]) -> dict[int, set[str]]:
+    """Per group, its items that hold a model input or are fed from outside the group."""
+    from ..ops.io import Source
+
+    anchors: dict[int, set[str]] = {}
+
+    def anchor_path(node_id: int, below: int) -> None:
+        chain = ancestry[node_id]
+        for depth in range(below, len(chain)):
+            item = f"g{chain[depth + 1].index}" if depth + 1 < len(chain) else f"n{node_id}"
+            anchors.setdefault(chain[depth].index, set()).add(item)
+
+    for node in shown:
+        if isinstance(node.op, Source):
+            anchor_path(node.id, 0)
+    for edge in edges:
+        chain = ancestry[edge[1]]
+        common = next(depth for depth, group in enumerate(chain) if group.index == edge[3])
+        anchor_path(edge[1], common + 1)
+    return anchors
+
+
 def _layouts(groups: list[_Group], nodes: list[dict], edges: list[list], position: dict[int, int],
-             first: dict[int, int]) -> dict[int, dict]:
+             first: dict[int, int], anchors: dict[int, set[str]]) -> dict[int, dict]:
     widths = {f"n{n['id']}": n["w"] for n in nodes}
     by_group: dict[int, list[tuple[str, str]]] = {}
     for edge in edges:
@@ -246,7 +269,7 @@ def _layouts(groups: list[_Group], nodes: list[dict], edges: list[list], positio
         items = [Item(f"n{n}", widths[f"n{n}"], position[n]) for n in group.children]
         items += [Item(f"g{g.index}", _width(g.path[-1], f"{g.count()} nodes"), first[g.index])
                   for g in group.groups.values()]
-        layout = layered_layout(items, by_group.get(group.index, []))
+        layout = layered_layout(items, by_group.get(group.index, []), anchors=anchors.get(group.index, set()))
         layouts[group.index] = layout.as_dict()
     return layouts
 
@@ -257,6 +280,7 @@ def render_html(data: dict[str, Any]) -> str:
     try:
         template = (assets / "graph.html").read_text(encoding="utf-8")
         style = (assets / "graph.css").read_text(encoding="utf-8")
+        geometry = (assets / "geometry.js").read_text(encoding="utf-8")
         script = (assets / "graph.js").read_text(encoding="utf-8")
     except OSError as error:
         raise TractileError(f"tractile's page template is missing ({error}): reinstall tractile") from None
@@ -264,7 +288,7 @@ def render_html(data: dict[str, Any]) -> str:
     payload = payload.replace("</", "<\\/").replace("<!--", "<\\!--")
     title = (str(data.get("title", "model")).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
     return (template.replace("__TITLE__", title).replace("/*__STYLE__*/", style)
-            .replace("/*__SCRIPT__*/", script).replace("__DATA__", payload))
+            .replace("/*__GEOMETRY__*/", geometry).replace("/*__SCRIPT__*/", script).replace("__DATA__", payload))
 
 
 def write_html(model, path: str | Path, title: str | None = None, stage: str = "") -> PageSummary:

@@ -4,7 +4,8 @@ The steps are those of a Sugiyama layout, as TFDeploy's visualiser did:
 
 1. **layers**: each item goes one row below the lowest of its predecessors, visiting the
    items in evaluation order (an edge to an earlier item is drawn upwards and does not
-   constrain); items fed only from outside sit right above their first consumer;
+   constrain); what depends on no input (constants and their chains) sinks to just above
+   its first consumer;
 2. **long edges** get one small placeholder per row they cross (one chain per source,
    shared by all its consumers), so they are routed around items rather than through them
    (edges longer than ``MAX_CHAIN_ROWS`` rows run down a lane right of the rows instead);
@@ -83,8 +84,14 @@ def _kiwi():
     return kiwisolver
 
 
-def assign_ranks(items: Sequence[Item], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
-    """Rows by evaluation order: one below the lowest predecessor; input-less items above their consumer."""
+def assign_ranks(items: Sequence[Item], edges: Sequence[tuple[str, str]],
+                 anchors: set[str] | None = None) -> dict[str, int]:
+    """Rows by evaluation order: each item one row below its lowest predecessor.
+
+    Items that depend on no anchor (a model input, or a value coming from outside the
+    group laid out) -- constants and what is computed from them only -- then sink to just
+    above their first consumer. ``anchors`` None anchors every item without predecessors.
+    """
     order = {item.key: item.order for item in items}
     predecessors: dict[str, list[str]] = {item.key: [] for item in items}
     successors: dict[str, list[str]] = {item.key: [] for item in items}
@@ -92,13 +99,18 @@ def assign_ranks(items: Sequence[Item], edges: Sequence[tuple[str, str]]) -> dic
         if order[source] < order[target]:
             predecessors[target].append(source)
             successors[source].append(target)
-    rank: dict[str, int] = {}
     by_order = sorted(items, key=lambda item: item.order)
+    rank: dict[str, int] = {}
+    floating: set[str] = set()
     for item in by_order:
-        rank[item.key] = max((rank[p] + 1 for p in predecessors[item.key]), default=0)
+        key = item.key
+        rank[key] = max((rank[p] + 1 for p in predecessors[key]), default=0)
+        anchored = not predecessors[key] if anchors is None else key in anchors
+        if not anchored and all(p in floating for p in predecessors[key]):
+            floating.add(key)
     for item in reversed(by_order):
-        if not predecessors[item.key] and successors[item.key]:
-            rank[item.key] = max(0, min(rank[s] for s in successors[item.key]) - 1)
+        if item.key in floating and successors[item.key]:
+            rank[item.key] = min(rank[s] for s in successors[item.key]) - 1
     return rank
 
 
@@ -119,13 +131,14 @@ def _order_rows(rows: list[list[str]], up: dict[str, list[str]], down: dict[str,
 
 
 def layered_layout(items: Sequence[Item], edges: Sequence[tuple[str, str]], gap: float = GAP,
-                   sweeps: int = 6) -> LayeredLayout:
-    """Lay ``items`` out in rows; ``edges`` are (source key, target key) pairs between them."""
+                   sweeps: int = 6, anchors: set[str] | None = None) -> LayeredLayout:
+    """Lay ``items`` out in rows; ``edges`` are (source key, target key) pairs between them;
+    ``anchors`` are the items fed from outside (see :func:`assign_ranks`)."""
     kiwi = _kiwi()
     widths = {item.key: item.width for item in items}
     order = {item.key: float(item.order) for item in items}
     edges = [(s, t) for s, t in dict.fromkeys(edges) if s != t and s in widths and t in widths]
-    rank = assign_ranks(items, edges)
+    rank = assign_ranks(items, edges, anchors)
     consumers: dict[str, list[str]] = {}
     for source, target in edges:
         if rank[source] < rank[target] <= rank[source] + MAX_CHAIN_ROWS:
