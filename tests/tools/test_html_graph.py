@@ -150,3 +150,16 @@ def test_big_graph_page_size(tmp_path):
     model = big_scoped_model()
     summary = write_html(model, tmp_path / "big.html")
     assert summary.nodes > 3000 and summary.groups == 40 + 40 * 26
+
+
+def test_page_of_a_model_as_loaded(demo_model, tmp_path):
+    target = tmp_path / "loaded.html"
+    assert main(["dump", str(demo_model), "--pass", "load", "--html", str(target)]) == 0
+    data = _page_data(target.read_text())
+    ops = {n["op"] for n in data["nodes"]}
+    assert {"BatchNorm", "Dropout", "Gemm"} & ops  # nothing folded yet
+    assert data["kind"] == "InferenceModel" and data["stage"] == "load"
+    image = next(n for n in data["nodes"] if n["name"] == "image")
+    conv1 = next(n for n in data["nodes"] if n["name"] == "conv1")
+    assert image["outputs"][0]["fact"] == "N,1,28,28,f32"
+    assert conv1["outputs"][0]["fact"] == "..,?"  # not analysed yet: nothing known
