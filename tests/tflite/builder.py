@@ -79,19 +79,21 @@ def random_values(fact, rng, low=None, high=None) -> np.ndarray:
 def check_model(model: TypedModel, input_sets, rtol: float = 1e-5) -> list[list[np.ndarray]]:
     """Assert tractile (as built and as reloaded) and TFLite agree on every input set.
 
-    Integer outputs must be identical; float outputs agree within ``rtol``. Returns
-    tractile's outputs for each input set.
+    The input sets run in sequence through one state each (variables persist, as in one
+    TFLite interpreter). Integer outputs must be identical; float outputs agree within
+    ``rtol``. Returns tractile's outputs for each input set.
     """
     data = write_model(model)
     loaded = load_tflite(data).into_optimized()
     built = model.into_optimized() if hasattr(model, "into_optimized") else model
     interpreter = reference_interpreter(data)
+    built_state, loaded_state = built.state(), loaded.state()
     results = []
     for inputs in input_sets:
         inputs = [np.asarray(v) for v in inputs]
         expected = run_reference(interpreter, inputs)
-        ours = built.run(inputs)
-        again = loaded.run(inputs)
+        ours = built_state.run(inputs)
+        again = loaded_state.run(inputs)
         assert len(ours) == len(expected)
         for index, (a, b, reference) in enumerate(zip(ours, again, expected)):
             assert a.dtype == reference.dtype, f"output {index}: {a.dtype} vs TFLite {reference.dtype}"

@@ -20,6 +20,8 @@ from ...graph import OutletId
 from ...model import TypedModel
 from ...ops.io import Const
 from ...ops.tfl.common import TflOp
+from ...ops.tfl.control import If, While
+from ...ops.tfl.resource import EFFECTS, Program, VarHandle, real_outputs
 from .reader import ACCESS_ERRORS, ModelInfo, buffer_value, read_model
 from .registry import REGISTRY, TflNode, Translated
 
@@ -95,9 +97,14 @@ class TfliteLoader:
         self.models: dict[int, TypedModel] = {}
         self.building: list[int] = []
         self.constants: dict[tuple[int, int], np.ndarray | None] = {}
+        #: per subgraph being built, the output of its last effectful op (resource variables)
+        self.last_effect: dict[int, OutletId | None] = {}
+        self.uses_resources = False
 
     def main_model(self) -> TypedModel:
         model = self.subgraph_model(0, "model")
+        if self.uses_resources:
+            model = program_model(model)
         model.properties["tflite_version"] = self.info.version
         if self.info.description:
             model.properties["tflite_description"] = self.info.description
@@ -146,6 +153,7 @@ class TfliteLoader:
             if tensor_index in outlets:
                 raise ModelFormatError(f"subgraph {subgraph.index}: tensor {tensor_index} is listed twice as input")
             outlets[tensor_index] = model.add_source(tensor.name, self._input_fact(tensor))
+        self.last_effect[subgraph.index] = None
         for operator in subgraph.operators:
             self._wire_operator(model, subgraph, operator, outlets)
         outputs = []
@@ -153,6 +161,10 @@ class TfliteLoader:
             outputs.append(self._outlet(model, subgraph, tensor_index, outlets, f"subgraph {subgraph.index} output"))
         model.outputs = outputs
         model.set_output_names(subgraph.tensors[t].name for t in subgraph.outputs)
+        last = self.last_effect.pop(subgraph.index)
+        if last is not None:
+            model.properties["tflite_outputs"] = len(outputs)
+            model.outputs = outputs + [last]
         return model
 
     def _outlet(self, model, subgraph, tensor_index: int, outlets, where: str) -> OutletId:
@@ -184,6 +196,13 @@ class TfliteLoader:
             slots = [slot for slot, tensor in enumerate(operator.inputs) if tensor >= 0]
         inputs = [self._outlet(model, subgraph, operator.inputs[slot], outlets, node.where) for slot in slots]
         out_tensors = [subgraph.tensors[t] if t >= 0 else None for t in operator.outputs]
+        effect = isinstance(op, EFFECTS) or (isinstance(op, (If, While)) and any(
+            "tflite_outputs" in model.properties for model in op.subgraphs().values()))
+        if effect or isinstance(op, VarHandle):
+            self.uses_resources = True
+        if effect and self.last_effect[subgraph.index] is not None:
+            op = dataclasses.replace(op, ordered=True)
+            inputs.append(self.last_effect[subgraph.index])
         if isinstance(op, TflOp):
             op = dataclasses.replace(
                 op,
@@ -196,6 +215,11 @@ class TfliteLoader:
             produced = model.wire_node(name, op, inputs)
         except AnalysisError as error:
             raise ModelFormatError(f"{node.where}: {error}") from None
+        if effect:
+            if produced:
+                self.last_effect[subgraph.index] = produced[0]
+            if not operator.outputs:
+                return
         if len(produced) != len(operator.outputs):
             raise ModelFormatError(f"{node.where}: the op gives {len(produced)} outputs, the file lists "
                                    f"{len(operator.outputs)}")
@@ -211,6 +235,16 @@ class TfliteLoader:
                                        f"the file but the op computes {fact}")
             outlets[tensor_index] = outlet
             model.outlet_labels[outlet] = tensor.name
+
+
+def program_model(body: TypedModel) -> TypedModel:
+    """The model as a :class:`Program` over subgraph 0 (resource variables need a store per state)."""
+    model = TypedModel()
+    model.properties = {key: value for key, value in body.properties.items() if key != "tflite_outputs"}
+    sources = [model.add_source(body.outlet_label(outlet), body.outlet_fact(outlet)) for outlet in body.inputs]
+    model.outputs = model.wire_node("program", Program(body=body), sources)
+    model.set_output_names(body.outlet_label(outlet) for outlet in body.outputs[:real_outputs(body)])
+    return model
 
 
 def _symbol_name(name: str) -> str:

@@ -60,6 +60,8 @@ def datum_type_of(code: int, where: str) -> DatumType:
     name = tensor_type_names().get(code)
     if name is None:
         raise ModelFormatError(f"{where}: unknown tensor type code {code}")
+    if name == "RESOURCE":
+        return DatumType.I32  # resource variable handles are int32 ids here
     if name not in _TENSOR_TYPES:
         raise ModelFormatError(f"{where}: tensor type {name} is not supported")
     return _TENSOR_TYPES[name]

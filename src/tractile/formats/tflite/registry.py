@@ -58,6 +58,10 @@ class OpSpec:
     inputs: list | None = None
     intermediates: list = field(default_factory=list)
     subgraphs: dict = field(default_factory=dict)
+    #: the output slots the operator lists (None: all; ordering tokens are not written)
+    outputs: list | None = None
+    #: tensor type names overriding the outputs' datum types (``{0: "RESOURCE"}``)
+    output_types: dict = field(default_factory=dict)
 
 
 class TflNode:

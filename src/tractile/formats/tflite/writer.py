@@ -15,6 +15,7 @@ from ...errors import TractileError
 from ...fact import QParams, TypedFact
 from ...graph import OutletId
 from ...ops.io import Const, Source
+from ...ops.tfl.resource import Program, real_outputs
 from .reader import schema, tensor_type_code
 from .registry import WRITERS, OpSpec
 
@@ -30,15 +31,19 @@ def write_model(model, description: str = "tractile") -> bytes:
     """The bytes of a .tflite file holding ``model`` and the subgraphs its ops reference."""
     from . import ops  # noqa: F401  (registers the writers)
 
+    programs = [node.op for node in model.nodes if isinstance(node.op, Program)]
+    if programs and len(programs) == 1 and all(model.nodes[o.node].op is programs[0] for o in model.outputs):
+        model = programs[0].body
     return _ModelWriter(description).write(model)
 
 
 class _Tensor:
-    __slots__ = ("name", "dtype", "shape", "quant", "buffer", "is_variable")
+    __slots__ = ("name", "dtype", "shape", "quant", "buffer", "is_variable", "type_name")
 
     def __init__(self, name, dtype, shape, quant, buffer=0, is_variable=False):
         self.name, self.dtype, self.shape, self.quant = name, dtype, shape, quant
         self.buffer, self.is_variable = buffer, is_variable
+        self.type_name = None
 
 
 class _Operator:
@@ -157,10 +162,13 @@ class _GraphWriter:
                     inputs.append(int(wire))
                 else:
                     inputs.append(self.tensor_of(node.inputs[wire]))
-            outputs = [self.tensor_of(OutletId(node_id, slot)) for slot in range(len(node.outputs))]
+            slots = range(len(node.outputs)) if spec.outputs is None else spec.outputs
+            outputs = [self.tensor_of(OutletId(node_id, slot)) for slot in slots]
+            for slot, type_name in spec.output_types.items():
+                self.tensors[self.tensor_of(OutletId(node_id, slot))].type_name = type_name
             self.operators.append(_Operator(spec.opcode, inputs, outputs, [int(i) for i in spec.intermediates],
                                             spec.options, getattr(node.op, "version", 1)))
-        for outlet in model.outputs:
+        for outlet in model.outputs[:real_outputs(model)]:
             self.outputs.append(self.tensor_of(outlet))
 
 
@@ -268,7 +276,8 @@ class _ModelWriter:
             quant = tfl.QuantizationParametersEnd(b)
         tfl.TensorStart(b)
         tfl.TensorAddShape(b, shape)
-        tfl.TensorAddType(b, tensor_type_code(tensor.dtype))
+        type_code = getattr(tfl.TensorType, tensor.type_name) if tensor.type_name else tensor_type_code(tensor.dtype)
+        tfl.TensorAddType(b, type_code)
         tfl.TensorAddBuffer(b, tensor.buffer)
         tfl.TensorAddName(b, name)
         if quant is not None:
@@ -327,6 +336,8 @@ def _options(b, tfl, name: str, fields: dict) -> int:
     for field, value in fields.items():
         if isinstance(value, (list, tuple)):
             vectors[field] = _int_vector(b, getattr(tfl, f"{name}Start{field}Vector"), list(value))
+        elif isinstance(value, str):
+            vectors[field] = b.CreateString(value)
     getattr(tfl, f"{name}Start")(b)
     for field, value in fields.items():
         adder = getattr(tfl, f"{name}Add{field}")

@@ -20,6 +20,7 @@ from ...errors import AnalysisError, RunError
 from ...fact import TypedFact
 from ..base import Limits
 from .common import TflOp
+from .resource import real_outputs
 
 
 def entry_fact(declared: TypedFact, given: TypedFact, what: str) -> TypedFact:
@@ -89,6 +90,21 @@ def _subgraph(model) -> Subgraph:
     return cache
 
 
+def subgraph_outputs(model, facts: list[TypedFact], what: str) -> list[TypedFact]:
+    """The facts of a subgraph's own outputs when its inputs have ``facts``."""
+    return _subgraph(model).typed_for(facts, what).output_facts[:real_outputs(model)]
+
+
+def runner_for(store: dict, model, values: list, label: str) -> "_Runner":
+    """The run state of ``model`` for these values, kept in ``store`` (one per program state)."""
+    facts = [TypedFact(DatumType.from_numpy(np.asarray(v).dtype), np.shape(v)) for v in values]
+    runnable = _subgraph(model).runnable_for(facts, label)
+    key = ("runner", id(runnable))
+    if key not in store:
+        store[key] = _Runner(runnable, label)
+    return store[key]
+
+
 def _truth(value: np.ndarray, what: str) -> bool:
     if value.size != 1:
         raise RunError(f"{what} must hold one value, got shape {value.shape}")
@@ -96,15 +112,16 @@ def _truth(value: np.ndarray, what: str) -> bool:
 
 
 class _Runner:
-    """One run state of an optimized subgraph."""
+    """One run state of an optimized subgraph (its hidden effect outputs run, and are dropped)."""
 
     def __init__(self, model, label: str):
         self.label = label
         self.state = model.plan().state()
+        self.count = real_outputs(model)
 
     def run(self, values: list) -> list:
         try:
-            return self.state.run(values)
+            return self.state.run(values)[:self.count]
         except RunError as error:
             raise RunError(f"in {self.label}: {error}") from None
 
@@ -118,6 +135,8 @@ class If(TflOp):
 
     then_branch: object = field(default=None, repr=False)
     else_branch: object = field(default=None, repr=False)
+    #: a last input only orders this op after the previous effect (resource variables)
+    ordered: bool = False
     is_stateless = False
 
     def subgraphs(self):
@@ -125,16 +144,17 @@ class If(TflOp):
 
     @property
     def nboutputs(self) -> int:
-        return len(self.then_branch.outputs)
+        return real_outputs(self.then_branch)
 
     def output_facts(self, inputs):
+        inputs = inputs[:-1] if self.ordered else inputs
         if not inputs:
             raise AnalysisError("IF needs a condition input")
         if inputs[0].dtype != DatumType.BOOL or inputs[0].volume not in (1,):
             raise AnalysisError(f"the IF condition must be one bool, got {inputs[0]}")
         branches = []
         for label, model in (("then branch", self.then_branch), ("else branch", self.else_branch)):
-            branches.append(_subgraph(model).typed_for(list(inputs[1:]), f"IF {label}").output_facts)
+            branches.append(subgraph_outputs(model, list(inputs[1:]), f"IF {label}"))
         if len(branches[0]) != len(branches[1]):
             raise AnalysisError(f"IF branches give {len(branches[0])} and {len(branches[1])} outputs")
         return [merged_fact(a, b, f"IF output {i}") if not a.same_type_and_shape(b) else a.without_value()
@@ -153,6 +173,7 @@ class _IfState:
         self.runners: dict = {}
 
     def eval(self, inputs):
+        inputs = inputs[:-1] if self.op.ordered else inputs
         chosen = _truth(inputs[0], "the IF condition")
         model = self.op.then_branch if chosen else self.op.else_branch
         facts = [TypedFact(DatumType.from_numpy(v.dtype), v.shape) for v in inputs[1:]]
@@ -174,6 +195,8 @@ class While(TflOp):
 
     cond: object = field(default=None, repr=False)
     body: object = field(default=None, repr=False)
+    #: a last input only orders this op after the previous effect (resource variables)
+    ordered: bool = False
     is_stateless = False
 
     def subgraphs(self):
@@ -181,7 +204,7 @@ class While(TflOp):
 
     @property
     def nboutputs(self) -> int:
-        return len(self.body.outputs)
+        return real_outputs(self.body)
 
     def loop_facts(self, inputs: list[TypedFact]) -> list[TypedFact]:
         """The facts of the loop variables over all iterations (changing dims become symbols)."""
@@ -192,7 +215,7 @@ class While(TflOp):
     def _settle(self, facts: list[TypedFact]) -> list[TypedFact]:
         created: set[str] = set()
         for _ in range(4):
-            outputs = _subgraph(self.body).typed_for(facts, "WHILE body").output_facts
+            outputs = subgraph_outputs(self.body, facts, "WHILE body")
             if len(outputs) != len(facts):
                 raise AnalysisError(f"the WHILE body gives {len(outputs)} outputs for {len(facts)} loop variables")
             merged = [merged_fact(f, o, f"WHILE loop variable {i}", created) for i, (f, o) in
@@ -205,8 +228,8 @@ class While(TflOp):
         raise AnalysisError("the shapes of the WHILE loop variables do not settle")
 
     def output_facts(self, inputs):
-        facts = self.loop_facts(list(inputs))
-        cond = _subgraph(self.cond).typed_for(facts, "WHILE cond").output_facts
+        facts = self.loop_facts(list(inputs[:-1] if self.ordered else inputs))
+        cond = subgraph_outputs(self.cond, facts, "WHILE cond")
         if len(cond) != 1 or cond[0].dtype != DatumType.BOOL or cond[0].volume != 1:
             raise AnalysisError(f"the WHILE condition must give one bool, got {[str(f) for f in cond]}")
         return facts
@@ -231,6 +254,7 @@ class _WhileState:
         return facts, _Runner(cond, "the WHILE condition"), _Runner(body, "the WHILE body")
 
     def eval(self, inputs):
+        inputs = inputs[:-1] if self.op.ordered else inputs
         if self.runners is None or not self._fits(inputs):
             self.runners = self._prepare(inputs)
         _, cond, body = self.runners

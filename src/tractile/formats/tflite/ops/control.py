@@ -18,7 +18,7 @@ def if_(node: TflNode):
 @tflite_writer(If)
 def write_if(op: If, ctx) -> OpSpec:
     fields = {"ThenSubgraphIndex": ctx.subgraph(op.then_branch), "ElseSubgraphIndex": ctx.subgraph(op.else_branch)}
-    return OpSpec("IF", ("IfOptions", fields))
+    return OpSpec("IF", ("IfOptions", fields), list(range(ctx.input_count() - op.ordered)))
 
 
 @tflite_op("WHILE")
@@ -33,4 +33,4 @@ def while_(node: TflNode):
 @tflite_writer(While)
 def write_while(op: While, ctx) -> OpSpec:
     fields = {"CondSubgraphIndex": ctx.subgraph(op.cond), "BodySubgraphIndex": ctx.subgraph(op.body)}
-    return OpSpec("WHILE", ("WhileOptions", fields))
+    return OpSpec("WHILE", ("WhileOptions", fields), list(range(ctx.input_count() - op.ordered)))
