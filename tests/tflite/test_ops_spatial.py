@@ -152,3 +152,22 @@ def test_pooling(kind, dtype):
     op = Pool2D(kind=kind, window=Window2D("SAME", 2, 2), filter_h=3, filter_w=2, activation="RELU6")
     model = g.outputs(g.op("y", op, [x], out_q=quant))
     check_model(model, [[random_values(model.input_fact(0), RNG)] for _ in range(3)])
+
+
+@pytest.mark.parametrize("window", [Window2D("SAME", 1, 1), Window2D("SAME", 2, 2), Window2D("VALID", 1, 2, 2, 1),
+                                    Window2D("SAME", 3, 3, 1, 2)], ids=str)
+@pytest.mark.parametrize("dtype,bias_dtype,multiplier", [("i8", "i32", 1), ("u8", "i32", 1), ("i16", "i64", 2),
+                                                         ("f32", None, 2)])
+def test_depthwise_conv_2d_on_large_images(dtype, bias_dtype, multiplier, window):
+    """Outputs of more than 256 pixels take the per-tap path (rows of whole pixels, column phases)."""
+    if dtype == "f32":
+        g = GraphBuilder()
+        x = g.input("x", "f32", (1, 60, 52, 3))
+        w = g.const("w", RNG.standard_normal((1, 3, 3, 3 * multiplier)).astype(np.float32))
+        op = DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6", has_bias=False)
+        model = g.outputs(g.op("y", op, [x, w]))
+    else:
+        model = conv_model(dtype, True, window, bias_dtype, "NONE", multiplier, channels=3)
+        model.set_input_fact(0, f"1,60,52,3,{dtype}")
+    assert model.output_fact(0).shape[1] * model.output_fact(0).shape[2] > 256
+    check_model(model, [[random_values(model.input_fact(0), RNG)] for _ in range(2)])
