@@ -159,7 +159,8 @@
       [k, `<code>${escape(typeof v === "string" ? v : JSON.stringify(v))}</code>`]);
     const inputs = node.inputs.map((input, slot) => [String(slot), `<code>${escape(input.fact)}</code><br>` +
       (input.const !== undefined ? `constant <b>${escape(input.wire)}</b>: <code>${escape(input.const)}</code>`
-        : `from ${link(input.from)} <span class="sub">(${escape(input.wire)})</span>`)]);
+        : `from ${link(input.from)}` + (nodes.has(input.from) && nodes.get(input.from).name === input.wire ? ""
+          : ` <span class="sub">(${escape(input.wire)})</span>`))]);
     const outputs = node.outputs.map((output, slot) => [String(slot), `<code>${escape(output.fact)}</code> ` +
       `<span class="sub">${escape(output.wire)}${output.output ? " — model output" : ""}</span>` +
       (output.to.length ? "<br>to " + output.to.slice(0, 24).map(link).join(", ") +
