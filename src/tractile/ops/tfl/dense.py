@@ -21,8 +21,8 @@ from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import (TflOp, activation_range, apply_float_activation, check_activation, is_quantized,
                      scale_of, scales_of, zero_of)
-from .fixedpoint import (OutputStage, Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier,
-                         round_half_away)
+from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier, round_half_away
+from .output import OutputStage
 
 FLAVOURS = ("reference", "micro")
 

@@ -18,7 +18,8 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import TflOp, apply_float_activation, check_activation, scale_of, zero_of
-from .fixedpoint import Requantizer, clip_inplace, int16_table, rounding_divide_by_pot
+from .fixedpoint import Requantizer, int16_table, rounding_divide_by_pot
+from .output import clip_inplace
 
 #: TFLite's input slots of UNIDIRECTIONAL_SEQUENCE_LSTM
 SLOTS = ("input", "input_to_input", "input_to_forget", "input_to_cell", "input_to_output", "recurrent_to_input",
