@@ -89,7 +89,7 @@ class IntegerDense:
         offset = w.astype(np.int64) - w_zero
         in_bound = {DatumType.I16: 32768, DatumType.U8: 255}.get(dtype, 128)
         bound = float(in_bound) * float(np.abs(offset).max(initial=0)) * w.shape[1]
-        self.work = np.float32 if bound < (1 << 24) else np.float64
+        self.work = np.float32 if bound < (1 << 24) and op.flavour != "reference" else np.float64
         self.weights_t = np.ascontiguousarray(offset.T.astype(self.work))
         units = w.shape[0]
         total_bias = np.zeros(units, np.int64) if bias is None else bias.reshape(-1).astype(np.int64)
@@ -107,9 +107,9 @@ class IntegerDense:
                                       units)
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
-        acc = rows.astype(self.work) @ self.weights_t
         if self.flavour == "reference":
-            scaled = np.add(acc, self.bias_f, dtype=np.float64)
+            scaled = np.matmul(rows, self.weights_t)
+            scaled += self.bias_f
             scaled *= self.rescale.scale
             scaled += np.copysign(HALF_BELOW, scaled)
             np.trunc(scaled, out=scaled)
@@ -118,6 +118,7 @@ class IntegerDense:
             out = np.empty(scaled.shape, self.dtype)
             np.minimum(scaled, self.high, out=out, casting="unsafe")
             return out
+        acc = rows.astype(self.work) @ self.weights_t
         if self.dtype != np.int16:
             return self.output(acc)
         total = acc.astype(np.int64) + self.bias
