@@ -163,7 +163,8 @@ class QuantizedStage:
         if self.wide:
             self.requant, self.bias, self.zero, self.low, self.high = requant, total_bias, zero_of(out_q), low, high
         self.dtype = dtype.np
-        self.output = OutputStage(requant, total_bias, zero_of(out_q), low, high, dtype.np, len(weight_sums))
+        self.output = OutputStage(requant, total_bias, zero_of(out_q), low, high, dtype.np, len(weight_sums),
+                                  acc_bound=in_bound * w_bound * taps_count)
 
     def finish(self, acc: np.ndarray) -> np.ndarray:
         """Float-held exact sums (N, H, W, filters) to the output integers."""

@@ -104,7 +104,7 @@ class IntegerDense:
         self.bias_f = total_bias.astype(np.float64)
         if op.flavour != "reference" and dtype != DatumType.I16:
             self.output = OutputStage(self.rescale.requant, total_bias, self.zero, self.low, self.high, self.dtype,
-                                      units)
+                                      units, acc_bound=bound)
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         if self.flavour == "reference":

@@ -18,9 +18,15 @@ class OutputStage:
     constant of the right shift, and the sign correction of that rounding is skipped when
     every value below the zero point is clamped anyway (ReLU-like activations), since it
     can only move such values. ``bias`` may include the input zero-point correction.
+
+    Without the sign correction the two roundings fold into one shift, since
+    ``floor((floor(u) + c) / 2**r) == floor((u + c) / 2**r)`` for integers ``c``: the
+    result is ``(p + 2**30 + c * 2**31) >> (31 + r)`` with ``p = (acc + bias) * m``, used
+    when ``acc_bound`` (the largest possible ``|acc|``) shows it cannot overflow int64.
     """
 
-    def __init__(self, requant: Requantizer, bias, zero: int, low: int, high: int, dtype, channels: int):
+    def __init__(self, requant: Requantizer, bias, zero: int, low: int, high: int, dtype, channels: int,
+                 acc_bound: float | None = None):
         multipliers = np.broadcast_to(requant.multipliers, (channels,)).astype(np.int64)
         shifts = np.broadcast_to(requant.shifts, (channels,)).astype(np.int64)
         self.generic = bool(np.any(shifts > 0))
@@ -32,13 +38,21 @@ class OutputStage:
         self._vectors = (multipliers, bias * multipliers + (1 << 30), rounding, right, np.where(right > 0, -1, 0))
         self._tiled: dict = {}
         self.sign = low < zero and bool(np.any(right > 0))
+        self.fused = None
+        if not self.sign and not self.generic and acc_bound is not None:
+            offset = bias * multipliers + (1 << 30) + (rounding << 31)
+            largest = (float(acc_bound) + float(np.abs(bias).max(initial=0))) * float(multipliers.max(initial=0))
+            if largest + float(np.abs(offset).max(initial=0)) < 2.0 ** 62:
+                self.fused = (multipliers, offset, right + 31)
 
     def constants(self, repeat: int) -> tuple:
-        """(multiplier, offset, rounding, right shift, sign mask), each a scalar when uniform,
-        else a vector repeated ``repeat`` times (to run along rows of ``repeat`` pixels)."""
+        """(multiplier, offset, rounding, right shift, sign mask), or (multiplier, offset, shift)
+        when fused; each a scalar when uniform, else a vector repeated ``repeat`` times (to run
+        along rows of ``repeat`` pixels)."""
         if repeat not in self._tiled:
+            vectors = self.fused if self.fused is not None else self._vectors
             self._tiled[repeat] = tuple(int(v[0]) if v.size and np.all(v == v[0]) else np.tile(v, repeat)
-                                        for v in self._vectors)
+                                        for v in vectors)
         return self._tiled[repeat]
 
     def __call__(self, acc: np.ndarray, repeat: int = 1) -> np.ndarray:
@@ -50,6 +64,12 @@ class OutputStage:
             self.requant.apply_inplace(total)
             total += self.zero
             return _clamp(total, self.low, self.high, self.dtype).reshape(acc.shape)
+        if self.fused is not None:
+            multiplier, offset, shift = self.constants(repeat)
+            total *= multiplier
+            total += offset
+            np.right_shift(total, shift, out=total)
+            return _clamp(total, self.low, self.high, self.dtype)
         multiplier, offset, rounding, right, negmask = self.constants(repeat)
         total *= multiplier
         total += offset
