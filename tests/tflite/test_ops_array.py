@@ -148,8 +148,14 @@ def test_signed_sum_matches_tflite_micro(dtype, in_q, out_q):
     model = single_op(Reduce(kind="sum", axes=(1,)), dtype, (3, 6, 5), in_q, out_q)
     data = write_model(model)
     interpreter = micro_interpreter(data)
+    outputs = []
     for inputs in random_sets(model, 20):
-        np.testing.assert_array_equal(model.run(inputs)[0], run_micro(interpreter, inputs)[0])
+        outputs.append(model.run(inputs)[0])
+        np.testing.assert_array_equal(outputs[-1], run_micro(interpreter, inputs)[0])
+        if dtype == "i8":
+            assert_ties((inputs[0].astype(np.float64) - 3).sum(axis=1) / 2 - 7)
+    if dtype == "i8":
+        assert_saturates(np.concatenate(outputs), -128, 127)
     if dtype == "i8":
         x = random_sets(model, 1)[0][0]
         as_uint8 = x.view(np.uint8).astype(np.int64).sum(axis=1) - in_q.zero_point[0] * 6

@@ -202,6 +202,9 @@ def test_prelu(dtype, alpha_dtype, quant):
     out = check_model(model, sets)[0][0]
     if dtype == "i8":
         assert_saturates(out, -128, 127)
+        x = sets[0][0].astype(np.float64) - 3
+        alpha = (np.array([-100, 5, 120]) + 2) * 2 ** -6
+        assert_ties(np.where(x >= 0, x * 2 ** -4, x * 2 ** -4 * alpha) / 2 ** -5 - 5)
 
 
 @pytest.mark.parametrize("scale", [0.05, 0.5, 0.002])

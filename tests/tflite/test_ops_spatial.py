@@ -75,6 +75,17 @@ def test_int8_conv_hits_ties_and_saturation():
     assert_saturates(out, -128, 127)
 
 
+def test_int8_depthwise_conv_hits_ties_and_saturation():
+    model = conv_model("i8", True, Window2D("VALID", 1, 1), "i32", channels=6)
+    x = random_values(model.input_fact(0), RNG)
+    out = check_model(model, [[x]])[0][0]
+    w = model.nodes[model.node_by_name("w").id].op.value.astype(np.int64)[0]
+    windows = np.lib.stride_tricks.sliding_window_view(x.astype(np.int64) - 3, (3, 3), axis=(1, 2))
+    acc = np.einsum("nhwcij,ijc->nhwc", windows, w)
+    assert_ties(acc * np.array(HALVES))
+    assert_saturates(out, -128, 127)
+
+
 def test_float_convolutions():
     for depthwise in (False, True):
         g = GraphBuilder()
@@ -137,8 +148,13 @@ def test_int8_bilinear_upsampling_rounds_ties():
     g = GraphBuilder()
     x = g.input("x", "i8", (1, 2, 16, 16), q(0.1))
     model = g.outputs(g.op("y", Resize(kind="bilinear", size=(4, 32), half_pixel_centers=True), [x], out_q=q(0.1)))
-    values = np.arange(-128, 128, dtype=np.int8).reshape(1, 2, 16, 8).repeat(2, axis=3)
-    check_model(model, [[values], [values[:, ::-1].copy()]])
+    values = RNG.integers(-128, 128, (1, 2, 16, 16)).astype(np.int8)
+    values[0, 0, :2] = [[-128] * 16, [127] * 16]
+    out = check_model(model, [[values], [values[:, ::-1].copy()]])[0][0]
+    # the weights are 1/16, 3/16, 9/16: the exact interpolation (a float one) has halves
+    exact = Resize(kind="bilinear", size=(4, 32), half_pixel_centers=True).eval([values.astype(np.float32)])[0]
+    assert_ties(exact)
+    assert_saturates(out, -128, 127)
 
 
 @pytest.mark.parametrize("kind", ["average", "max", "l2"])
