@@ -148,8 +148,8 @@ def test_int8_bilinear_upsampling_rounds_ties():
     g = GraphBuilder()
     x = g.input("x", "i8", (1, 2, 16, 16), q(0.1))
     model = g.outputs(g.op("y", Resize(kind="bilinear", size=(4, 32), half_pixel_centers=True), [x], out_q=q(0.1)))
-    values = RNG.integers(-128, 128, (1, 2, 16, 16)).astype(np.int8)
-    values[0, 0, :2] = [[-128] * 16, [127] * 16]
+    values = np.random.default_rng(24).integers(-128, 128, (1, 2, 16, 16)).astype(np.int8)
+    values[:, :, 0:4], values[:, :, 4:8] = 127, -128
     out = check_model(model, [[values], [values[:, ::-1].copy()]])[0][0]
     # the weights are 1/16, 3/16, 9/16: the exact interpolation (a float one) has halves
     exact = Resize(kind="bilinear", size=(4, 32), half_pixel_centers=True).eval([values.astype(np.float32)])[0]
