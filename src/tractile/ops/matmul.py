@@ -34,10 +34,13 @@ def matmul_shape(a: tuple, b: tuple, what: str = "MatMul") -> tuple:
 
 
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind in "iu" and a.dtype == b.dtype and a.dtype.itemsize <= 2:
+    kind = a.dtype.kind
+    if kind == "f" and a.dtype.itemsize >= 4:
+        return np.matmul(a, b)
+    if kind in "iu" and a.dtype == b.dtype and a.dtype.itemsize <= 2:
         # BLAS in float64 is exact here: partial sums of 16-bit products stay far below 2**53
         return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
-    if a.dtype.kind == "V" or a.dtype.name == "bfloat16":
+    if kind == "V" or a.dtype.name == "bfloat16":
         return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
     return np.matmul(a, b)
 

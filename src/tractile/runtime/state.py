@@ -32,6 +32,10 @@ class SimpleState:
                 self.op_states[index] = op_state
                 evaluate = op_state.eval
             self._program.append((evaluate, step.inputs, step.outputs, step.frees))
+        self._checkers = [self._input_checker(name, fact) for name, fact in zip(plan.input_names, plan.input_facts)]
+        self._template: list[Any] = [None] * plan.slot_count
+        for slot, value in plan.constants.items():
+            self._template[slot] = value
 
     def reset(self) -> None:
         """Forget what stateful ops remember (start a new stream)."""
@@ -57,6 +61,26 @@ class SimpleState:
             raise RunError(f"the model takes {len(plan.input_names)} input(s) ({', '.join(plan.input_names)}), "
                            f"{len(inputs)} given")
         return inputs, False
+
+    def _input_checker(self, name: str, fact: TypedFact):
+        """A function ``(value, bindings) -> checked value`` for one input, built once.
+
+        Inputs whose shape is fully known are checked with one datum type and one shape
+        comparison; the general check (symbols, containers, conversions) runs otherwise and
+        on any mismatch, to say what is wrong.
+        """
+        general = self._check_input
+        if fact.kind != TENSOR or not all(isinstance(d, int) for d in fact.shape) \
+                or fact.dtype == DatumType.STRING:
+            return lambda value, bindings: general(name, fact, value, bindings)
+        dtype, shape = fact.dtype.np, tuple(fact.shape)
+
+        def check(value, bindings):
+            if type(value) is np.ndarray and value.dtype == dtype and value.shape == shape:
+                return value
+            return general(name, fact, value, bindings)
+
+        return check
 
     def _check_input(self, name: str, fact: TypedFact, value, bindings: dict[str, int]) -> np.ndarray:
         if fact.kind != TENSOR:
@@ -93,14 +117,15 @@ class SimpleState:
     def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
         """Run the plan. A list in gives a list out; a dict in gives a dict by output name."""
         plan = self.plan
-        ordered, as_dict = self._ordered_inputs(inputs)
+        if type(inputs) is list and len(inputs) == len(plan.input_slots):
+            ordered, as_dict = inputs, False
+        else:
+            ordered, as_dict = self._ordered_inputs(inputs)
         bindings: dict[str, int] = {}
-        values: list[Any] = [None] * plan.slot_count
-        for slot, value in plan.constants.items():
-            values[slot] = value
+        values = self._template.copy()
         fed = []
-        for slot, name, fact, value in zip(plan.input_slots, plan.input_names, plan.input_facts, ordered):
-            checked = self._check_input(name, fact, value, bindings)
+        for slot, check, value in zip(plan.input_slots, self._checkers, ordered):
+            checked = check(value, bindings)
             values[slot] = checked
             if isinstance(checked, np.ndarray):
                 fed.append(checked)
