@@ -76,7 +76,8 @@ def _propagate_values(op, inputs, outputs):
                 return outputs
     symbolic = any(f.value.dtype == object and f.dtype != _STRING for f in inputs)
     try:
-        values = op.eval([f.value for f in inputs])
+        with np.errstate(all="ignore"):
+            values = op.eval([f.value for f in inputs])
     except TractileError:
         if symbolic:
             return outputs

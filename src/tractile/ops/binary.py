@@ -160,16 +160,17 @@ class BinaryOp(Op):
                     lambda s, a, b: s.equals(outputs[0].shape, broadcast_shapes(a, b)))
 
     def eval(self, inputs):
-        a, b = (_arr(v) for v in inputs)
-        if is_symbolic_array(a) or is_symbolic_array(b):
+        a, b = inputs
+        if type(a) is not np.ndarray or type(b) is not np.ndarray:
+            a, b = _arr(a), _arr(b)
+        if (a.dtype == object or b.dtype == object) and (is_symbolic_array(a) or is_symbolic_array(b)):
             out = symbolic_apply(self.symbolic, a, b)
             return [out.astype(bool) if self.output_type == DatumType.BOOL else out]
         target = self.output_type.np if self.output_type is not None else a.dtype
-        with np.errstate(all="ignore"):
-            if self.widen_small_floats and needs_f32(a.dtype):
-                out = _arr(self.compute(a.astype(np.float32), b.astype(np.float32) if needs_f32(b.dtype) else b))
-            else:
-                out = _arr(self.compute(a, b))
+        if self.widen_small_floats and needs_f32(a.dtype):
+            out = _arr(self.compute(a.astype(np.float32), b.astype(np.float32) if needs_f32(b.dtype) else b))
+        else:
+            out = _arr(self.compute(a, b))
         if out.dtype != target and a.dtype != object:
             out = out.astype(target)
         return [out]

@@ -156,7 +156,7 @@ class BodyRunner:
 
     def run(self, values: list) -> list:
         try:
-            return self.state.run(values)
+            return self.state.run_nested(values)
         except RunError as error:
             raise RunError(f"in {self.body.label}: {error}") from None
 

@@ -63,9 +63,8 @@ class UnaryOp(Op):
 
     def eval(self, inputs):
         x = inputs[0]
-        with np.errstate(all="ignore"):
-            out = self.compute(x)
-        if not isinstance(out, np.ndarray):
+        out = self.compute(x)
+        if type(out) is not np.ndarray:
             out = np.asarray(out)
         expected = self.output_type.np if self.output_type else x.dtype
         if out.dtype != expected:

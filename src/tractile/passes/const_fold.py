@@ -58,5 +58,6 @@ def fold_constants(model, node: Node) -> ModelPatch | None:
         shape = outlet.fact.concrete_shape()
         if shape is None or int(np.prod(shape, dtype=np.int64)) > budget:
             return None
-    results = op.eval(values)
+    with np.errstate(all="ignore"):
+        results = op.eval(values)
     return ModelPatch.replace_by_const(model, node, [np.asarray(r) for r in results], f"fold {node.name}")

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import TractileError
 
 
@@ -100,17 +102,18 @@ def profile_state_run(state, inputs) -> list[tuple[float, float, float]]:
     state.bindings = bindings
     timings = []
     clock = time.perf_counter
-    for evaluate, reads, writes, frees in state._program:
-        user0, system0 = _cpu()
-        start = clock()
-        results = evaluate([values[i] for i in reads])
-        real = clock() - start
-        user1, system1 = _cpu()
-        timings.append((real, user1 - user0, system1 - system0))
-        for slot, result in zip(writes, results):
-            values[slot] = result
-        for slot in frees:
-            values[slot] = None
+    with np.errstate(all="ignore"):
+        for evaluate, reads, writes, frees in state._program:
+            user0, system0 = _cpu()
+            start = clock()
+            results = evaluate([values[i] for i in reads])
+            real = clock() - start
+            user1, system1 = _cpu()
+            timings.append((real, user1 - user0, system1 - system0))
+            for slot, result in zip(writes, results):
+                values[slot] = result
+            for slot in frees:
+                values[slot] = None
     return timings
 
 

@@ -121,6 +121,23 @@ class SimpleState:
             ordered, as_dict = inputs, False
         else:
             ordered, as_dict = self._ordered_inputs(inputs)
+        values, fed = self._execute(ordered)
+        outputs = [_detached(values[slot], fed) for slot in plan.output_slots]
+        if as_dict:
+            return dict(zip(plan.output_names, outputs))
+        return outputs
+
+    def run_nested(self, inputs: list) -> list:
+        """Run from inside another op (a control-flow body, a subgraph): inputs in order,
+        outputs as produced, without the defensive copies ``run`` makes for callers."""
+        if len(inputs) != len(self.plan.input_slots):
+            self._ordered_inputs(inputs)
+        values, _ = self._execute(inputs)
+        return [values[slot] for slot in self.plan.output_slots]
+
+    def _execute(self, ordered: Sequence[Any]) -> tuple[list, list]:
+        """Check and bind the inputs, run every step; return the slot values and the input arrays."""
+        plan = self.plan
         bindings: dict[str, int] = {}
         values = self._template.copy()
         fed = []
@@ -134,30 +151,29 @@ class SimpleState:
         self.bindings = bindings
         if self.check_facts:
             self._run_checked(values, bindings)
-        else:
-            index = 0
-            try:
+            return values, fed
+        index = 0
+        try:
+            with np.errstate(all="ignore"):
                 for index, (evaluate, reads, writes, frees) in enumerate(self._program):
                     results = evaluate([values[i] for i in reads])
                     for slot, result in zip(writes, results):
                         values[slot] = result
                     for slot in frees:
                         values[slot] = None
-            except TractileError as error:
-                raise _at_node(error, plan.steps[index]) from None
-            except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, MemoryError) as error:
-                raise _at_node(RunError(f"{type(error).__name__}: {error}"), plan.steps[index]) from error
-        outputs = [_detached(values[slot], fed) for slot in plan.output_slots]
-        if as_dict:
-            return dict(zip(plan.output_names, outputs))
-        return outputs
+        except TractileError as error:
+            raise _at_node(error, plan.steps[index]) from None
+        except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, MemoryError) as error:
+            raise _at_node(RunError(f"{type(error).__name__}: {error}"), plan.steps[index]) from error
+        return values, fed
 
     def _run_checked(self, values: list, bindings: dict[str, int]) -> None:
         from .check import CHECKING
 
         token = CHECKING.set(True)
         try:
-            self._run_checked_steps(values, bindings)
+            with np.errstate(all="ignore"):
+                self._run_checked_steps(values, bindings)
         finally:
             CHECKING.reset(token)
 

@@ -121,7 +121,7 @@ class _Runner:
 
     def run(self, values: list) -> list:
         try:
-            return self.state.run(values)[:self.count]
+            return self.state.run_nested(values)[:self.count]
         except RunError as error:
             raise RunError(f"in {self.label}: {error}") from None
 
