@@ -1,6 +1,7 @@
 """Convolution over N,C,spatial... tensors: im2col + BLAS, 1x1 as matmul, depthwise per tap."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -28,6 +29,24 @@ class Conv(Op):
 
     def _window(self, kernel_shape) -> Window:
         return self.window.for_kernel(kernel_shape)
+
+    def _geometry(self, x_shape: tuple, w_shape: tuple):
+        """(window, begin pads or None, end pads, output spatial dims, bias shape) for these
+        shapes, computed once per shape pair: small, frequent calls (streaming) pay little."""
+        cache = self.__dict__.get("_geometries")
+        if cache is None:
+            cache = self.__dict__["_geometries"] = {}
+        key = (x_shape, w_shape)
+        found = cache.get(key)
+        if found is None:
+            window = self._window(w_shape[2:])
+            begins, ends, out = window.concrete_pads(x_shape[2:])
+            padded = any(begins) or any(ends)
+            found = (window, begins if padded else None, ends, out, (-1,) + (1,) * len(out))
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = found
+        return found
 
     def output_facts(self, inputs):
         expect_inputs(inputs, (2, 3), self)
@@ -66,12 +85,11 @@ class Conv(Op):
         if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.kind == "V":
             # half-precision sums drift: accumulate in f32, round once
             return [y.astype(x.dtype) for y in self.eval([t.astype(np.float32) for t in inputs])]
-        window = self._window(w.shape[2:])
-        begins, ends, out = window.concrete_pads(x.shape[2:])
-        xp = pad_spatial(x, begins, ends, 0)
+        window, begins, ends, out, bias_shape = self._geometry(x.shape, w.shape)
+        xp = pad_spatial(x, begins, ends, 0) if begins is not None else x
         y = convolve(xp, w, window, out, self.group)
         if bias is not None:
-            y += bias.reshape((-1,) + (1,) * len(out)).astype(y.dtype, copy=False)
+            y += bias.reshape(bias_shape).astype(y.dtype, copy=False)
         if self.activation is not None:
             y = self.activation.apply_inplace(y)
         return [y]
@@ -89,7 +107,7 @@ def convolve(xp: np.ndarray, w: np.ndarray, window: Window, out: tuple[int, ...]
     """Convolve an already padded input; returns a fresh (N, M, *out) array."""
     n, channels = xp.shape[:2]
     m = w.shape[0]
-    length = int(np.prod(out))
+    length = math.prod(out)
     if group == 1:
         return _dense(xp, w, window, out).reshape((n, m, *out))
     if w.shape[1] == 1 and m == channels and xp.dtype.kind == "f":
@@ -109,8 +127,10 @@ def _dense(xp, w, window: Window, out) -> np.ndarray:
     if pointwise:
         cols = xp.reshape(n, channels, -1)
     else:
+        if not xp.flags.c_contiguous and xp.size <= 1 << 16:
+            xp = np.ascontiguousarray(xp)
         view = window_view(xp, window, out)
-        cols = view.reshape(n, channels * int(np.prod(window.kernel)), -1)
+        cols = view.reshape(n, channels * math.prod(window.kernel), -1)
     kernel = w.reshape(m, -1)
     if xp.dtype.kind in "iu":
         return np.matmul(kernel.astype(np.float64), cols.astype(np.float64)).astype(np.result_type(xp, w))
