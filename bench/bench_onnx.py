@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     from rich.progress import Progress
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=max(Console().width, 110))
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     results = []
     with Progress(console=console, transient=True) as progress:
