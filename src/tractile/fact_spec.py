@@ -1,0 +1,47 @@
+"""Reading users' fact specs: ``"N,3,224,224,f32"``, ``(shape, dtype)``, arrays, facts."""
+from __future__ import annotations
+
+import numpy as np
+
+from .datum import DatumType
+from .dim import TDim, to_dim
+from .errors import TractileError
+from .fact import InferenceFact, ShapeFactoid, TypedFact
+
+def parse_fact(spec) -> InferenceFact:
+    """Turn a user's fact spec into an :class:`InferenceFact`.
+
+    Accepts a tract-style string ``"N,3,224,224,f32"`` (``?`` for an unknown dim, a
+    trailing ``..`` for unknown rank, the datum type last and optional), a ``(shape,
+    dtype)`` tuple, a NumPy array (its shape and dtype), or a fact.
+    """
+    if isinstance(spec, InferenceFact):
+        return spec
+    if isinstance(spec, TypedFact):
+        return InferenceFact.from_typed(spec)
+    if isinstance(spec, np.ndarray):
+        return InferenceFact(DatumType.from_numpy(spec.dtype), ShapeFactoid.closed(spec.shape))
+    if isinstance(spec, tuple) and len(spec) == 2 and not isinstance(spec[1], (int, TDim)):
+        shape, dtype = spec
+        dtype = dtype if isinstance(dtype, DatumType) else (
+            DatumType.parse(dtype) if isinstance(dtype, str) else DatumType.from_numpy(dtype))
+        dims = [None if d in ("?", None) else to_dim(d) for d in shape]
+        return InferenceFact(dtype, ShapeFactoid.closed(dims))
+    if not isinstance(spec, str):
+        raise TractileError(f"cannot read a fact from {spec!r}: give 'N,3,224,224,f32' or (shape, dtype)")
+    items = [item.strip() for item in spec.replace(";", ",").split(",") if item.strip()]
+    dtype = None
+    if items:
+        try:
+            dtype = DatumType.parse(items[-1])
+            items = items[:-1]
+        except TractileError:
+            dtype = None
+    open_rank = bool(items) and items[-1] in ("..", "...")
+    if open_rank:
+        items = items[:-1]
+    try:
+        dims = tuple(None if item == "?" else to_dim(item) for item in items)
+    except TractileError as error:
+        raise TractileError(f"cannot read fact {spec!r}: {error}") from None
+    return InferenceFact(dtype, ShapeFactoid(dims, open_rank))
