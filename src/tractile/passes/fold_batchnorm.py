@@ -136,46 +136,47 @@ def _lone_add_below(model, outlet):
     return producer, data, konst
 
 
-def push_mul_above_add(model, node) -> ModelPatch | None:
-    """``(x + a) * b`` with constants a, b becomes ``x * b + a * b``, so the Mul can reach a Conv/MatMul."""
-    if not isinstance(node.op, Mul):
+def _over_constant_add(model, node, op_type):
+    """(x, a, b, the Add) when ``node`` is ``op_type(x + a, b)`` with constants a, b and an Add
+    that feeds only this node, all of one shape; else None."""
+    if not isinstance(node.op, op_type):
         return None
     found = _const_operand(model, node)
     if found is None:
         return None
-    data, scale = found
+    data, outer = found
     below = _lone_add_below(model, data)
     if below is None or node.outputs[0].fact.shape != model.outlet_fact(data).shape:
         return None
-    add, x, shift = below
-    dtype = node.outputs[0].fact.dtype.np
-    patch = ModelPatch(model, f"push {node.name} above {add.name}")
-    scaled = patch.wire_node(node.name, Mul(), [patch.tap(x), patch.add_const(f"{node.name}.b", scale)])[0]
-    moved = patch.add_const(f"{add.name}.ab", (shift * scale).astype(dtype))
-    y = patch.wire_node(add.name, Add(), [scaled, moved])[0]
+    add, x, inner = below
+    return x, inner, outer, add
+
+
+def _replace_pair(patch: ModelPatch, node, add, y) -> ModelPatch:
     patch.shunt(OutletId(node.id, 0), y)
     patch.obliterate(node.id)
     patch.obliterate(add.id)
     return patch
+
+
+def push_mul_above_add(model, node) -> ModelPatch | None:
+    """``(x + a) * b`` with constants a, b becomes ``x * b + a * b``, so the Mul can reach a Conv/MatMul."""
+    found = _over_constant_add(model, node, Mul)
+    if found is None:
+        return None
+    x, shift, scale, add = found
+    patch = ModelPatch(model, f"push {node.name} above {add.name}")
+    scaled = patch.wire_node(node.name, Mul(), [patch.tap(x), patch.add_const(f"{node.name}.b", scale)])[0]
+    moved = patch.add_const(f"{add.name}.ab", (shift * scale).astype(node.outputs[0].fact.dtype.np))
+    return _replace_pair(patch, node, add, patch.wire_node(add.name, Add(), [scaled, moved])[0])
 
 
 def merge_constant_adds(model, node) -> ModelPatch | None:
     """``(x + a) + b`` with constants a, b becomes ``x + (a + b)``."""
-    if not isinstance(node.op, Add):
-        return None
-    found = _const_operand(model, node)
+    found = _over_constant_add(model, node, Add)
     if found is None:
         return None
-    data, second = found
-    below = _lone_add_below(model, data)
-    if below is None or node.outputs[0].fact.shape != model.outlet_fact(data).shape:
-        return None
-    add, x, first = below
-    dtype = node.outputs[0].fact.dtype.np
+    x, first, second, add = found
     patch = ModelPatch(model, f"merge {add.name} into {node.name}")
-    total = patch.add_const(f"{node.name}.sum", (first + second).astype(dtype))
-    y = patch.wire_node(node.name, Add(), [patch.tap(x), total])[0]
-    patch.shunt(OutletId(node.id, 0), y)
-    patch.obliterate(node.id)
-    patch.obliterate(add.id)
-    return patch
+    total = patch.add_const(f"{node.name}.sum", (first + second).astype(node.outputs[0].fact.dtype.np))
+    return _replace_pair(patch, node, add, patch.wire_node(node.name, Add(), [patch.tap(x), total])[0])
