@@ -18,6 +18,7 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupl
 
 from .errors import TractileError
 from .formats.onnx import load_onnx
+from .runtime.state import order_inputs
 
 
 class TractileRep(BackendRep):
@@ -47,17 +48,7 @@ class TractileRep(BackendRep):
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Run on ``inputs`` (a list in input order, a dict by name, or one array)."""
-        if isinstance(inputs, Mapping):
-            missing = [n for n in self.input_names if n not in inputs]
-            if missing:
-                raise TractileError(f"missing input(s): {', '.join(missing)}")
-            inputs = [inputs[name] for name in self.input_names]
-        elif isinstance(inputs, np.ndarray):
-            inputs = [inputs]
-        inputs = list(inputs)
-        if len(inputs) != len(self.input_names):
-            raise TractileError(f"the model takes {len(self.input_names)} input(s) "
-                                f"({', '.join(self.input_names)}), {len(inputs)} given")
+        inputs, _ = order_inputs(self.input_names, inputs)
         outputs = self._model_for(inputs).run(inputs)
         return namedtupledict("Outputs", self.output_names)(*outputs)
 

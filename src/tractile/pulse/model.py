@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import RunError
 from ..model import TypedModel
+from ..runtime.state import order_inputs
 from .ops import StreamContext, StreamOpState
 from .stream import Stream
 
@@ -83,19 +84,7 @@ class StreamState:
 
     # inputs ------------------------------------------------------------------------------------
     def _ordered(self, inputs) -> tuple[list[Any], bool]:
-        if isinstance(inputs, Mapping):
-            unknown = [k for k in inputs if k not in self._names]
-            missing = [n for n in self._names if n not in inputs]
-            if unknown or missing:
-                raise RunError(f"the stream takes inputs {', '.join(self._names)}; got {', '.join(map(str, inputs))}")
-            return [inputs[n] for n in self._names], True
-        if isinstance(inputs, np.ndarray):
-            inputs = [inputs]
-        inputs = list(inputs)
-        if len(inputs) != len(self._names):
-            raise RunError(f"the stream takes {len(self._names)} input(s) ({', '.join(self._names)}), "
-                           f"{len(inputs)} given")
-        return inputs, False
+        return order_inputs(self._names, inputs, "the stream")
 
     def _checked(self, values: list[Any], frames: int | None = None) -> list[np.ndarray]:
         """Arrays whose streamed axis has ``frames`` frames (the pulse by default)."""

@@ -44,23 +44,7 @@ class SimpleState:
 
     # inputs ---------------------------------------------------------------------------------
     def _ordered_inputs(self, inputs) -> tuple[list, bool]:
-        plan = self.plan
-        if isinstance(inputs, Mapping):
-            unknown = [k for k in inputs if k not in plan.input_names]
-            if unknown:
-                raise RunError(f"unknown input(s) {', '.join(map(repr, unknown))}; the model's inputs are "
-                               + ", ".join(plan.input_names))
-            missing = [n for n in plan.input_names if n not in inputs]
-            if missing:
-                raise RunError(f"missing input(s): {', '.join(missing)}")
-            return [inputs[name] for name in plan.input_names], True
-        if isinstance(inputs, np.ndarray):
-            inputs = [inputs]
-        inputs = list(inputs)
-        if len(inputs) != len(plan.input_names):
-            raise RunError(f"the model takes {len(plan.input_names)} input(s) ({', '.join(plan.input_names)}), "
-                           f"{len(inputs)} given")
-        return inputs, False
+        return order_inputs(self.plan.input_names, inputs)
 
     def _input_checker(self, name: str, fact: TypedFact):
         """A function ``(value, bindings) -> checked value`` for one input, built once.
@@ -190,6 +174,29 @@ class SimpleState:
                 values[slot] = result
             for slot in step.frees:
                 values[slot] = None
+
+
+def order_inputs(names: Sequence[str], inputs, what: str = "the model") -> tuple[list, bool]:
+    """Inputs as a list in ``names`` order, and whether they came as a dict by name.
+
+    Accepts a dict by name, a sequence in order, or a single array; a RunError says what is
+    missing or unknown.
+    """
+    if isinstance(inputs, Mapping):
+        unknown = [k for k in inputs if k not in names]
+        if unknown:
+            raise RunError(f"unknown input(s) {', '.join(map(repr, unknown))}; the inputs of {what} are "
+                           + ", ".join(names))
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise RunError(f"missing input(s): {', '.join(missing)}")
+        return [inputs[name] for name in names], True
+    if isinstance(inputs, np.ndarray):
+        inputs = [inputs]
+    inputs = list(inputs)
+    if len(inputs) != len(names):
+        raise RunError(f"{what} takes {len(names)} input(s) ({', '.join(names)}), {len(inputs)} given")
+    return inputs, False
 
 
 def _at_node(error: TractileError, step) -> TractileError:
