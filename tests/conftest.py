@@ -1,6 +1,7 @@
 """Shared test helpers: paths to shared models, onnxruntime as an oracle."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,3 +27,18 @@ def run_onnxruntime(model_proto, inputs: list[np.ndarray]) -> list[np.ndarray]:
     session = ort.InferenceSession(model_proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     return session.run(None, dict(zip(names, inputs)))
+
+
+@pytest.fixture(scope="session")
+def demo_model(tmp_path_factory) -> Path:
+    """The bundled demo CNN (examples/make_demo_model.py), written once per session; input N,1,28,28."""
+    import onnx
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import make_demo_model
+    finally:
+        sys.path.pop(0)
+    path = tmp_path_factory.mktemp("demo") / "demo.onnx"
+    onnx.save(make_demo_model.build(), path)
+    return path

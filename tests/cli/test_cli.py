@@ -5,24 +5,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 
 from tractile.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(scope="module")
-def demo_model(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import make_demo_model
-    finally:
-        sys.path.pop(0)
-    path = tmp_path_factory.mktemp("demo") / "demo.onnx"
-    onnx.save(make_demo_model.build(), path)
-    return path
 
 
 def test_dump_json_at_each_stage(demo_model, capsys):

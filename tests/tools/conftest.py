@@ -1,7 +1,6 @@
 """Models for the tools' tests: the demo CNN, a small scoped graph, the shared TFLite models."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,18 +11,6 @@ from onnx import TensorProto, helper, numpy_helper
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_TFLITE = ROOT.parent / "shared" / "models" / "tflite"
 
-
-@pytest.fixture(scope="session")
-def demo_model(tmp_path_factory) -> Path:
-    """The bundled demo CNN (Conv, BatchNorm, Relu, MaxPool, Gemm, Softmax; input N,1,28,28)."""
-    sys.path.insert(0, str(ROOT / "examples"))
-    try:
-        import make_demo_model
-    finally:
-        sys.path.pop(0)
-    path = tmp_path_factory.mktemp("demo") / "demo.onnx"
-    onnx.save(make_demo_model.build(), path)
-    return path
 
 
 def scoped_model(blocks: int = 3, per_block: int = 4, width: int = 8) -> onnx.ModelProto:

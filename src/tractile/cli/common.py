@@ -108,3 +108,13 @@ def summarize(value: np.ndarray) -> str:
     elif value.size:
         text += f"  {value.ravel()[:4].tolist()}"
     return text
+
+
+def report_mismatches(out, problems: list[str], success: str) -> int:
+    """Print each mismatch (or the success line); the command's exit status: 1 on a mismatch."""
+    for problem in problems:
+        out.print(f"[red]mismatch[/red] {problem}")
+    if problems:
+        return 1
+    out.print(f"[green]{success}[/green]")
+    return 0

@@ -7,7 +7,15 @@ import time
 import numpy as np
 
 from ..errors import TractileError
-from .common import add_model_arguments, console, load_at_stage, parse_bindings, random_input, summarize
+from .common import (
+    add_model_arguments,
+    console,
+    load_at_stage,
+    parse_bindings,
+    random_input,
+    report_mismatches,
+    summarize,
+)
 
 
 def register(subparsers) -> None:
@@ -93,9 +101,5 @@ def run(args: argparse.Namespace) -> int:
     if args.assert_output:
         expected = _load_arrays(args.assert_output, names, "expected outputs")
         problems = compare_outputs(names, outputs, expected, args.rtol, args.atol)
-        for problem in problems:
-            out.print(f"[red]mismatch[/red] {problem}")
-        if problems:
-            return 1
-        out.print(f"[green]all {len(names)} output(s) match[/green]")
+        return report_mismatches(out, problems, f"all {len(names)} output(s) match")
     return 0

@@ -8,7 +8,15 @@ import numpy as np
 
 from ..dim import TDim
 from ..errors import TractileError
-from .common import add_model_arguments, console, load_at_stage, parse_bindings, random_input, summarize
+from .common import (
+    add_model_arguments,
+    console,
+    load_at_stage,
+    parse_bindings,
+    random_input,
+    report_mismatches,
+    summarize,
+)
 from .run import _load_arrays, compare_outputs
 
 
@@ -151,9 +159,4 @@ def run(args: argparse.Namespace) -> int:
             largest = float(np.max(np.abs(value.astype(np.float64) - reference.astype(np.float64)), initial=0.0))
             out.print(f"check  [bold]{name}[/bold]: largest difference with the batch model {largest:.3g}")
     problems = compare_outputs(out_names, results, expected, args.rtol, args.atol)
-    for problem in problems:
-        out.print(f"[red]mismatch[/red] {problem}")
-    if problems:
-        return 1
-    out.print(f"[green]the stream matches the batch model on all {len(out_names)} output(s)[/green]")
-    return 0
+    return report_mismatches(out, problems, f"the stream matches the batch model on all {len(out_names)} output(s)")
