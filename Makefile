@@ -1,26 +1,37 @@
 # tractile: two commands set up everything.
-#   make demo   creates .venv, installs tractile, builds the bundled demo model, dumps and runs it
-#   make test   creates .venv, installs tractile with its test oracles, runs the whole test suite
+#   make demo   creates .venv, installs tractile with what the demo needs (NumPy, onnx, rich), runs the demo
+#   make test   creates .venv, installs tractile with its test oracles and tool chains, runs the whole test suite
+# Every install is pinned by constraints.txt: upgrading an oracle is a reviewed edit of that file.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 JOBS ?= 2
 
-.PHONY: demo test conformance bench clean browser
+.PHONY: demo test versions conformance bench clean browser toolchains
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all,test]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(VENV)/.demo: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[onnx,cli]'
+	touch $@
+
+$(VENV)/.test: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP) -e '.[all,test]'
+	touch $@
+
+demo: $(VENV)/.demo
 	$(BIN)/python examples/make_demo_model.py build/demo.onnx
 	$(BIN)/tractile dump build/demo.onnx -i N,1,28,28,f32
 	$(BIN)/tractile run build/demo.onnx -i 1,1,28,28,f32
 
-test: $(STAMP) browser
+test: $(VENV)/.test browser toolchains versions
 	$(BIN)/python -m pytest -n $(JOBS) tests
+
+# the versions of every oracle and tool chain the tests use: a red run says which one changed
+versions: $(VENV)/.test
+	@$(BIN)/python tests/oracle_versions.py
 
 # the graph page's browser test drives Debian's chromium through chromium-driver: installed here
 # when missing and apt-get is usable (as root); otherwise that test skips and says what is missing
@@ -33,10 +44,23 @@ browser:
 	    >/dev/null 2>&1 </dev/null || echo "could not install chromium: the browser test will skip"; \
 	else echo "chromium or chromedriver missing and apt-get is not usable: the browser test will skip"; fi
 
-conformance: $(STAMP)
+# the compiler's tests build with gcc and clang, and run firmware in QEMU (Cortex-M) and simavr (AVR)
+TOOLCHAIN_PACKAGES := clang gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc-avr avr-libc simavr
+toolchains:
+	@missing=""; for tool in clang arm-none-eabi-gcc qemu-system-arm avr-gcc simavr; do \
+	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing the compiler tests' tool chains ($$missing)"; \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TOOLCHAIN_PACKAGES); } \
+	    >/dev/null 2>&1 </dev/null || echo "could not install$$missing: the tests that need them will skip"; \
+	else echo "missing$$missing and apt-get is not usable: the tests that need them will skip"; fi
+
+conformance: $(VENV)/.test
 	$(BIN)/tractile conformance --failures
 
-bench: $(STAMP)
+bench: $(VENV)/.test
 	$(BIN)/python bench/bench_onnx.py
 
 clean:

@@ -3,6 +3,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 import tractile
 from tractile.errors import AnalysisError
@@ -113,9 +114,16 @@ def test_conv_integer_with_padding_matches_onnxruntime():
     np.testing.assert_array_equal(run(proto, [x, w])[0], run_onnxruntime(proto, [x, w])[0])
 
 
-def test_qlinear_conv_per_channel_matches_onnxruntime():
-    x = RNG.integers(0, 256, (1, 4, 6, 6)).astype(np.uint8)
-    w = RNG.integers(-100, 100, (4, 2, 3, 3)).astype(np.int8)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_qlinear_conv_per_channel_matches_the_reference(seed):
+    """Grouped, per-channel QLinearConv equals the ONNX reference implementation exactly.
+
+    onnxruntime 1.32 differs from the reference by up to 32 LSB here (a known peer bug,
+    docs/ONNX_COVERAGE.md), so the specification's reference is the oracle.
+    """
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 256, (1, 4, 6, 6)).astype(np.uint8)
+    w = rng.integers(-100, 100, (4, 2, 3, 3)).astype(np.int8)
     consts = {"xs": np.float32(0.02), "xz": np.uint8(128), "ws": np.array([0.01, 0.02, 0.005, 0.03], np.float32),
               "wz": np.zeros(4, np.int8), "ys": np.float32(0.15), "yz": np.uint8(120),
               "b": np.array([100, -200, 0, 5000], np.int32)}
@@ -123,9 +131,10 @@ def test_qlinear_conv_per_channel_matches_onnxruntime():
                               pads=[1, 0, 1, 0])],
                         [value("x", "u8", [1, 4, 6, 6]), value("w", "i8", [4, 2, 3, 3])], [value("y", "u8")],
                         consts, opset=10)
-    ours, theirs = run(proto, [x, w])[0], run_onnxruntime(proto, [x, w])[0]
-    assert ours.shape == theirs.shape == (1, 4, 6, 4)
-    assert np.abs(ours.astype(int) - theirs.astype(int)).max() <= 1  # onnxruntime requantises in f32
+    ours = run(proto, [x, w])[0]
+    (reference,) = ReferenceEvaluator(proto).run(None, {"x": x, "w": w})
+    assert ours.shape == reference.shape == (1, 4, 6, 4)
+    np.testing.assert_array_equal(ours, reference)
 
 
 def test_qlinear_matmul_by_hand():

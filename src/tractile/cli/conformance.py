@@ -7,6 +7,9 @@ from pathlib import Path
 
 from .common import console
 
+#: what follows this line in the coverage page is written by hand and kept when it is regenerated
+HAND_WRITTEN = "<!-- written by hand below: kept by --coverage -->"
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -57,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     if args.write_expected:
         args.write_expected.write_text("".join(f"{r.name}\n" for r in passed))
     if args.coverage:
-        args.coverage.write_text(coverage_markdown(results, onnx.__version__))
+        kept = args.coverage.read_text() if args.coverage.exists() else ""
+        tail = kept[kept.index(HAND_WRITTEN):] if HAND_WRITTEN in kept else ""
+        args.coverage.write_text(coverage_markdown(results, onnx.__version__) + ("\n" + tail if tail else ""))
     status = 0
     if args.check_expected:
         expected = {line.strip() for line in args.check_expected.read_text().splitlines() if line.strip()}
