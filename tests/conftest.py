@@ -42,3 +42,9 @@ def demo_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "demo.onnx"
     onnx.save(make_demo_model.build(), path)
     return path
+
+
+@pytest.fixture(scope="session")
+def compile_cache(tmp_path_factory) -> Path:
+    """One cache folder of built compiled models for the whole test session."""
+    return tmp_path_factory.mktemp("compiled")

@@ -57,6 +57,14 @@ class _ModelBase(Graph):
     def output_fact(self, which: int | str = 0):
         return self.outlet_fact(self.outputs[self._port(which, True)])
 
+    def compile(self, name: str = "model", opt: str = "speed", inputs: Sequence | None = None,
+                cache_dir=None, **options):
+        """Compile to C and build it for this machine: a :class:`~tractile.compile.host.CompiledModel`
+        that runs like a state (see docs/COMPILE.md). ``inputs`` gives concrete input facts."""
+        from .compile import compile_model
+
+        return compile_model(self, name=name, opt=opt, inputs=inputs, cache_dir=cache_dir, **options)
+
     def run(self, inputs: InputValues) -> list[np.ndarray] | dict[str, np.ndarray]:
         """Run once. A list in gives a list out (output order); a dict in gives a dict by output name."""
         return self._runnable().plan().run(inputs)

@@ -1,0 +1,71 @@
+"""``tractile compile``: lower a model to C99 with statically planned memory."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .common import console, parse_fact_args
+
+DESCRIPTION = """\
+Lower a model (ONNX or TFLite) whose shapes are concrete to portable C99: NAME.h (the context
+type, NAME_init / NAME_reset / NAME_invoke, macros for every input and output), NAME.c
+(constants pre-processed on the host, one kernel call per node) and the kernel headers it
+uses. Every byte of RAM is planned: prints the arena, its lower bound, the state and the
+constants, and one row per node (use --json for a machine-readable report).
+See docs/COMPILE.md for how to use the files in a C project."""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("compile", help="compile a model to C99 with static memory",
+                                   description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", help="model file (.onnx or .tflite)")
+    parser.add_argument("-o", "--out", type=Path, metavar="DIR", help="folder to write the C files into")
+    parser.add_argument("-i", "--input-fact", action="append", default=[], metavar="FACT",
+                        help="fact of an input, e.g. '1,40,100,f32' (in input order) or 'name=1,40,100,f32'; "
+                             "every symbol must get a value. Repeat per input.")
+    parser.add_argument("--name", default=None, help="C prefix of the generated names (default: the file's stem)")
+    parser.add_argument("--opt", choices=("speed", "size"), default="speed",
+                        help="what --build optimizes for (-O3 -march=native, or -Os); default speed")
+    parser.add_argument("--target", default="host", help="target machine (default host)")
+    parser.add_argument("--build", action="store_true",
+                        help="also build the sources with the system C compiler (host target)")
+    parser.add_argument("--json", action="store_true", help="print the compile report as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from .. import load
+    from ..compile import generate
+    from ..compile.report import report_table, summary_lines
+
+    name = args.name or Path(args.model).stem
+    model = load(args.model, inputs=parse_fact_args(args.input_fact))
+    source = generate(model, name=name, target=args.target, optimize=False, origin=Path(args.model).name)
+    written = source.write(args.out) if args.out is not None else []
+    if args.build:
+        from ..compile.host import build_shared_library
+
+        library = build_shared_library(source.files, source.name, args.opt)
+        source.report["library"] = str(library)
+    if args.json:
+        print(json.dumps({**source.report, "files": [str(p) for p in written]}, indent=2))
+        return 0
+    out = console()
+    from rich.table import Table
+
+    table = Table(title=f"{args.model} compiled as {source.name} ({source.target.name})", title_justify="left")
+    for column in ("node", "op", "kernel", "const B", "offset", "bytes", "placement"):
+        table.add_column(column, justify="right" if column in ("const B", "offset", "bytes") else "left")
+    for row in report_table(source.report):
+        table.add_row(*row)
+    out.print(table)
+    for line in summary_lines(source.report):
+        out.print(line)
+    if written:
+        out.print("wrote " + ", ".join(str(p) for p in written))
+    else:
+        out.print("(nothing written: give -o DIR to write the C files)")
+    if args.build:
+        out.print(f"built {source.report['library']}")
+    return 0

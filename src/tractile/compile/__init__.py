@@ -1,0 +1,123 @@
+"""The compiler: lower an optimized model with concrete shapes to portable C99 with statically
+planned memory, and run it on this machine.
+
+    cm = tractile.load("model.tflite").compile()      # generate, build (cached), bind
+    y, = cm.run([x])
+    cm.source.write("out/")                           # model.h, model.c and the kernels it uses
+    cm.report["arena_bytes"]
+
+See docs/COMPILE.md.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import TractileError
+from .ctext import identifier
+from .lower import lower
+from .memory import MemoryPlan, plan_memory
+from .program import Program
+from .render import render_header, render_source
+from .report import build_report
+from .target import Target, find_target
+
+__all__ = ["CSource", "generate", "compile_model", "Target", "find_target"]
+
+
+@dataclass
+class CSource:
+    """The generated C of one model: file name -> text, with what produced it."""
+
+    name: str
+    files: dict[str, str]
+    program: Program
+    plan: MemoryPlan
+    target: Target
+    report: dict = field(default_factory=dict)
+
+    def write(self, directory: str | os.PathLike) -> list[Path]:
+        """Write every file into ``directory`` (created if needed); the paths written."""
+        folder = Path(directory)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise TractileError(f"cannot create the output folder {folder}: {error.strerror}") from None
+        written = []
+        for filename, text in self.files.items():
+            path = folder / filename
+            path.write_text(text)
+            written.append(path)
+        return written
+
+    @property
+    def header(self) -> str:
+        return self.files[f"{self.name}.h"]
+
+    @property
+    def source(self) -> str:
+        return self.files[f"{self.name}.c"]
+
+
+def kernel_header(filename: str) -> str:
+    """The text of one of tractile's C kernel headers."""
+    return resources.files(__package__).joinpath("kernels", filename).read_text()
+
+
+def prepare(model, inputs: Sequence | None = None, optimize: bool = True):
+    """The typed, optimized model to lower (input facts applied to a copy first)."""
+    from ..model import InferenceModel, TypedModel
+
+    if isinstance(model, InferenceModel):
+        for index, spec in enumerate(inputs or ()):
+            model.set_input_fact(index, spec)
+        return model.into_optimized()
+    if not isinstance(model, TypedModel):
+        raise TractileError(f"compile takes a loaded model, got {type(model).__name__}")
+    if inputs:
+        model = model.compact()
+        for index, spec in enumerate(inputs):
+            model.set_input_fact(index, spec)
+        return model.into_optimized()
+    return model.into_optimized() if optimize else model
+
+
+def generate(model, name: str = "model", target: str | Target = "host", inputs: Sequence | None = None,
+             optimize: bool = True, origin: str = "a tractile model") -> CSource:
+    """Lower ``model`` to C: ``NAME.h``, ``NAME.c`` and the kernel headers they include.
+
+    Raises UnsupportedOpError naming every node that cannot be lowered (nothing is
+    written), or a TractileError naming the symbols left unbound.
+    """
+    c_name = identifier(name, 60)
+    target = find_target(target)
+    typed = prepare(model, inputs, optimize)
+    program = lower(typed, c_name, target)
+    plan = plan_memory(program, target.alignment)
+    files = {f"{c_name}.h": render_header(program, plan, origin)}
+    files[f"{c_name}.c"] = render_source(program, plan, origin, target)
+    for header in ["tl_common.h", *program.headers]:
+        files[header] = kernel_header(header)
+    source = CSource(c_name, files, program, plan, target)
+    source.report = build_report(source)
+    return source
+
+
+def compile_model(model, name: str = "model", opt: str = "speed", inputs: Sequence | None = None,
+                  cache_dir: str | os.PathLike | None = None, target: str | Target = "host",
+                  optimize: bool = True, origin: str = "a tractile model"):
+    """Generate C for ``model``, build it with the system C compiler (cached by content) and bind
+    it: a :class:`~tractile.compile.host.CompiledModel` that runs like an interpreter state."""
+    from .host import CompiledModel, build_shared_library
+
+    target = find_target(target)
+    if target.name != "host":
+        raise TractileError(f"only the host target runs from Python; for {target.name}, generate the sources "
+                            "(tractile compile --target ...) and build them with the target's tool chain")
+    typed = prepare(model, inputs, optimize)
+    source = generate(typed, name, target, optimize=False, origin=origin)
+    library = build_shared_library(source.files, source.name, opt, cache_dir)
+    return CompiledModel(source, library, typed)

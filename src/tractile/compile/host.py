@@ -1,0 +1,185 @@
+"""Host execution: build the generated C into a shared library (cached), call it through ctypes.
+
+:class:`CompiledModel` behaves like a run state of the interpreter: ``run`` takes a list or
+a dict of inputs, checks them the same way, and keeps the model's state (recurrent
+variables, streaming buffers) in its own context between calls; ``state()`` gives another,
+independent context; ``reset()`` clears the state.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import RunError, TractileError
+from ..runtime.state import order_inputs
+
+OPT_FLAGS = {"speed": ["-O3", "-march=native"], "size": ["-Os"]}
+
+
+def default_cache_dir() -> Path:
+    """Where built libraries are kept: ``$XDG_CACHE_HOME/tractile/compiled`` (``~/.cache`` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tractile" / "compiled"
+
+
+def find_c_compiler() -> str:
+    """``$CC``, else ``cc``, ``gcc`` or ``clang`` on the PATH; a TractileError saying how to get one."""
+    candidates = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
+    for candidate in candidates:
+        found = shutil.which(candidate.split()[0])
+        if found:
+            return candidate
+    raise TractileError(
+        "no C compiler found to build the compiled model: install one (Debian/Ubuntu: sudo apt-get install gcc; "
+        "macOS: xcode-select --install; Windows: use WSL) or set $CC to its path")
+
+
+def _compiler_identity(cc: str) -> str:
+    try:
+        done = subprocess.run([*cc.split(), "--version"], capture_output=True, text=True, timeout=30)
+        return done.stdout.splitlines()[0] if done.stdout else cc
+    except (OSError, subprocess.TimeoutExpired):
+        return cc
+
+
+def build_shared_library(files: Mapping[str, str], name: str, opt: str = "speed",
+                         cache_dir: str | os.PathLike | None = None) -> Path:
+    """Build ``files`` (the generated sources) into a shared library, or reuse the cached one."""
+    if opt not in OPT_FLAGS:
+        raise TractileError(f"--opt must be 'speed' or 'size', got {opt!r}")
+    cc = find_c_compiler()
+    flags = ["-std=c99", *OPT_FLAGS[opt], "-fPIC", "-shared", "-fno-strict-aliasing"]
+    digest = hashlib.sha256()
+    for part in (_compiler_identity(cc), platform.machine(), " ".join(flags)):
+        digest.update(part.encode())
+    for filename in sorted(files):
+        digest.update(filename.encode())
+        digest.update(files[filename].encode())
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    folder = root / f"{name}-{digest.hexdigest()[:20]}"
+    library = folder / f"lib{name}{'.dylib' if platform.system() == 'Darwin' else '.so'}"
+    if library.exists():
+        return library
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        for filename, text in files.items():
+            (work / filename).write_text(text)
+        sources = [filename for filename in files if filename.endswith(".c")]
+        command = [*cc.split(), *flags, "-o", library.name, *sources, "-lm"]
+        done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            raise TractileError(f"the C compiler failed on the generated code (a tractile bug; please report it):\n"
+                                f"$ {' '.join(command)}\n{done.stderr[-4000:]}")
+        try:
+            work.rename(folder)
+        except OSError:
+            if not library.exists():
+                raise
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    return library
+
+
+class CompiledModel:
+    """A model compiled to C and built for this machine; runs like an interpreter state.
+
+    ``source`` (a :class:`~tractile.compile.CSource`) holds the generated files and the
+    memory ``report``; ``library`` is the built shared library.
+    """
+
+    def __init__(self, source, library: Path, model=None):
+        self.source = source
+        self.library = library
+        self.model = model
+        self.name = source.name
+        program = source.program
+        self.input_names = list(program.input_names)
+        self.output_names = list(program.output_names)
+        self.input_facts = [t.fact for t in program.inputs]
+        self.output_facts = [t.fact for t in program.outputs]
+        self._outputs = [(t.dtype.np, tuple(t.shape)) for t in program.outputs]
+        self._lib = ctypes.CDLL(str(library))
+        self._invoke = getattr(self._lib, f"{self.name}_invoke")
+        self._invoke.argtypes = [ctypes.c_void_p] * (1 + len(program.inputs) + len(program.outputs))
+        self._invoke.restype = ctypes.c_int
+        self._init = getattr(self._lib, f"{self.name}_init")
+        self._init.argtypes = [ctypes.c_void_p]
+        self._reset = getattr(self._lib, f"{self.name}_reset")
+        self._reset.argtypes = [ctypes.c_void_p]
+        size_of = getattr(self._lib, f"{self.name}_context_bytes")
+        size_of.restype = ctypes.c_size_t
+        self.context_bytes = int(size_of())
+        self._checkers = _input_checkers(model, self.input_names, self.input_facts)
+        self._default = CompiledState(self)
+
+    @property
+    def report(self) -> dict:
+        return self.source.report
+
+    def state(self) -> "CompiledState":
+        """An independent context (one per thread or per stream)."""
+        return CompiledState(self)
+
+    def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
+        """Run on this model's own context (state carries over between calls, as in TFLite)."""
+        return self._default.run(inputs)
+
+    def reset(self) -> None:
+        self._default.reset()
+
+    def __repr__(self) -> str:
+        return f"CompiledModel({self.name!r}, arena {self.report['arena_bytes']} B, {self.library})"
+
+
+class CompiledState:
+    """One context of a :class:`CompiledModel`: its arena and its state."""
+
+    def __init__(self, model: CompiledModel):
+        self.model = model
+        self._memory = np.zeros(max(-(-model.context_bytes // 8), 1), np.uint64)
+        self._context = self._memory.ctypes.data
+        model._init(self._context)
+
+    def reset(self) -> None:
+        """Clear the state kept across invocations."""
+        self.model._reset(self._context)
+
+    def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
+        model = self.model
+        if type(inputs) is list and len(inputs) == len(model.input_names):
+            ordered, as_dict = inputs, False
+        else:
+            ordered, as_dict = order_inputs(model.input_names, inputs)
+        bindings: dict[str, int] = {}
+        arrays = []
+        for check, value in zip(model._checkers, ordered):
+            array = check(value, bindings)
+            if not array.flags.c_contiguous:
+                array = np.ascontiguousarray(array)
+            arrays.append(array)
+        outputs = [np.empty(shape, dtype) for dtype, shape in model._outputs]
+        status = model._invoke(self._context, *[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outputs])
+        if status != 0:
+            raise RunError(f"the compiled model {model.name} returned status {status}")
+        if as_dict:
+            return dict(zip(model.output_names, outputs))
+        return outputs
+
+
+def _input_checkers(model, names: list[str], facts: list) -> list:
+    """The interpreter's input checks (same messages, same conversions)."""
+    from ..runtime.state import SimpleState
+
+    checker = SimpleState.__new__(SimpleState)
+    return [SimpleState._input_checker(checker, name, fact) for name, fact in zip(names, facts)]

@@ -1,0 +1,157 @@
+/* tl_fully_connected.h: dense layers (TFLite FULLY_CONNECTED, ONNX MatMul/Gemm) and matmuls.
+ *
+ * Float weights are stored transposed, depth-major (wt[d * units + u]), so the inner loop
+ * runs over contiguous outputs and vectorises without reassociating sums. Integer weights
+ * are unit-major (w[u * depth + d]) with int32 (int64 for 16-bit inputs) accumulators.
+ * The input zero point is folded into the bias on the host: bias[u] - x_zero * sum_d w[u][d].
+ * Per-channel parameters are indexed u * per_channel (one value when per_channel is 0). */
+#ifndef TL_FULLY_CONNECTED_H
+#define TL_FULLY_CONNECTED_H
+
+#include "tl_common.h"
+
+/* y[b][u] = clamp(bias[u] + sum_d x[b][d] * wt[d][u], low, high); bias may be NULL */
+static inline void tl_dense_f32(const float *x, const float *wt, const float *bias, float *y, int batches,
+                                int depth, int units, float low, float high) {
+  int b, d, u;
+  for (b = 0; b < batches; ++b) {
+    const float *row = x + b * depth;
+    float *out = y + b * units;
+    for (u = 0; u < units; ++u) out[u] = bias ? TL_READ_F32(bias + u) : 0.0f;
+    for (d = 0; d < depth; ++d) {
+      const float value = row[d];
+      const float *w = wt + d * units;
+      for (u = 0; u < units; ++u) out[u] += value * TL_READ_F32(w + u);
+    }
+    for (u = 0; u < units; ++u) out[u] = tl_clamp_f32(out[u], low, high);
+  }
+}
+
+/* y[b][m][n] = sum_k a[b][m][k] * bm[b][k][n] with the batch offsets given per product
+ * (a_offsets[b], b_offsets[b], in elements), for MatMul on two computed operands */
+static inline void tl_matmul_f32(const float *a, const float *bm, float *y, int batches, const int32_t *a_offsets,
+                                 const int32_t *b_offsets, int rows, int depth, int cols) {
+  int b, m, k, n;
+  for (b = 0; b < batches; ++b) {
+    const float *pa = a + TL_READ_S32(a_offsets + b);
+    const float *pb = bm + TL_READ_S32(b_offsets + b);
+    float *py = y + b * rows * cols;
+    for (m = 0; m < rows; ++m) {
+      float *out = py + m * cols;
+      for (n = 0; n < cols; ++n) out[n] = 0.0f;
+      for (k = 0; k < depth; ++k) {
+        const float value = pa[m * depth + k];
+        const float *w = pb + k * cols;
+        for (n = 0; n < cols; ++n) out[n] += value * w[n];
+      }
+    }
+  }
+}
+
+static inline int32_t tl_dot_s8(const int8_t *x, const int8_t *w, int depth) {
+  int32_t acc = 0;
+  int d;
+  for (d = 0; d < depth; ++d) acc += (int32_t)x[d] * (int32_t)TL_READ_S8(w + d);
+  return acc;
+}
+
+static inline int32_t tl_dot_u8_s16(const uint8_t *x, const int16_t *w, int depth) {
+  int32_t acc = 0;
+  int d;
+  for (d = 0; d < depth; ++d) acc += (int32_t)x[d] * (int32_t)TL_READ_S16(w + d);
+  return acc;
+}
+
+static inline int64_t tl_dot_s16_s8(const int16_t *x, const int8_t *w, int depth) {
+  int64_t acc = 0;
+  int d;
+  for (d = 0; d < depth; ++d) acc += (int32_t)x[d] * (int32_t)TL_READ_S8(w + d);
+  return acc;
+}
+
+/* int8 (TFLite Micro's fixed-point requantization) */
+static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int batches,
+                            int depth, int units, const int32_t *multiplier, const int32_t *shift, int per_channel,
+                            int32_t y_zero, int32_t low, int32_t high) {
+  int b, u;
+  for (b = 0; b < batches; ++b) {
+    for (u = 0; u < units; ++u) {
+      const int c = u * per_channel;
+      const int32_t acc = tl_dot_s8(x + b * depth, w + u * depth, depth) + TL_READ_S32(bias + u);
+      const int32_t v = tl_mbqm(acc, TL_READ_S32(multiplier + c), TL_READ_S32(shift + c)) + y_zero;
+      y[b * units + u] = (int8_t)tl_clamp_i32(v, low, high);
+    }
+  }
+}
+
+/* int8 (TFLite's reference kernel: the accumulator rescaled in double, halves away from zero) */
+static inline void tl_fc_s8_ref(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int batches,
+                                int depth, int units, const double *scale, int per_channel, int32_t y_zero,
+                                int32_t low, int32_t high) {
+  int b, u;
+  for (b = 0; b < batches; ++b) {
+    for (u = 0; u < units; ++u) {
+      const int32_t acc = tl_dot_s8(x + b * depth, w + u * depth, depth) + TL_READ_S32(bias + u);
+      const int64_t v = tl_round_half_away((double)acc * scale[u * per_channel]) + y_zero;
+      y[b * units + u] = (int8_t)(v < low ? low : (v > high ? high : v));
+    }
+  }
+}
+
+/* uint8 with a weight zero point (weights stored offset, as int16) */
+static inline void tl_fc_u8(const uint8_t *x, const int16_t *w, const int32_t *bias, uint8_t *y, int batches,
+                            int depth, int units, const int32_t *multiplier, const int32_t *shift, int per_channel,
+                            int32_t y_zero, int32_t low, int32_t high) {
+  int b, u;
+  for (b = 0; b < batches; ++b) {
+    for (u = 0; u < units; ++u) {
+      const int c = u * per_channel;
+      const int32_t acc = tl_dot_u8_s16(x + b * depth, w + u * depth, depth) + TL_READ_S32(bias + u);
+      const int32_t v = tl_mbqm(acc, TL_READ_S32(multiplier + c), TL_READ_S32(shift + c)) + y_zero;
+      y[b * units + u] = (uint8_t)tl_clamp_i32(v, low, high);
+    }
+  }
+}
+
+static inline void tl_fc_u8_ref(const uint8_t *x, const int16_t *w, const int32_t *bias, uint8_t *y, int batches,
+                                int depth, int units, const double *scale, int per_channel, int32_t y_zero,
+                                int32_t low, int32_t high) {
+  int b, u;
+  for (b = 0; b < batches; ++b) {
+    for (u = 0; u < units; ++u) {
+      const int32_t acc = tl_dot_u8_s16(x + b * depth, w + u * depth, depth) + TL_READ_S32(bias + u);
+      const int64_t v = tl_round_half_away((double)acc * scale[u * per_channel]) + y_zero;
+      y[b * units + u] = (uint8_t)(v < low ? low : (v > high ? high : v));
+    }
+  }
+}
+
+/* int16 activations, int8 weights (16x8): int64 accumulators and bias */
+static inline void tl_fc_s16(const int16_t *x, const int8_t *w, const int64_t *bias, int16_t *y, int batches,
+                             int depth, int units, const int32_t *multiplier, const int32_t *shift, int per_channel,
+                             int32_t y_zero, int32_t low, int32_t high) {
+  int b, u;
+  for (b = 0; b < batches; ++b) {
+    for (u = 0; u < units; ++u) {
+      const int c = u * per_channel;
+      const int64_t acc = tl_dot_s16_s8(x + b * depth, w + u * depth, depth) + TL_READ_S64(bias + u);
+      const int32_t v = tl_mbqm64(acc, TL_READ_S32(multiplier + c), TL_READ_S32(shift + c)) + y_zero;
+      y[b * units + u] = (int16_t)tl_clamp_i32(v, low, high);
+    }
+  }
+}
+
+static inline void tl_fc_s16_ref(const int16_t *x, const int8_t *w, const int64_t *bias, int16_t *y, int batches,
+                                 int depth, int units, const double *scale, int per_channel, int32_t y_zero,
+                                 int32_t low, int32_t high) {
+  int b, u;
+  for (b = 0; b < batches; ++b) {
+    for (u = 0; u < units; ++u) {
+      const int64_t acc = tl_dot_s16_s8(x + b * depth, w + u * depth, depth) + TL_READ_S64(bias + u);
+      const int64_t v = tl_round_half_away((double)acc * scale[u * per_channel]) + y_zero;
+      y[b * units + u] = (int16_t)(v < low ? low : (v > high ? high : v));
+    }
+  }
+}
+
+#endif /* TL_FULLY_CONNECTED_H */

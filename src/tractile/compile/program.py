@@ -1,0 +1,161 @@
+"""What lowering builds: tensors with their storage, constants, state, and one block of
+statements per node. Rendering (:mod:`.render`) turns it into C text once memory is planned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..datum import DatumType
+from ..errors import UnsupportedOpError
+from ..fact import QParams, TypedFact
+
+#: the C element type of each datum type the compiler handles
+C_TYPES: dict[DatumType, str] = {
+    DatumType.F32: "float", DatumType.F64: "double",
+    DatumType.I8: "int8_t", DatumType.U8: "uint8_t", DatumType.I16: "int16_t", DatumType.U16: "uint16_t",
+    DatumType.I32: "int32_t", DatumType.U32: "uint32_t", DatumType.I64: "int64_t", DatumType.U64: "uint64_t",
+    DatumType.BOOL: "uint8_t",
+}
+
+#: where a tensor's bytes live
+INPUT, OUTPUT, CONST, ARENA, STATE = "input", "output", "const", "arena", "state"
+
+
+def c_type(dtype: DatumType) -> str:
+    """The C element type of ``dtype``, or an UnsupportedOpError naming it."""
+    try:
+        return C_TYPES[dtype]
+    except KeyError:
+        raise UnsupportedOpError(f"the compiler has no C type for datum type {dtype}") from None
+
+
+@dataclass(eq=False)
+class CTensor:
+    """A value of the compiled model: a wire, a scratch buffer or a state buffer.
+
+    ``var`` is the C identifier of its pointer in the generated ``invoke`` (or of the
+    array, for constants and state). ``storage`` says where its bytes live; arena
+    tensors get their ``offset`` from the memory planner.
+    """
+
+    var: str
+    dtype: DatumType
+    shape: tuple[int, ...]
+    storage: str
+    qparams: QParams | None = None
+    value: np.ndarray | None = None
+    first: int = -1
+    last: int = -1
+    offset: int | None = None
+    port: int | None = None
+    used: bool = False
+    home: "CTensor | None" = None
+
+    @property
+    def ctype(self) -> str:
+        return c_type(self.dtype)
+
+    @property
+    def count(self) -> int:
+        total = 1
+        for dim in self.shape:
+            total *= dim
+        return total
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * np.dtype(self.dtype.np).itemsize
+
+    @property
+    def writable(self) -> bool:
+        return self.storage not in (INPUT, CONST)
+
+    @property
+    def fact(self) -> TypedFact:
+        return TypedFact(self.dtype, self.shape, self.value, self.qparams)
+
+
+@dataclass(eq=False)
+class Alias:
+    """``target`` is ``source``'s bytes seen with another shape (Reshape and kin).
+
+    Rendered as nothing when the planner gives both one storage, else as a copy.
+    """
+
+    target: CTensor
+    source: CTensor
+    shared: bool = False
+
+
+@dataclass(eq=False)
+class Overlap:
+    """An op that may write ``output`` over ``input`` when ``input`` dies at the op:
+    the output then starts ``lag`` bytes before the input (0: exactly in place)."""
+
+    output: CTensor
+    input: CTensor
+    lag: int = 0
+
+
+@dataclass(eq=False)
+class NodeCode:
+    """What one node lowers to: statements, the kernels it calls, its memory hints."""
+
+    node_id: int
+    name: str
+    op: str
+    comment: str
+    lines: list[str] = field(default_factory=list)
+    inputs: list[CTensor] = field(default_factory=list)
+    kernel: str = ""
+    constants_bytes: int = 0
+    aliases: list[Alias] = field(default_factory=list)
+    overlaps: list[Overlap] = field(default_factory=list)
+    scratch: list[CTensor] = field(default_factory=list)
+    outputs: list[CTensor] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class StateField:
+    """A member of the context that survives invocations (recurrent state, SVDF memory)."""
+
+    var: str
+    dtype: DatumType
+    count: int
+    initial: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * np.dtype(self.dtype.np).itemsize
+
+
+@dataclass(eq=False)
+class Program:
+    """The whole lowered model, ready for memory planning and rendering."""
+
+    name: str
+    inputs: list[CTensor] = field(default_factory=list)
+    outputs: list[CTensor] = field(default_factory=list)
+    input_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+    tensors: list[CTensor] = field(default_factory=list)
+    constants: list[tuple[CTensor, np.ndarray]] = field(default_factory=list)
+    state: list[StateField] = field(default_factory=list)
+    nodes: list[NodeCode] = field(default_factory=list)
+    headers: list[str] = field(default_factory=list)
+    uses_math: bool = False
+    output_copies: list[tuple[CTensor, CTensor]] = field(default_factory=list)
+
+    @property
+    def arena_tensors(self) -> list[CTensor]:
+        return [t for t in self.tensors if t.storage == ARENA]
+
+    @property
+    def constants_bytes(self) -> int:
+        return sum(tensor.nbytes for tensor, _ in self.constants)
+
+    @property
+    def state_bytes(self) -> int:
+        return sum(field.nbytes for field in self.state)
