@@ -131,6 +131,14 @@ class Emit:
             return literal(float(value), DatumType.F32 if isinstance(value, np.float32) else DatumType.F64)
         return str(value)
 
+    def failure(self, message: str) -> int:
+        """A status for ``invoke`` to return when this node finds bad run-time data (an index out
+        of range...); the host raises a RunError with ``message`` naming the node."""
+        errors = self._lowering.program.errors
+        status = len(errors) + 1
+        errors[status] = f'node #{self.node.id} "{self.node.name}" ({self.op.name}): {message}'
+        return status
+
     def set_kernel(self, name: str) -> None:
         """What the report names as this node's kernel (default: the first function called)."""
         self.code.kernel = name

@@ -171,7 +171,7 @@ class CompiledState:
         outputs = [np.empty(shape, dtype) for dtype, shape in model._outputs]
         status = model._invoke(self._context, *[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outputs])
         if status != 0:
-            raise RunError(f"the compiled model {model.name} returned status {status}")
+            raise RunError(model.source.program.errors.get(status, f"the compiled model returned status {status}"))
         if as_dict:
             return dict(zip(model.output_names, outputs))
         return outputs

@@ -147,6 +147,7 @@ class Program:
     headers: list[str] = field(default_factory=list)
     uses_math: bool = False
     output_copies: list[tuple[CTensor, CTensor]] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
 
     @property
     def arena_tensors(self) -> list[CTensor]:

@@ -1,0 +1,126 @@
+"""Data movement ops (ONNX and TFLite): Transpose, Slice, Concat, Split, Pad, Tile, Expand,
+Pack/Unpack, DepthToSpace/SpaceToDepth, Gather. Constant-parameter moves are traced through
+the interpreter into copy blocks (:mod:`.datamove`); Gather at run-time indices has a kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...datum import DatumType
+from ...ops import array as core
+from ...ops import indexing, layout
+from ...ops.tfl import array as tfl
+from ...ops.tfl import shape as tfl_shape
+from ..emit import Emit
+from ..registry import Unsupported, emitter
+from .datamove import BASE, MAX_BLOCKS, block_table, copy_blocks, trace
+
+HEADER = "tl_array.h"
+
+#: ops whose every input is moved into the output (the others move input 0 only)
+ALL_INPUTS_MOVE = (core.Concat, tfl.Concatenation, tfl_shape.Pack)
+
+
+def _fill_values(op, inputs: list, maps: list[np.ndarray]) -> list:
+    """For each output, the value written where nothing is moved (padding), read from a real run."""
+    if all(np.all(positions >= BASE) for positions in maps):
+        return [None] * len(maps)
+    fills = []
+    for positions, output in zip(maps, op.eval(inputs)):
+        filled = positions < BASE
+        if not filled.any():
+            fills.append(None)
+            continue
+        values = np.asarray(output)[filled]
+        if not (np.all(values == values.flat[0]) or (values.dtype.kind == "f" and np.all(np.isnan(values)))):
+            raise Unsupported("the filled elements do not all hold one value")
+        fills.append(values.flat[0])
+    return fills
+
+
+@emitter(core.Transpose, core.Slice, core.Pad, core.Split, core.Concat, layout.Tile, layout.Expand,
+         layout.DepthToSpace, layout.SpaceToDepth, layout.Trilu, tfl.Concatenation, tfl.Pad, tfl.StridedSlice,
+         tfl.Slice, tfl_shape.Transpose, tfl_shape.Pack, tfl_shape.Unpack, tfl_shape.Split)
+def data_movement(e: Emit) -> None:
+    op = e.op
+    data_slots = list(range(len(e.inputs))) if isinstance(op, ALL_INPUTS_MOVE) else [0]
+    for slot in data_slots:
+        for output in e.outputs:
+            if e.input(slot).dtype != output.dtype or e.input(slot).qparams != output.qparams:
+                raise Unsupported(f"{op.name} that changes the type or quantization "
+                                  f"({e.input_fact(slot)} -> {output.fact})")
+    inputs = []
+    for slot, tensor in enumerate(e.inputs):
+        if slot in data_slots:
+            inputs.append(tensor.value if tensor.value is not None else np.zeros(tensor.shape, tensor.dtype.np))
+        else:
+            inputs.append(e.const_input(slot, f"{op.name}'s input {slot}"))
+    sizes = [e.input(slot).count for slot in data_slots]
+    maps = trace(op, data_slots, inputs, sizes)
+    for positions, output in zip(maps, e.outputs):
+        if tuple(positions.shape) != tuple(output.shape):
+            raise Unsupported(f"tracing gave shape {positions.shape} for {output.fact}")
+    fills = _fill_values(op, inputs, maps)
+    starts = list(np.cumsum([0, *sizes[:-1]]))
+    e.use(HEADER)
+    element = np.dtype(e.output(0).dtype.np).itemsize
+    sources = [e.input(slot) for slot in data_slots]
+    for index, (positions, output) in enumerate(zip(maps, e.outputs)):
+        fill = "NULL"
+        if fills[index] is not None:
+            fill = f"(const uint8_t *){e.constant(f'fill{index}', np.asarray([fills[index]], output.dtype.np))}"
+        blocks = copy_blocks(positions, starts)
+        if blocks is None:
+            if len(sources) != 1:
+                raise Unsupported(f"a move of more than {MAX_BLOCKS} blocks from several inputs")
+            table = np.where(positions >= BASE, positions - BASE, -1).reshape(-1).astype(np.int32)
+            e.call("tl_copy_indexed", f"(uint8_t *){e.arg(output)}", f"(const uint8_t *){e.arg(sources[0])}",
+                   fill, element, e.constant(f"moves{index}", table), output.count)
+            continue
+        table, rank = block_table(blocks)
+        if len(sources) == 1:
+            source_list = f"&source{index}"
+            e.line(f"{{ const uint8_t *const source{index} = (const uint8_t *){e.arg(sources[0])};")
+        else:
+            source_list = f"sources{index}"
+            e.line(f"{{ const uint8_t *const sources{index}[{len(sources)}] = "
+                   f"{{{', '.join(f'(const uint8_t *){e.arg(s)}' for s in sources)}}};")
+        e.call("  tl_copy_blocks", f"(uint8_t *){e.arg(output)}", source_list, fill, element,
+               e.constant(f"blocks{index}", table.reshape(-1)), len(blocks), rank)
+        e.line("}")
+    e.set_kernel("tl_copy_blocks")
+
+
+@emitter(indexing.Gather, tfl.Gather)
+def gather(e: Emit) -> None:
+    """Gather: traced when the indices are constant, else rows copied at run-time indices."""
+    if e.const_value(1) is not None:
+        return _traced_gather(e)
+    op = e.op
+    data, indices, y = e.input(0), e.input(1), e.output(0)
+    if getattr(op, "batch_dims", 0):
+        raise Unsupported("GATHER with batch_dims at run-time indices")
+    if indices.dtype not in (DatumType.I64, DatumType.I32, DatumType.I16):
+        raise Unsupported(f"Gather indices of type {indices.dtype}")
+    if data.dtype != y.dtype or data.qparams != y.qparams:
+        raise Unsupported("a Gather that changes the type")
+    if data.storage == "const" and e.target.progmem:
+        raise Unsupported("a run-time Gather from a table in program memory")
+    axis = op.axis % len(data.shape)
+    outer = int(np.prod(data.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(data.shape[axis + 1:], dtype=np.int64))
+    element = np.dtype(data.dtype.np).itemsize
+    e.use(HEADER)
+    negative = 1 if isinstance(op, indexing.Gather) else 0
+    e.line(f"if (tl_gather_rows((uint8_t *){e.arg(y)}, (const uint8_t *){e.arg(data)}, {e.arg(indices)}, "
+           f"{np.dtype(indices.dtype.np).itemsize}, {outer}, {indices.count}, {data.shape[axis]}, {inner}, "
+           f"{element}, {negative})) return {e.failure('an index is out of range')};")
+    e.set_kernel("tl_gather_rows")
+
+
+def _traced_gather(e: Emit) -> None:
+    indices = e.const_value(1)
+    size = e.input(0).shape[e.op.axis % len(e.input(0).shape)]
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        raise Unsupported(f"constant Gather indices out of range for an axis of {size}")
+    data_movement(e)
