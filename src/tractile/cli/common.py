@@ -118,3 +118,17 @@ def report_mismatches(out, problems: list[str], success: str) -> int:
         return 1
     out.print(f"[green]{success}[/green]")
     return 0
+
+
+def add_compiled_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--compiled", action="store_true",
+                        help="run the model compiled to C and built for this machine (needs a C compiler; "
+                             "see docs/COMPILE.md) instead of the interpreter")
+
+
+def compile_for_inputs(model, inputs: list):
+    """``model`` compiled for the shapes of ``inputs`` (which bind its symbols)."""
+    from ..compile import compile_model
+
+    needs_facts = any(not fact.is_concrete() for fact in model.input_facts)
+    return compile_model(model, inputs=list(inputs) if needs_facts else None, optimize=needs_facts)

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from ..errors import TractileError
-from .common import add_model_arguments, console, load_at_stage
+from .common import add_compiled_argument, add_model_arguments, compile_for_inputs, console, load_at_stage
 from .profile import add_pulse_argument
 from .run import make_inputs
 
@@ -34,6 +34,7 @@ def register(subparsers) -> None:
                         help="compare every intermediate value and name the first node that diverges")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     add_pulse_argument(parser)
+    add_compiled_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -53,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
     if pulse:
         report = compare_streaming(optimized, args.model, engine, inputs, pulsed_model(optimized, pulse), tolerance)
     else:
+        runner = compile_for_inputs(optimized, inputs).run if args.compiled else None
         report = compare_with_reference(decluttered, args.model, engine, inputs, tolerance, args.per_node,
-                                        optimized)
+                                        optimized, runner=runner)
     if args.json:
         print(json.dumps(report.as_dict(), indent=1, default=str))
         return 0 if report.ok else 1
@@ -67,7 +69,7 @@ def print_report(report, model_name: str) -> None:
     from rich.table import Table
 
     out = console()
-    ours = "tractile (optimized)"
+    ours = "tractile (compiled)" if report.compiled else "tractile (optimized)"
     if report.stream:
         stream = report.stream
         ours = (f"tractile streaming {stream['symbol']} by {stream['pulse']} frames "

@@ -8,7 +8,9 @@ import numpy as np
 
 from ..errors import TractileError
 from .common import (
+    add_compiled_argument,
     add_model_arguments,
+    compile_for_inputs,
     console,
     load_at_stage,
     parse_bindings,
@@ -34,6 +36,7 @@ def register(subparsers) -> None:
     parser.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance for --assert-output")
     parser.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance for --assert-output")
     parser.add_argument("--save-output", metavar="NPZ", help="write the outputs to an .npz")
+    add_compiled_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -89,13 +92,14 @@ def run(args: argparse.Namespace) -> int:
     inputs = make_inputs(model, args)
     for name, value in zip(model.input_names(), inputs):
         out.print(f"input  [bold]{name}[/bold]: {summarize(value)}")
+    runner = compile_for_inputs(model, inputs) if args.compiled else model.plan().state()
     start = time.perf_counter()
-    outputs = model.plan().state().run(inputs)
+    outputs = runner.run(inputs)
     elapsed = time.perf_counter() - start
     names = model.output_names()
     for name, value in zip(names, outputs):
         out.print(f"output [bold]{name}[/bold]: {summarize(value)}")
-    out.print(f"ran in {elapsed * 1000:.2f} ms")
+    out.print(f"ran in {elapsed * 1000:.3f} ms" + (" (compiled)" if args.compiled else ""))
     if args.save_output:
         np.savez(args.save_output, **dict(zip(names, outputs)))
     if args.assert_output:

@@ -52,12 +52,12 @@ def _compiler_identity(cc: str) -> str:
 
 
 def build_shared_library(files: Mapping[str, str], name: str, opt: str = "speed",
-                         cache_dir: str | os.PathLike | None = None) -> Path:
+                         cache_dir: str | os.PathLike | None = None, defines: Sequence[str] = ()) -> Path:
     """Build ``files`` (the generated sources) into a shared library, or reuse the cached one."""
     if opt not in OPT_FLAGS:
         raise TractileError(f"--opt must be 'speed' or 'size', got {opt!r}")
     cc = find_c_compiler()
-    flags = ["-std=c99", *OPT_FLAGS[opt], "-fPIC", "-shared", "-fno-strict-aliasing"]
+    flags = ["-std=c99", *OPT_FLAGS[opt], "-fPIC", "-shared", "-fno-strict-aliasing", *defines]
     digest = hashlib.sha256()
     for part in (_compiler_identity(cc), platform.machine(), " ".join(flags)):
         digest.update(part.encode())
@@ -121,6 +121,11 @@ class CompiledModel:
         size_of.restype = ctypes.c_size_t
         self.context_bytes = int(size_of())
         self._checkers = _input_checkers(model, self.input_names, self.input_facts)
+        self._profile_offset = None
+        if program.profile:
+            offset_of = getattr(self._lib, f"{self.name}_profile_offset")
+            offset_of.restype = ctypes.c_size_t
+            self._profile_offset = int(offset_of())
         self._default = CompiledState(self)
 
     @property
@@ -142,6 +147,11 @@ class CompiledModel:
         return f"CompiledModel({self.name!r}, arena {self.report['arena_bytes']} B, {self.library})"
 
 
+#: inputs and outputs up to this size go through buffers of the state whose addresses are fixed
+#: (a copy is cheaper than asking NumPy for a new array's address); larger ones are passed directly
+STAGED_BYTES = 256 << 10
+
+
 class CompiledState:
     """One context of a :class:`CompiledModel`: its arena and its state."""
 
@@ -150,26 +160,41 @@ class CompiledState:
         self._memory = np.zeros(max(-(-model.context_bytes // 8), 1), np.uint64)
         self._context = self._memory.ctypes.data
         model._init(self._context)
+        self._in_stage = [np.empty(tuple(f.shape), f.dtype.np) for f in model.input_facts]
+        self._out_stage = [np.empty(shape, dtype) for dtype, shape in model._outputs]
+        self._staged = all(a.nbytes <= STAGED_BYTES for a in self._in_stage + self._out_stage)
+        self._args = (self._context, *[a.ctypes.data for a in self._in_stage + self._out_stage])
 
     def reset(self) -> None:
         """Clear the state kept across invocations."""
         self.model._reset(self._context)
 
+    def node_seconds(self) -> np.ndarray:
+        """Seconds spent in each node since the context was made (profiling builds only)."""
+        offset = self.model._profile_offset
+        if offset is None:
+            raise TractileError("this model was not built for profiling: compile it with profile=True")
+        count = max(len(self.model.source.program.nodes), 1)
+        return self._memory.view(np.uint8)[offset:offset + 8 * count].view(np.float64).copy()
+
     def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
+        """Run once: a list in gives a list out, a dict in gives a dict by output name."""
         model = self.model
         if type(inputs) is list and len(inputs) == len(model.input_names):
             ordered, as_dict = inputs, False
         else:
             ordered, as_dict = order_inputs(model.input_names, inputs)
         bindings: dict[str, int] = {}
-        arrays = []
-        for check, value in zip(model._checkers, ordered):
-            array = check(value, bindings)
-            if not array.flags.c_contiguous:
-                array = np.ascontiguousarray(array)
-            arrays.append(array)
-        outputs = [np.empty(shape, dtype) for dtype, shape in model._outputs]
-        status = model._invoke(self._context, *[a.ctypes.data for a in arrays], *[o.ctypes.data for o in outputs])
+        if self._staged:
+            for check, value, stage in zip(model._checkers, ordered, self._in_stage):
+                stage[...] = check(value, bindings)
+            status = model._invoke(*self._args)
+            outputs = [stage.copy() for stage in self._out_stage]
+        else:
+            arrays = [np.ascontiguousarray(check(value, bindings)) for check, value in zip(model._checkers, ordered)]
+            outputs = [np.empty(shape, dtype) for dtype, shape in model._outputs]
+            status = model._invoke(self._context, *[a.ctypes.data for a in arrays],
+                                   *[o.ctypes.data for o in outputs])
         if status != 0:
             raise RunError(model.source.program.errors.get(status, f"the compiled model returned status {status}"))
         if as_dict:

@@ -148,6 +148,7 @@ class Program:
     uses_math: bool = False
     output_copies: list[tuple[CTensor, CTensor]] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
+    profile: bool = False
 
     @property
     def arena_tensors(self) -> list[CTensor]:

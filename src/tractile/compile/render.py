@@ -61,7 +61,9 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
     lines.append("typedef struct {")
     lines.append(f"  union {{ uint8_t bytes[{max(plan.arena_bytes, 1)}]; int64_t align_int; double align_float; }} arena;")
     for field in program.state:
-        lines.append(f"  {field.dtype and _ctype(field)} {field.var}[{max(field.count, 1)}];")
+        lines.append(f"  {_ctype(field)} {field.var}[{max(field.count, 1)}];")
+    if program.profile:
+        lines += ["#ifdef TL_PROFILE", f"  double profile_seconds[{max(len(program.nodes), 1)}];", "#endif"]
     lines.append(f"}} {name}_ctx;")
     lines.append("")
     lines.append(f"#define {upper}_CONTEXT_BYTES sizeof({name}_ctx)")
@@ -74,6 +76,8 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
     lines.append(f"int {name}_invoke({invoke_parameters(program)});")
     lines.append(f"/* sizeof({name}_ctx), for callers that cannot see the struct */")
     lines.append(f"size_t {name}_context_bytes(void);")
+    if program.profile:
+        lines.append(f"size_t {name}_profile_offset(void);")
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {upper}_H */", ""]
     return "\n".join(lines)
 
@@ -132,6 +136,8 @@ def render_source(program: Program, plan: MemoryPlan, source: str, target: Targe
     lines.append("}")
     lines.append("")
     lines.append(f"size_t {name}_context_bytes(void) {{ return sizeof({name}_ctx); }}")
+    if program.profile:
+        lines.append(f"size_t {name}_profile_offset(void) {{ return offsetof({name}_ctx, profile_seconds); }}")
     lines.append("")
     return "\n".join(lines)
 
@@ -161,8 +167,8 @@ def _reset_functions(program: Program) -> list[str]:
 
 
 def _invoke_body(program: Program) -> list[str]:
-    statements: list[str] = []
-    for code in program.nodes:
+    statements: list[str] = ["TL_PROFILE_START;", ""] if program.profile else []
+    for step, code in enumerate(program.nodes):
         first, *rest = code.comment.split("\n")
         statements.append(f"/* {first}" + ("" if rest else " */"))
         statements += [f" * {line}" + (" */" if index == len(rest) - 1 else "") for index, line in enumerate(rest)]
@@ -171,6 +177,8 @@ def _invoke_body(program: Program) -> list[str]:
                 alias.source.used = alias.target.used = True
                 statements.append(f"memcpy({alias.target.var}, {alias.source.var}, {alias.target.nbytes});")
         statements += code.lines
+        if program.profile:
+            statements.append(f"TL_PROFILE_MARK(ctx, {step});")
         statements.append("")
     for copy, source in program.output_copies:
         statements.append(f"memcpy({copy.var}, {source.var}, {copy.nbytes});  /* output {copy.port} */")
@@ -191,7 +199,7 @@ def _invoke_body(program: Program) -> list[str]:
             qualifier = "const " if home.storage in (INPUT, CONST) else ""
             declarations.append(f"{qualifier}{tensor.ctype} *const {tensor.var} = ({qualifier}{tensor.ctype} *)"
                                 f"{home.var};  /* shares {home.var}'s bytes */")
-    if not arena_used and not any("ctx->" in line for line in statements):
+    if not arena_used and not program.profile and not any("ctx->" in line for line in statements):
         declarations.append("(void)ctx;")
     for tensor in [*program.inputs, *program.outputs]:
         if not tensor.used:

@@ -122,6 +122,7 @@ class CompareReport:
     unmatched_outputs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stream: dict | None = None
+    compiled: bool = False
 
     @property
     def ok(self) -> bool:
@@ -205,11 +206,13 @@ def first_divergence(model, reference: ReferenceRun, inputs: list[np.ndarray],
 
 def compare_with_reference(decluttered, path: str, engine: str, inputs: list[np.ndarray],
                            tolerance: Tolerance = Tolerance(), per_node: bool = False,
-                           optimized=None) -> CompareReport:
+                           optimized=None, runner=None) -> CompareReport:
     """Compare a decluttered tractile model of ``path`` (and its optimized form) with ``engine``.
 
     Outputs come from the optimized model, the one users run. With ``per_node``, every
     intermediate value is compared too and the first node that diverges is reported.
+    ``runner`` (inputs -> outputs) replaces the optimized model's run, e.g. a compiled model's
+    (per-node values still come from the interpreter).
     """
     optimized = decluttered.optimize() if optimized is None else optimized
     inputs = list(inputs)
@@ -224,9 +227,10 @@ def compare_with_reference(decluttered, path: str, engine: str, inputs: list[np.
         notes.append(f"no per-node comparison: exposing every intermediate value failed ({error})")
         per_node = False
     reference.notes[:0] = notes
-    ours = optimized.plan().state().run(inputs)
+    ours = runner(inputs) if runner is not None else optimized.plan().state().run(inputs)
     outputs, missing = output_differences(optimized, ours, reference, tolerance)
-    report = CompareReport(engine, tolerance, outputs, unmatched_outputs=missing, notes=list(reference.notes))
+    report = CompareReport(engine, tolerance, outputs, unmatched_outputs=missing, notes=list(reference.notes),
+                           compiled=runner is not None)
     if per_node:
         names = set(reference.values)
         stage, model, reason = choose_stage(decluttered, optimized, names)

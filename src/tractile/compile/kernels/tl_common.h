@@ -36,6 +36,23 @@ static inline int64_t tl_read_s64(const int64_t *p) {
 #define TL_READ_S64(p) (*(p))
 #endif
 
+/* per-node timing of profiling builds (tractile profile --compiled): -DTL_PROFILE, POSIX clocks */
+#ifdef TL_PROFILE
+#include <time.h>
+static inline double tl_now(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+#define TL_PROFILE_START double tl_profile_mark = tl_now()
+#define TL_PROFILE_MARK(ctx, node)                                     \
+  do {                                                                 \
+    const double tl_profile_now = tl_now();                            \
+    (ctx)->profile_seconds[node] += tl_profile_now - tl_profile_mark;  \
+    tl_profile_mark = tl_profile_now;                                  \
+  } while (0)
+#endif
+
 #define TL_INT32_MIN (-2147483647 - 1)
 #define TL_INT32_MAX 2147483647
 
