@@ -175,7 +175,7 @@ class CompiledState:
         if offset is None:
             raise TractileError("this model was not built for profiling: compile it with profile=True")
         count = max(len(self.model.source.program.nodes), 1)
-        return self._memory.view(np.uint8)[offset:offset + 8 * count].view(np.float64).copy()
+        return self._memory.view(np.uint8)[offset:offset + 8 * count].view(np.uint64) / 1e9
 
     def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
         """Run once: a list in gives a list out, a dict in gives a dict by output name."""

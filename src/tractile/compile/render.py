@@ -63,7 +63,7 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
     for field in program.state:
         lines.append(f"  {_ctype(field)} {field.var}[{max(field.count, 1)}];")
     if program.profile:
-        lines += ["#ifdef TL_PROFILE", f"  double profile_seconds[{max(len(program.nodes), 1)}];", "#endif"]
+        lines += ["#ifdef TL_PROFILE", f"  uint64_t profile_ticks[{max(len(program.nodes), 1)}];", "#endif"]
     lines.append(f"}} {name}_ctx;")
     lines.append("")
     lines.append(f"#define {upper}_CONTEXT_BYTES sizeof({name}_ctx)")
@@ -137,7 +137,7 @@ def render_source(program: Program, plan: MemoryPlan, source: str, target: Targe
     lines.append("")
     lines.append(f"size_t {name}_context_bytes(void) {{ return sizeof({name}_ctx); }}")
     if program.profile:
-        lines.append(f"size_t {name}_profile_offset(void) {{ return offsetof({name}_ctx, profile_seconds); }}")
+        lines.append(f"size_t {name}_profile_offset(void) {{ return offsetof({name}_ctx, profile_ticks); }}")
     lines.append("")
     return "\n".join(lines)
 

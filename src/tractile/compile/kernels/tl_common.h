@@ -36,20 +36,25 @@ static inline int64_t tl_read_s64(const int64_t *p) {
 #define TL_READ_S64(p) (*(p))
 #endif
 
-/* per-node timing of profiling builds (tractile profile --compiled): -DTL_PROFILE, POSIX clocks */
+/* per-node timing of profiling builds (-DTL_PROFILE): ctx->profile_ticks[node] accumulates the
+ * ticks of TL_PROFILE_CLOCK(), a uint64_t clock: nanoseconds of the POSIX monotonic clock by
+ * default (tractile profile --compiled), or a device timer a firmware defines */
 #ifdef TL_PROFILE
+#ifndef TL_PROFILE_CLOCK
 #include <time.h>
-static inline double tl_now(void) {
+static inline uint64_t tl_profile_clock(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+  return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
-#define TL_PROFILE_START double tl_profile_mark = tl_now()
-#define TL_PROFILE_MARK(ctx, node)                                     \
-  do {                                                                 \
-    const double tl_profile_now = tl_now();                            \
-    (ctx)->profile_seconds[node] += tl_profile_now - tl_profile_mark;  \
-    tl_profile_mark = tl_profile_now;                                  \
+#define TL_PROFILE_CLOCK tl_profile_clock
+#endif
+#define TL_PROFILE_START uint64_t tl_profile_mark = TL_PROFILE_CLOCK()
+#define TL_PROFILE_MARK(ctx, node)                                    \
+  do {                                                                \
+    const uint64_t tl_profile_now = TL_PROFILE_CLOCK();               \
+    (ctx)->profile_ticks[node] += tl_profile_now - tl_profile_mark;   \
+    tl_profile_mark = tl_profile_now;                                 \
   } while (0)
 #endif
 
