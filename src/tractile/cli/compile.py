@@ -27,7 +27,21 @@ def register(subparsers) -> None:
     parser.add_argument("--name", default=None, help="C prefix of the generated names (default: the file's stem)")
     parser.add_argument("--opt", choices=("speed", "size"), default="speed",
                         help="what --build optimizes for (-O3 -march=native, or -Os); default speed")
-    parser.add_argument("--target", default="host", help="target machine (default host)")
+    parser.add_argument("--target", default="host",
+                        help="host (default), cortex-m0, cortex-m3, cortex-m4, cortex-m7 or avr: C tuned for it "
+                             "(AVR: constants in program memory; microcontrollers: TFLite Micro's integer arithmetic)")
+    parser.add_argument("--board", help="emulated board for --verify/--project (default: the target's; "
+                                        "microbit, lm3s6965evb, mps2-an385, mps2-an386, mps2-an500, atmega328p)")
+    parser.add_argument("--verify", action="store_true",
+                        help="build a test firmware, run it in the board's emulator (QEMU, simavr) on random inputs "
+                             "(and --input), compare every output bit for bit with the interpreter, and report "
+                             "flash, RAM, stack and instructions or cycles; exit 1 on a difference")
+    parser.add_argument("--runs", type=int, default=20, metavar="N", help="random inputs for --verify (default 20)")
+    parser.add_argument("--input", metavar="NPZ", help="inputs to verify first (.npz by input name or arr_0..)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    parser.add_argument("--project", type=Path, metavar="DIR",
+                        help="write a minimal example project for the board (Makefile, startup, linker script, "
+                             "main.c running the model on a sample input)")
     parser.add_argument("--build", action="store_true",
                         help="also build the sources with the system C compiler (host target)")
     parser.add_argument("--json", action="store_true", help="print the compile report as JSON")
@@ -37,10 +51,15 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from .. import load
     from ..compile import generate
+    from ..compile.ctext import identifier
     from ..compile.report import report_table, summary_lines
 
-    name = args.name or Path(args.model).stem
+    name = identifier(args.name or Path(args.model).stem, 60)
     model = load(args.model, inputs=parse_fact_args(args.input_fact))
+    if args.target != "host" and (args.verify or args.project):
+        from .compile_target import run_target
+
+        return run_target(model, name, args)
     source = generate(model, name=name, target=args.target, optimize=False, origin=Path(args.model).name)
     written = source.write(args.out) if args.out is not None else []
     if args.build:

@@ -40,6 +40,7 @@ def register_target(target: Target) -> Target:
 def find_target(name: str | Target) -> Target:
     if isinstance(name, Target):
         return name
+    from . import targets  # noqa: F401 - registers the microcontroller targets
     try:
         return _TARGETS[name]
     except KeyError:
@@ -47,4 +48,6 @@ def find_target(name: str | Target) -> Target:
 
 
 def target_names() -> list[str]:
+    from . import targets  # noqa: F401 - registers the microcontroller targets
+
     return sorted(_TARGETS)

@@ -40,7 +40,9 @@ static inline int64_t tl_read_s64(const int64_t *p) {
  * ticks of TL_PROFILE_CLOCK(), a uint64_t clock: nanoseconds of the POSIX monotonic clock by
  * default (tractile profile --compiled), or a device timer a firmware defines */
 #ifdef TL_PROFILE
-#ifndef TL_PROFILE_CLOCK
+#ifdef TL_PROFILE_CLOCK
+uint64_t TL_PROFILE_CLOCK(void);
+#else
 #include <time.h>
 static inline uint64_t tl_profile_clock(void) {
   struct timespec now;

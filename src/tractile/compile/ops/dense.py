@@ -4,6 +4,8 @@ ONNX MatMul (with fused bias and activation). Both lower to the kernels of
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ...datum import DatumType
@@ -54,7 +56,7 @@ def fully_connected(e: Emit) -> None:
     if not is_quantized(x.dtype):
         raise Unsupported(f"FULLY_CONNECTED on {x.dtype} inputs")
     flavour = integer_flavour(e, op.flavour)
-    kernel = IntegerDense(op, x.dtype, w, bias)
+    kernel = IntegerDense(dataclasses.replace(op, flavour=flavour), x.dtype, w, bias)
     weight_offset = np.rint(kernel.weights_t.T).astype(np.int64)
     suffix = "_ref" if flavour == "reference" else ""
     if x.dtype == DatumType.I8:

@@ -1,0 +1,87 @@
+"""``tractile compile --target MCU --verify / --project``: microcontroller builds in emulators."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import TractileError
+from .common import console
+
+
+def _extra_inputs(model, path: str | None) -> list[list[np.ndarray]]:
+    if not path:
+        return []
+    names = model.input_names()
+    with np.load(path, allow_pickle=False) as data:
+        keys = list(data.keys())
+        if all(n in keys for n in names):
+            arrays = [data[n] for n in names]
+        elif all(f"arr_{i}" in keys for i in range(len(names))):
+            arrays = [data[f"arr_{i}"] for i in range(len(names))]
+        else:
+            raise TractileError(f"{path}: inputs should be stored by name ({', '.join(names)}) or as arr_0..")
+    facts = model.input_facts
+    shaped = [a.astype(f.dtype.np).reshape(tuple(int(d) for d in f.shape)) if a.size == np.prod(
+        [int(d) for d in f.shape]) else None for a, f in zip(arrays, facts)]
+    if any(a is None for a in shaped):
+        raise TractileError(f"{path}: the inputs do not have the model's shapes ({', '.join(map(str, facts))})")
+    return [shaped]
+
+
+def run_target(model, name: str, args) -> int:
+    from ..compile import generate, prepare
+    from ..compile.targets import board_for
+    from ..compile.targets.verify import random_runs, verify, with_flavour
+
+    board = board_for(args.target, args.board)
+    extra = _extra_inputs(model, args.input)
+    out = console()
+    if args.project:
+        from ..compile.targets.project import write_project
+
+        typed = with_flavour(prepare(model), board.target.flavour)
+        source = generate(typed, name=name, target=board.target, optimize=False, origin=Path(args.model).name)
+        sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
+        written = write_project(source, board, args.project, sample)
+        if not args.verify:
+            out.print(f"wrote an example project for {board.name} in {args.project} ({len(written)} files): "
+                      f"cd {args.project} && make run")
+            return 0
+    if not args.verify:
+        return 0
+    report = verify(model, args.target, board=args.board, runs=args.runs, inputs=extra, seed=args.seed,
+                    opt="size" if args.opt == "size" else "speed", name=name, folder=args.out)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0 if report["verified"] else 1
+    print_verification(report, args.model)
+    return 0 if report["verified"] else 1
+
+
+def print_verification(report: dict, model_name: str) -> None:
+    from rich.table import Table
+
+    out = console()
+    verdict = "[green]bit-exact[/green]" if report["verified"] else "[red]DIFFERS[/red]"
+    out.print(f"{model_name} on {report['board']} ({report['target']}): {report['inputs_checked']} inputs, "
+              f"{verdict} against the interpreter")
+    if report["first_difference"]:
+        out.print(f"[red]first difference[/red]: {report['first_difference']}")
+    flash, ram = report["flash_bytes"], report["ram_bytes"]
+    out.print(f"flash: model {flash['model']} B, firmware {flash['firmware']} B")
+    out.print(f"RAM: arena {ram['arena']} B, state {ram['state']} B, context {ram['context']} B, inputs and outputs "
+              f"{ram['io']} B, peak stack {ram['stack_peak']} B: total {ram['total']} B "
+              f"(whole test firmware {ram['firmware']} B)")
+    out.print(f"{report['cycles_per_inference']} {report['counted'].split(' (')[0]} per inference "
+              f"({report['counted']})")
+    table = Table(title="per layer, per inference", title_justify="left", pad_edge=False)
+    for column, justify in (("#", "right"), ("name", "left"), ("op", "left"), ("kernel", "left"),
+                            ("count", "right"), ("MACs", "right"), ("per MAC", "right")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for layer in report["layers"]:
+        table.add_row(str(layer["node"]), layer["name"], layer["op"], layer["kernel"], str(layer["count"]),
+                      "" if layer["macs"] is None else str(layer["macs"]),
+                      "" if layer["per_mac"] is None else f"{layer['per_mac']:.2f}")
+    out.print(table)

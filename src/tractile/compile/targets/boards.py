@@ -1,0 +1,82 @@
+"""The microcontroller targets and the emulated boards their code is verified on.
+
+A :class:`~tractile.compile.target.Target` says what the generated C may assume (alignment,
+FPU, width of ``double``, program memory, the integer flavour); a :class:`Board` says how to
+build a firmware for it and run it in an emulator: QEMU for the Cortex-M boards
+(semihosting for output), simavr for the ATmega328P (its UART).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import TractileError
+from ..target import Target, register_target
+
+CORTEX_M0 = register_target(Target("cortex-m0", alignment=4, has_fpu=False, flavour="micro",
+                                   description="Arm Cortex-M0 (ARMv6-M), no FPU"))
+CORTEX_M3 = register_target(Target("cortex-m3", alignment=4, has_fpu=False, flavour="micro",
+                                   description="Arm Cortex-M3 (ARMv7-M), no FPU"))
+CORTEX_M4 = register_target(Target("cortex-m4", alignment=4, has_fpu=True, flavour="micro",
+                                   description="Arm Cortex-M4F (ARMv7E-M, DSP instructions, single-precision FPU)"))
+CORTEX_M7 = register_target(Target("cortex-m7", alignment=8, has_fpu=True, flavour="micro",
+                                   description="Arm Cortex-M7 (ARMv7E-M, DSP instructions, FPU)"))
+AVR = register_target(Target("avr", alignment=1, has_fpu=False, double_bits=32, progmem=True, flavour="micro",
+                             description="AVR ATmega328P (8-bit, 32 kB flash, 2 kB RAM): constants in PROGMEM"))
+
+
+@dataclass(frozen=True)
+class Board:
+    """An emulated board: its memory, its compiler flags, how to run it."""
+
+    name: str
+    target: Target
+    flags: tuple[str, ...]
+    flash_bytes: int
+    ram_bytes: int
+    flash_origin: int = 0
+    ram_origin: int = 0x20000000
+    emulator: str = "qemu"
+    clock_hz: int = 0
+
+    @property
+    def toolchain(self) -> str:
+        return "avr-gcc" if self.emulator == "simavr" else "arm-none-eabi-gcc"
+
+    @property
+    def size_tool(self) -> str:
+        return "avr-size" if self.emulator == "simavr" else "arm-none-eabi-size"
+
+
+_M0 = ("-mcpu=cortex-m0", "-mthumb")
+_M3 = ("-mcpu=cortex-m3", "-mthumb")
+_M4 = ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16")
+_M7 = ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16")
+KB, MB = 1 << 10, 1 << 20
+
+BOARDS = {board.name: board for board in (
+    Board("microbit", CORTEX_M0, _M0, 256 * KB, 16 * KB),
+    Board("lm3s6965evb", CORTEX_M3, _M3, 256 * KB, 64 * KB),
+    Board("mps2-an385", CORTEX_M3, _M3, 4 * MB, 4 * MB),
+    Board("mps2-an386", CORTEX_M4, _M4, 4 * MB, 4 * MB),
+    Board("mps2-an500", CORTEX_M7, _M7, 4 * MB, 4 * MB),
+    Board("atmega328p", AVR, ("-mmcu=atmega328p",), 32 * KB, 2 * KB, emulator="simavr", clock_hz=16_000_000),
+)}
+
+#: the board each target is verified on unless another is named; the MPS2 boards have room
+#: for every shared model, lm3s6965evb (MicroFlow's board) and microbit have real MCU sizes
+DEFAULT_BOARDS = {"cortex-m0": "microbit", "cortex-m3": "mps2-an385", "cortex-m4": "mps2-an386",
+                  "cortex-m7": "mps2-an500", "avr": "atmega328p"}
+
+
+def board_for(target: str, board: str | None = None) -> Board:
+    """The board to verify ``target`` on (``board`` by name, else the target's default)."""
+    if target not in DEFAULT_BOARDS:
+        raise TractileError(f"no emulated board for target {target!r}; targets with one: "
+                            f"{', '.join(sorted(DEFAULT_BOARDS))}")
+    name = board or DEFAULT_BOARDS[target]
+    found = BOARDS.get(name)
+    if found is None:
+        raise TractileError(f"unknown board {name!r}; boards: {', '.join(sorted(BOARDS))}")
+    if found.target.name != target:
+        raise TractileError(f"board {name} is a {found.target.name}, not a {target}")
+    return found

@@ -1,0 +1,318 @@
+"""The C of a test firmware around a compiled model: startup, linker script, platform layer, main.
+
+The firmware runs the model on inputs baked into its flash, one context carrying state
+across runs, and prints one line per fact over the board's console (semihosting on
+Cortex-M, the UART on AVR):
+
+    o RUN PART HEX      bytes of the outputs of run RUN (PART: 48-byte chunks)
+    f RUN STATUS        what invoke returned (0 = ok)
+    t TICKS             clock ticks spent in invoke over all runs
+    k TICKS             ticks of the calibration loop (CALIBRATION instructions; Cortex-M)
+    s BYTES             peak stack of one invoke (painted stack)
+    c BYTES             sizeof(the context)
+    n NODE TICKS        ticks per node over all runs (profiling builds)
+    e                   end
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ctext import array_initializer
+from ..program import Program
+from .boards import Board
+
+#: instructions of the Cortex-M calibration loop (two per iteration)
+CALIBRATION = 200_000
+#: bytes of stack painted below main's frame to find the peak of an invoke
+PAINTED_STACK = 48 * 1024
+
+CORTEX_M_PLATFORM = r"""/* tl_platform.h: Cortex-M console (semihosting), clock (SysTick), stack bounds */
+#ifndef TL_PLATFORM_H
+#define TL_PLATFORM_H
+#include <stdint.h>
+
+extern uint32_t _ebss;
+volatile uint32_t tl_wraps;
+
+static inline int tl_semihost(int op, const void *arg) {
+  register int r0 __asm__("r0") = op;
+  register const void *r1 __asm__("r1") = arg;
+  __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+  return r0;
+}
+static inline void tl_write(const char *text) { tl_semihost(0x04, text); }
+#define SYST_CSR (*(volatile uint32_t *)0xE000E010)
+#define SYST_RVR (*(volatile uint32_t *)0xE000E014)
+#define SYST_CVR (*(volatile uint32_t *)0xE000E018)
+void tl_systick_handler(void) { ++tl_wraps; }
+static inline void tl_platform_init(void) {
+  SYST_RVR = 0x00FFFFFF;
+  SYST_CVR = 0;
+  SYST_CSR = 7;
+}
+static inline uint64_t tl_clock(void) {
+  uint32_t wraps, value;
+  do {
+    wraps = tl_wraps;
+    value = SYST_CVR;
+  } while (wraps != tl_wraps);
+  return ((uint64_t)wraps << 24) + (0x00FFFFFFu - value);
+}
+/* two instructions per iteration; Thumb-1 inline assembly is read in divided syntax */
+#if defined(__thumb2__)
+#define TL_DECREMENT "subs r0, #1"
+#else
+#define TL_DECREMENT "sub r0, #1"
+#endif
+static inline void tl_calibration_loop(void) {
+  __asm__ volatile("ldr r0, =%c0\n1: " TL_DECREMENT "\n bne 1b" : : "i"(CALIBRATION_ITERATIONS) : "r0", "cc");
+}
+static inline uintptr_t tl_stack_pointer(void) {
+  uintptr_t sp;
+  __asm__ volatile("mov %0, sp" : "=r"(sp));
+  return sp;
+}
+static inline uintptr_t tl_stack_floor(void) { return (uintptr_t)&_ebss; }
+static inline void tl_finish(void) {}
+#define TL_COPY_INPUT(dst, src, bytes) memcpy(dst, src, bytes)
+#endif
+"""
+
+AVR_PLATFORM = r"""/* tl_platform.h: AVR console (USART0), clock (Timer1 at the CPU clock), stack bounds */
+#ifndef TL_PLATFORM_H
+#define TL_PLATFORM_H
+#include <avr/interrupt.h>
+#include <avr/io.h>
+#include <avr/pgmspace.h>
+#include <stdint.h>
+
+extern char __bss_end;
+static volatile uint32_t tl_overflows;
+ISR(TIMER1_OVF_vect) { ++tl_overflows; }
+
+static inline void tl_put(char c) {
+  while (!(UCSR0A & (1 << UDRE0))) {}
+  UDR0 = c;
+}
+static inline void tl_write(const char *text) {
+  while (*text) tl_put(*text++);
+}
+static inline void tl_platform_init(void) {
+  UCSR0B = (1 << TXEN0);
+  TCCR1A = 0;
+  TCCR1B = (1 << CS10);
+  TIMSK1 = (1 << TOIE1);
+  sei();
+}
+static inline uint64_t tl_clock(void) {
+  uint32_t overflows;
+  uint16_t count;
+  uint8_t flags = SREG;
+  cli();
+  count = TCNT1;
+  overflows = tl_overflows;
+  if ((TIFR1 & (1 << TOV1)) && count < 0x8000) ++overflows;
+  SREG = flags;
+  return ((uint64_t)overflows << 16) | count;
+}
+static inline void tl_calibration_loop(void) {}
+static inline uintptr_t tl_stack_pointer(void) { return (uintptr_t)SP; }
+static inline uintptr_t tl_stack_floor(void) { return (uintptr_t)&__bss_end; }
+/* simavr ends the run when the CPU sleeps with interrupts off */
+static inline void tl_finish(void) {
+  cli();
+  SMCR = (1 << SE);
+  __asm__ volatile("sleep");
+}
+#define TL_COPY_INPUT(dst, src, bytes) memcpy_P(dst, src, bytes)
+#endif
+"""
+
+CORTEX_M_STARTUP = r"""/* startup.c: vector table and reset handler (copy .data, clear .bss, FPU on, main, exit) */
+#include <stdint.h>
+
+extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
+int main(void);
+void tl_reset_handler(void);
+void tl_systick_handler(void);
+static void tl_default_handler(void) {
+  for (;;) {}
+}
+__attribute__((section(".isr_vector"), used)) static void (*const tl_vectors[16])(void) = {
+    (void (*)(void))&_estack, tl_reset_handler, tl_default_handler, tl_default_handler, tl_default_handler,
+    tl_default_handler, tl_default_handler, 0, 0, 0, 0, tl_default_handler, tl_default_handler, 0,
+    tl_default_handler, tl_systick_handler};
+
+static void tl_exit(uint32_t reason) {
+  register int r0 __asm__("r0") = 0x18;
+  register uint32_t r1 __asm__("r1") = reason;
+  __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+}
+
+void tl_reset_handler(void) {
+  uint32_t *src = &_sidata, *dst = &_sdata;
+  while (dst < &_edata) *dst++ = *src++;
+  for (dst = &_sbss; dst < &_ebss;) *dst++ = 0;
+#if defined(__ARM_FP)
+  *(volatile uint32_t *)0xE000ED88 |= 0xFu << 20;
+  __asm__ volatile("dsb\n isb");
+#endif
+  tl_exit(main() == 0 ? 0x20026u : 0x20024u);
+  for (;;) {}
+}
+"""
+
+LINKER_SCRIPT = """/* link.ld: {board} */
+MEMORY {{
+  FLASH (rx) : ORIGIN = {flash_origin:#010x}, LENGTH = {flash}
+  RAM (rwx) : ORIGIN = {ram_origin:#010x}, LENGTH = {ram}
+}}
+_estack = ORIGIN(RAM) + LENGTH(RAM);
+SECTIONS {{
+  .text : {{ KEEP(*(.isr_vector)) *(.text*) *(.rodata*) . = ALIGN(8); }} > FLASH
+  .ARM.exidx : {{ *(.ARM.exidx*) }} > FLASH
+  _sidata = LOADADDR(.data);
+  .data : {{ _sdata = .; *(.data*) . = ALIGN(4); _edata = .; }} > RAM AT > FLASH
+  .bss (NOLOAD) : {{ _sbss = .; *(.bss*) *(COMMON) . = ALIGN(4); _ebss = .; }} > RAM
+}}
+"""
+
+
+def inputs_header(program: Program, runs: list[list[np.ndarray]]) -> str:
+    """``inputs.h``: the inputs of every run as constant arrays (program memory on AVR)."""
+    lines = ["/* inputs.h: the inputs of the verification runs */", "#include <stdint.h>",
+             f"#define TL_RUNS {len(runs)}"]
+    for index, tensor in enumerate(program.inputs):
+        values = np.stack([np.asarray(run[index], dtype=tensor.dtype.np).reshape(-1) for run in runs])
+        lines.append(f"static const {tensor.ctype} tl_input{index}[TL_RUNS * {max(tensor.count, 1)}] TL_CONST = "
+                     f"{array_initializer(values, tensor.dtype)};")
+    return "\n".join(lines) + "\n"
+
+
+def main_source(program: Program, profile: bool) -> str:
+    """``main.c``: run every input, print outputs, ticks, stack and context size."""
+    name, upper = program.name, program.name.upper()
+    buffers, args = [], []
+    for index, tensor in enumerate(program.inputs):
+        buffers.append(f"static {tensor.ctype} in{index}[{max(tensor.count, 1)}];")
+        args.append(f"in{index}")
+    for index, tensor in enumerate(program.outputs):
+        buffers.append(f"static {tensor.ctype} out{index}[{max(tensor.count, 1)}];")
+        args.append(f"out{index}")
+    copies = "\n".join(f"    TL_COPY_INPUT(in{i}, tl_input{i} + (size_t)run * {max(t.count, 1)}, sizeof in{i});"
+                       for i, t in enumerate(program.inputs))
+    prints = "\n".join(f"    put_bytes(run, out{i}, sizeof out{i});" for i in range(len(program.outputs)))
+    node_count = len(program.nodes)
+    profile_dump = (f"  for (node = 0; node < {node_count}; ++node) {{\n"
+                    "    tl_write(\"n \"); put_u64((uint64_t)node); tl_write(\" \"); "
+                    "put_u64(ctx.profile_ticks[node]); tl_write(\"\\n\");\n  }\n") if profile and node_count else ""
+    return f"""/* main.c: runs {name} on the inputs of inputs.h and reports over the console */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "{name}.h"
+#include "tl_common.h"
+#include "tl_platform.h"
+#include "inputs.h"
+
+static {name}_ctx ctx;
+{chr(10).join(buffers)}
+
+static void put_u64(uint64_t value) {{
+  char text[24];
+  int at = 23;
+  text[at] = 0;
+  do {{
+    text[--at] = (char)('0' + (int)(value % 10u));
+    value /= 10u;
+  }} while (value);
+  tl_write(text + at);
+}}
+
+static void put_bytes(int run, const void *data, size_t count) {{
+  static const char digits[] = "0123456789abcdef";
+  const uint8_t *bytes = (const uint8_t *)data;
+  char text[2 * 48 + 2];
+  size_t at = 0, part = 0, i;
+  for (i = 0; i < count; ++i) {{
+    text[at++] = digits[bytes[i] >> 4];
+    text[at++] = digits[bytes[i] & 15];
+    if (at == 2 * 48 || i + 1 == count) {{
+      text[at++] = '\\n';
+      text[at] = 0;
+      tl_write("o ");
+      put_u64((uint64_t)run);
+      tl_write(" ");
+      put_u64((uint64_t)part++);
+      tl_write(" ");
+      tl_write(text);
+      at = 0;
+    }}
+  }}
+}}
+
+uint64_t tl_firmware_clock(void) {{ return tl_clock(); }}
+
+static size_t stack_peak(uintptr_t top, uintptr_t floor) {{
+  const volatile uint8_t *at = (const volatile uint8_t *)floor;
+  while ((uintptr_t)at < top && *at == 0xA5) ++at;
+  return (size_t)(top - (uintptr_t)at);
+}}
+
+int main(void) {{
+  uint64_t ticks = 0, start;
+  uintptr_t top, floor;
+  size_t peak = 0;
+  volatile uint8_t *paint;
+  int run, status;
+{"  int node;" if profile_dump else ""}
+  tl_platform_init();
+  top = tl_stack_pointer() - 8;
+  floor = tl_stack_floor();
+  if (top - floor > {PAINTED_STACK}u) floor = top - {PAINTED_STACK}u;
+  for (paint = (volatile uint8_t *)floor; (uintptr_t)paint < top; ++paint) *paint = 0xA5;
+  {name}_init(&ctx);
+  for (run = 0; run < TL_RUNS; ++run) {{
+{copies}
+    start = tl_clock();
+    status = {name}_invoke(&ctx, {", ".join(args)});
+    ticks += tl_clock() - start;
+    if (run == 0) peak = stack_peak(top, floor);
+    if (status) {{
+      tl_write("f ");
+      put_u64((uint64_t)run);
+      tl_write(" ");
+      put_u64((uint64_t)status);
+      tl_write("\\n");
+    }}
+{prints}
+  }}
+  tl_write("t ");
+  put_u64(ticks);
+  tl_write("\\n");
+  start = tl_clock();
+  tl_calibration_loop();
+  tl_write("k ");
+  put_u64(tl_clock() - start);
+  tl_write("\\ns ");
+  put_u64((uint64_t)peak);
+  tl_write("\\nc ");
+  put_u64((uint64_t)sizeof ctx);
+  tl_write("\\n");
+{profile_dump}  tl_write("e\\n");
+  tl_finish();
+  return 0;
+}}
+"""
+
+
+def platform_header(board: Board) -> str:
+    if board.emulator == "simavr":
+        return AVR_PLATFORM
+    return f"#define CALIBRATION_ITERATIONS {CALIBRATION // 2}\n" + CORTEX_M_PLATFORM
+
+
+def linker_script(board: Board) -> str:
+    return LINKER_SCRIPT.format(board=board.name, flash_origin=board.flash_origin, flash=board.flash_bytes,
+                                ram_origin=board.ram_origin, ram=board.ram_bytes)
