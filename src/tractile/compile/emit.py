@@ -85,6 +85,8 @@ class Emit:
     def state(self, role: str, dtype: DatumType, count: int, initial: np.ndarray | None = None) -> str:
         """A context member kept across invocations (zeros, or ``initial``, after reset); its C expression."""
         var = self._lowering.node_var(self.node.name, role)
+        if initial is not None and needs_math(np.asarray(initial)):
+            self.uses_math()
         self._lowering.program.state.append(StateField(var, dtype, int(count), initial))
         return f"ctx->{var}"
 

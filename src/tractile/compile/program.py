@@ -149,6 +149,7 @@ class Program:
     output_copies: list[tuple[CTensor, CTensor]] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
     profile: bool = False
+    macros: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def arena_tensors(self) -> list[CTensor]:

@@ -42,6 +42,8 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
         f"#define {upper}_OUTPUT_COUNT {len(program.outputs)}",
         "",
     ]
+    for key, (value, meaning) in program.macros.items():
+        lines += [f"/* {comment_text(meaning)} */", f"#define {upper}_{key} {value}", ""]
     for kind, tensors, names in (("INPUT", program.inputs, program.input_names),
                                  ("OUTPUT", program.outputs, program.output_names)):
         for index, (tensor, label) in enumerate(zip(tensors, names)):

@@ -47,6 +47,19 @@ class PulsedModel:
         """A new stream (its own buffers, all zero)."""
         return StreamState(self)
 
+    def compile(self, name: str = "model", opt: str = "speed", cache_dir=None, **options):
+        """Compile the streaming form to C (ring buffers in the context) and build it for this
+        machine: ``run`` consumes one chunk and returns one chunk, ``reset`` starts a new stream.
+        The header defines ``NAME_PULSE`` and ``NAME_DELAY``; the compiled model has ``.delay``."""
+        from ..compile import compile_model
+
+        macros = {"PULSE": (self.pulse, f"frames of {self.symbol} each invoke consumes"),
+                  "DELAY": (self.delay, "frames the outputs lag behind the inputs (drop that many first frames)")}
+        compiled = compile_model(self.model, name=name, opt=opt, cache_dir=cache_dir, optimize=False, macros=macros,
+                                 **options)
+        compiled.pulse, compiled.delay, compiled.delays = self.pulse, self.delay, self.delays
+        return compiled
+
     def into_typed(self) -> TypedModel:
         """The stateful typed model that runs one chunk per call."""
         return self.model
