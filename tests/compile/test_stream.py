@@ -61,3 +61,19 @@ def test_streams_are_independent_contexts(compile_cache):
     alone = compiled.state()
     alone_b = [alone.run([b[:, :, t:t + 1]])[0] for t in range(20)]
     np.testing.assert_array_equal(np.concatenate(interleaved_b, 2), np.concatenate(alone_b, 2))
+
+
+def test_cli_streams_compiled_and_compiles_pulsed(tmp_path, capsys):
+    needs_cc()
+    import onnx
+
+    from tractile.cli.main import main as cli_main
+
+    path = tmp_path / "delayed.onnx"
+    onnx.save(delayed_mix_proto(), path)
+    assert cli_main(["stream", str(path), "--pulse", "4", "--compiled", "--check", "--length", "30"]) == 0
+    printed = capsys.readouterr().out
+    assert "the compiled stream matches the batch model" in printed and "ring buffers" in printed
+    assert cli_main(["compile", str(path), "-i", "1,4,T,f32", "--pulse", "3", "-o", str(tmp_path / "c")]) == 0
+    header = (tmp_path / "c" / "delayed.h").read_text()
+    assert "#define DELAYED_PULSE 3" in header and "#define DELAYED_INPUT0_SHAPE {1, 4, 3}" in header

@@ -44,6 +44,10 @@ def register(subparsers) -> None:
                              "main.c running the model on a sample input)")
     parser.add_argument("--build", action="store_true",
                         help="also build the sources with the system C compiler (host target)")
+    parser.add_argument("--pulse", metavar="P",
+                        help="compile the streaming form: P frames of the streamed axis (SYM=P to name its symbol, "
+                             "default T) per invoke, delay lines as ring buffers in the context; the header gives "
+                             "NAME_PULSE and NAME_DELAY")
     parser.add_argument("--json", action="store_true", help="print the compile report as JSON")
     parser.set_defaults(handler=run)
 
@@ -56,11 +60,21 @@ def run(args) -> int:
 
     name = identifier(args.name or Path(args.model).stem, 60)
     model = load(args.model, inputs=parse_fact_args(args.input_fact))
+    macros = None
+    if args.pulse:
+        from .stream import _pulse_option, _stream_symbol
+
+        symbol, size = _pulse_option(args.pulse, None)
+        pulsed = model.pulse(_stream_symbol(model, symbol), size)
+        macros = {"PULSE": (pulsed.pulse, f"frames of {pulsed.symbol} each invoke consumes"),
+                  "DELAY": (pulsed.delay, "frames the outputs lag behind the inputs")}
+        model = pulsed.model
     if args.target != "host" and (args.verify or args.project):
         from .compile_target import run_target
 
         return run_target(model, name, args)
-    source = generate(model, name=name, target=args.target, optimize=False, origin=Path(args.model).name)
+    source = generate(model, name=name, target=args.target, optimize=False, origin=Path(args.model).name,
+                      macros=macros)
     written = source.write(args.out) if args.out is not None else []
     if args.build:
         from ..compile.host import build_shared_library

@@ -49,6 +49,10 @@ def register(subparsers) -> None:
     parser.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance for --check (default 1e-4)")
     parser.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance for --check (default 1e-5)")
     parser.add_argument("--save-output", metavar="NPZ", help="write the streamed outputs (delay dropped) to an .npz")
+    parser.add_argument("--compiled", action="store_true",
+                        help="run the streaming form compiled to C (ring buffers in its context; needs a C "
+                             "compiler). A compiled stream never ends: the input is padded with zero frames to "
+                             "flush the delay")
     parser.set_defaults(handler=run)
 
 
@@ -117,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
     for name, stream in zip(model.output_names(), pulsed.output_streams):
         out.print(f"output [bold]{name}[/bold]: axis {stream.axis}, {stream.pulse} frame(s) per chunk, "
                   f"delay [bold]{stream.delay}[/bold] frame(s)")
+    if args.compiled:
+        from .stream_compiled import stream_compiled
+
+        return stream_compiled(out, args, model, pulsed, inputs, axis, length)
     state = pulsed.start()
     out.print(f"state  {state.memory_bytes()} bytes of buffers and recurrent state; "
               f"{len(pulsed.model.nodes)} nodes")
