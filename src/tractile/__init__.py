@@ -37,7 +37,7 @@ def _apply_facts(model, specs: FactSpecs, outputs: bool) -> None:
 
 
 def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: bool = True,
-         format: str | None = None):
+         format: str | None = None, compile: str | None = None):
     """Load a model file (or bytes, or an ``onnx.ModelProto``).
 
     ``inputs``: facts for the model inputs, by name or position: ``"N,3,224,224,f32"``
@@ -48,6 +48,10 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
     optimized: the result runs with ``.run(...)``. With ``optimize=False`` you get the
     model as loaded, and can call ``analyse()``, ``into_typed()``, ``declutter()``,
     ``optimize()`` yourself.
+
+    ``compile="auto"`` runs every maximal run of nodes the C compiler supports as one compiled
+    function (built once for this machine with the system C compiler, cached), and the rest in
+    the interpreter (see docs/COMPILE.md). Shapes must then be concrete where it compiles.
     """
     kind = format or _guess_format(source)
     if kind == "onnx":
@@ -64,7 +68,15 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
     _apply_facts(model, outputs, outputs=True)
     if not optimize:
         return model
-    return model.into_optimized()
+    model = model.into_optimized()
+    if compile is not None:
+        if compile != "auto":
+            raise TractileError(f"compile must be 'auto' (or None), got {compile!r}; "
+                                "for a whole compiled model use model.compile()")
+        from .compile.segments import compile_segments
+
+        model = compile_segments(model)
+    return model
 
 
 def _guess_format(source) -> str:

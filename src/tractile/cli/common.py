@@ -121,14 +121,22 @@ def report_mismatches(out, problems: list[str], success: str) -> int:
 
 
 def add_compiled_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--compiled", action="store_true",
-                        help="run the model compiled to C and built for this machine (needs a C compiler; "
-                             "see docs/COMPILE.md) instead of the interpreter")
+    parser.add_argument("--compiled", nargs="?", const="full", choices=("full", "auto"),
+                        help="run the model compiled to C and built for this machine (needs a C compiler; see "
+                             "docs/COMPILE.md) instead of the interpreter; '--compiled auto' compiles every part "
+                             "the compiler supports and interprets the rest")
 
 
-def compile_for_inputs(model, inputs: list):
-    """``model`` compiled for the shapes of ``inputs`` (which bind its symbols)."""
-    from ..compile import compile_model
+def compile_for_inputs(model, inputs: list, mode: str = "full"):
+    """``model`` compiled for the shapes of ``inputs`` (which bind its symbols): a compiled model,
+    or with ``mode`` "auto" a state of the model with its compilable segments compiled."""
+    from ..compile import compile_model, prepare
 
+    if mode == "auto":
+        from ..compile.segments import compile_segments
+
+        concrete = any(not fact.is_concrete() for fact in model.input_facts)
+        typed = prepare(model, list(inputs)) if concrete else model
+        return compile_segments(typed).state()
     needs_facts = any(not fact.is_concrete() for fact in model.input_facts)
     return compile_model(model, inputs=list(inputs) if needs_facts else None, optimize=needs_facts)

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if pulse:
         report = compare_streaming(optimized, args.model, engine, inputs, pulsed_model(optimized, pulse), tolerance)
     else:
-        runner = compile_for_inputs(optimized, inputs).run if args.compiled else None
+        runner = compile_for_inputs(optimized, inputs, args.compiled).run if args.compiled else None
         report = compare_with_reference(decluttered, args.model, engine, inputs, tolerance, args.per_node,
                                         optimized, runner=runner)
     if args.json:

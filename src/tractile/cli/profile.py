@@ -28,8 +28,9 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print the whole profile as JSON")
     parser.add_argument("--plot", metavar="PNG", help="draw the time share per op type as a bar chart "
                                                       "(needs matplotlib: pip install 'tractile[viz]')")
-    parser.add_argument("--compiled", action="store_true",
-                        help="profile the model compiled to C (a build with per-node timers; needs a C compiler)")
+    parser.add_argument("--compiled", nargs="?", const="full", choices=("full", "auto"),
+                        help="profile the model compiled to C (a build with per-node timers; needs a C compiler); "
+                             "'--compiled auto': compiled segments inside the interpreter, each a node of the profile")
     parser.set_defaults(handler=run)
 
 
@@ -67,10 +68,16 @@ def run(args: argparse.Namespace) -> int:
         raise TractileError("--iters must be at least 1 and --warmup at least 0")
     model = load_for_tools(args)
     inputs = make_inputs(model, args)
-    if args.compiled:
+    if args.compiled == "full":
         from .profile_compiled import profile_compiled
 
         return profile_compiled(model, inputs, args)
+    if args.compiled == "auto":
+        from ..compile import prepare
+        from ..compile.segments import compile_segments
+
+        concrete = all(fact.is_concrete() for fact in model.input_facts)
+        model = compile_segments(model if concrete else prepare(model, list(inputs)))
     err = stderr_console()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err, transient=True) as progress:

@@ -1,0 +1,206 @@
+"""Compiled segments inside the interpreter: ``tractile.load(path, compile="auto")``.
+
+Every maximal run of nodes the compiler can lower (concrete shapes, an emitter that accepts
+them) becomes one :class:`CompiledSegment` node, built once per model and shapes (cached
+on disk by content), and the interpreter runs the rest. Each interpreter state gets its
+own compiled context, so states stay independent and thread-safe.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import TractileError
+from ..fact import TypedFact
+from ..graph import OutletId
+from ..model import TypedModel
+from ..ops.base import Op
+from ..ops.io import Const, Source
+from ..passes.driver import run_passes
+from ..patch import ModelPatch
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledSegment(Op):
+    """Runs nodes of the original model as one compiled C function (see :func:`compile_segments`)."""
+
+    compiled: Any = field(repr=False)
+    ops: tuple[str, ...] = ()
+    flops: int | None = None
+    is_stateless: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "Compiled"
+
+    @property
+    def nboutputs(self) -> int:
+        return len(self.compiled.output_facts)
+
+    def output_facts(self, inputs: list[TypedFact]) -> list[TypedFact]:
+        return [TypedFact(f.dtype, f.shape, qparams=f.qparams) for f in self.compiled.output_facts]
+
+    def eval(self, inputs):
+        return self.state().eval(inputs)
+
+    def state(self) -> "SegmentState":
+        return SegmentState(self.compiled.state())
+
+    def attributes(self):
+        counts: dict[str, int] = {}
+        for op in self.ops:
+            counts[op] = counts.get(op, 0) + 1
+        return {"nodes": len(self.ops), "ops": ", ".join(f"{k}x{v}" if v > 1 else k for k, v in counts.items()),
+                "arena": f"{self.compiled.report['arena_bytes']} B"}
+
+    def cost(self, inputs):
+        return {} if self.flops is None else {"flops": self.flops}
+
+
+class SegmentState:
+    """One interpreter state's context of a compiled segment."""
+
+    def __init__(self, context):
+        self.context = context
+
+    def eval(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return self.context.run(list(inputs))
+
+    def reset(self) -> None:
+        self.context.reset()
+
+
+class Support:
+    """Which nodes the compiler can lower: a trial lowering of each node alone, cached."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple, bool] = {}
+
+    def __call__(self, model: TypedModel, node) -> bool:
+        from .lower import lower
+        from .registry import find_emitter
+        from .target import HOST
+
+        if isinstance(node.op, (Source, Const, CompiledSegment)) or find_emitter(node.op) is None:
+            return False
+        facts = [model.outlet_fact(o) for o in node.inputs]
+        if not all(f.is_tensor and f.is_concrete() for f in facts + [o.fact for o in node.outputs]):
+            return False
+        key = (id(node.op), tuple(str(f) if f.konst is None else id(f.konst) for f in facts))
+        if key not in self._known:
+            trial = single_node_model(model, node)
+            try:
+                lower(trial, "trial", HOST)
+                self._known[key] = True
+            except TractileError:
+                self._known[key] = False
+        return self._known[key]
+
+
+def single_node_model(model: TypedModel, node) -> TypedModel:
+    trial = TypedModel()
+    wires = []
+    for index, outlet in enumerate(node.inputs):
+        fact = model.outlet_fact(outlet)
+        if fact.konst is not None:
+            wires.append(trial.wire_node(f"k{index}", Const(fact.konst, fact.qparams), [])[0])
+        else:
+            wires.append(trial.add_source(f"x{index}", TypedFact(fact.dtype, fact.shape, qparams=fact.qparams)))
+    trial.outputs = list(trial.wire_node(node.name, node.op, wires))
+    return trial
+
+
+def grow_segment(model: TypedModel, start, supported: Support) -> list[int]:
+    """The nodes, from ``start`` on in evaluation order, that can run as one compiled function:
+    each reads only constants, wires computed before the segment, or the segment's own wires."""
+    order = model.eval_order()
+    members = {start.id}
+    depends = {start.id}
+    for node_id in order[order.index(start.id) + 1:]:
+        node = model.nodes[node_id]
+        producers = [o.node for o in node.inputs]
+        if supported(model, node) and all(p in members or p not in depends for p in producers):
+            members.add(node_id)
+            depends.add(node_id)
+        elif any(p in depends for p in producers):
+            depends.add(node_id)
+    return [n for n in order if n in members]
+
+
+def segment_patch(model: TypedModel, members: list[int], index: int, cache_dir) -> ModelPatch:
+    """Replace ``members`` by one CompiledSegment node (built for this machine)."""
+    from . import compile_model
+
+    inside = set(members)
+    segment = TypedModel()
+    segment.symbols = model.symbols
+    mapping: dict[OutletId, OutletId] = {}
+    external: list[OutletId] = []
+    for node_id in members:
+        node = model.nodes[node_id]
+        for outlet in node.inputs:
+            if outlet in mapping:
+                continue
+            fact = model.outlet_fact(outlet)
+            producer = model.nodes[outlet.node]
+            if isinstance(producer.op, Const):
+                mapping[outlet] = segment.wire_node(producer.name, Const(producer.op.value, producer.op.qparams), [])[0]
+            else:
+                external.append(outlet)
+                mapping[outlet] = segment.add_source(model.outlet_label(outlet) or f"in{len(external)}",
+                                                     TypedFact(fact.dtype, fact.shape, qparams=fact.qparams))
+        produced = segment.wire_node(node.name, node.op, [mapping[o] for o in node.inputs])
+        for slot, outlet in enumerate(produced):
+            mapping[OutletId(node_id, slot)] = outlet
+    used_outside = []
+    for node_id in members:
+        for slot, outlet in enumerate(model.nodes[node_id].outputs):
+            wire = OutletId(node_id, slot)
+            readers = [s for s in outlet.successors if s.node not in inside]
+            if readers or wire in model.outputs:
+                used_outside.append(wire)
+    segment.outputs = [mapping[w] for w in used_outside]
+    for wire in used_outside:
+        segment.outlet_labels[mapping[wire]] = model.outlet_label(wire) or model.nodes[wire.node].name
+    compiled = compile_model(segment, name=f"segment{index}", cache_dir=cache_dir, optimize=False)
+    patch = ModelPatch(model, f"compiled segment {index}")
+    op = CompiledSegment(compiled, tuple(model.nodes[n].op.name for n in members), _flops(model, members))
+    first = model.nodes[members[0]].name
+    outputs = patch.wire_node(f"compiled.{first}", op, [patch.tap(o) for o in external])
+    for wire, new in zip(used_outside, outputs):
+        patch.shunt(wire, new)
+    for node_id in members:
+        patch.obliterate(node_id)
+    return patch
+
+
+def _flops(model: TypedModel, members: list[int]) -> int | None:
+    total = 0
+    for node_id in members:
+        node = model.nodes[node_id]
+        try:
+            flops = node.op.cost([model.outlet_fact(o) for o in node.inputs]).get("flops")
+        except Exception:  # noqa: BLE001 - ops that cannot count their work count nothing
+            flops = None
+        if isinstance(flops, (int, np.integer)):
+            total += int(flops)
+    return total or None
+
+
+def compile_segments(model: TypedModel, min_nodes: int = 1, cache_dir=None) -> TypedModel:
+    """``model`` with every maximal run of compilable nodes replaced by a compiled segment."""
+    supported = Support()
+    counter = [0]
+
+    def fuse(model: TypedModel, node):
+        if not supported(model, node):
+            return None
+        members = grow_segment(model, node, supported)
+        if len(members) < min_nodes:
+            return None
+        counter[0] += 1
+        return segment_patch(model, members, counter[0], cache_dir)
+
+    return run_passes(model, [("compiled segments", fuse)])
