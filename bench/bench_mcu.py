@@ -1,0 +1,85 @@
+"""tractile's generated code on emulated microcontrollers, in the form of MicroFlow's evaluation.
+
+    python bench/bench_mcu.py [--models sine,speech,person] [--runs 10]
+
+For each model and board: the test firmware is built with the board's tool chain, run in its
+emulator (QEMU for Cortex-M, simavr for the ATmega328P) on random inputs, checked bit for bit
+against the interpreter, and measured: flash of the model alone and of the whole firmware
+(startup, console, the model; no board support package), RAM (context = arena + state, inputs
+and outputs, peak stack; and every static byte of the firmware plus the peak stack), and the
+instructions (Cortex-M, QEMU -icount) or cycles (AVR, Timer1) per inference.
+
+Beside them: MicroFlow's published figures for the same model on the same core (from the
+MicroFlow repository's analysis notebooks, matteocarnelos/microflow-rs analysis/memory/*.ipynb:
+whole firmware builds on real boards), and TFLite Micro's planned activation arena for the
+model (its recording allocator, tflite-micro package), which includes inputs and outputs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+
+from bench_compile import micro_arena  # noqa: E402
+from bench_tflite import MODELS_DIR  # noqa: E402
+
+MODELS = {"sine": "hello_world_int8", "speech": "micro_speech_quantized", "person": "person_detect"}
+#: (board, MicroFlow's MCU with the same core)
+BOARDS = (("lm3s6965evb", "LM3S6965 (Cortex-M3)"), ("mps2-an386", "nRF52840 (Cortex-M4F)"),
+          ("mps2-an500", "ATSAMV71 (Cortex-M7F)"), ("atmega328p", "ATmega328 (AVR)"))
+TARGET_OF = {"lm3s6965evb": "cortex-m3", "mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7", "atmega328p": "avr"}
+#: MicroFlow's flash and RAM in kB per (model, MCU), from its paper's analysis notebooks
+MICROFLOW = {
+    ("sine", "LM3S6965 (Cortex-M3)"): (34.296, 4.620), ("sine", "nRF52840 (Cortex-M4F)"): (34.292, 5.296),
+    ("sine", "ATSAMV71 (Cortex-M7F)"): (48.0, 6.584), ("sine", "ATmega328 (AVR)"): (13.619, 1.706),
+    ("speech", "LM3S6965 (Cortex-M3)"): (61.860, 19.220), ("speech", "nRF52840 (Cortex-M4F)"): (61.804, 19.552),
+    ("speech", "ATSAMV71 (Cortex-M7F)"): (73.544, 21.168),
+    ("person", "nRF52840 (Cortex-M4F)"): (391.700, 95.984), ("person", "ATSAMV71 (Cortex-M7F)"): (403.548, 96.512),
+}
+#: TFLite Micro on the nRF52840 in MicroFlow's evaluation (flash, RAM in kB)
+TFLM_NRF = {"sine": (116.352, 45.728), "speech": (157.464, 63.728), "person": (459.648, 143.728)}
+
+
+def main(argv=None) -> int:
+    import tractile
+    from tractile.compile.targets.verify import verify
+    from tractile.errors import TractileError
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="sine,speech,person", help="comma-separated: sine, speech, person")
+    parser.add_argument("--runs", type=int, default=10, help="random inputs per verification (default 10)")
+    args = parser.parse_args(argv)
+    header = (f"{'model':7} {'board':12} {'ok':>3} {'flash model':>11} {'flash fw':>9} {'RAM total':>9} "
+              f"{'RAM fw':>7} {'stack':>6} {'per inference':>14}  {'MicroFlow flash/RAM':>20}  {'TFLM arena':>10}")
+    print(header)
+    print("-" * len(header))
+    for short in args.models.split(","):
+        path = MODELS_DIR / f"{MODELS[short]}.tflite"
+        model = tractile.load(path)
+        arena = micro_arena(str(path)).get("head")
+        for board, mcu in BOARDS:
+            peer = MICROFLOW.get((short, mcu))
+            peer_text = f"{peer[0]:.1f} kB / {peer[1]:.1f} kB" if peer else "-"
+            try:
+                report = verify(model, TARGET_OF[board], board=board, runs=args.runs, opt="size",
+                                folder=tempfile.mkdtemp(prefix=f"bench-{short}-{board}-"), timeout=600)
+            except TractileError as error:
+                print(f"{short:7} {board:12} {'-':>3} {str(error).splitlines()[0][:100]}")
+                continue
+            flash, ram = report["flash_bytes"], report["ram_bytes"]
+            unit = "cyc" if board == "atmega328p" else "ins"
+            print(f"{short:7} {board:12} {'yes' if report['verified'] else 'NO':>3} {flash['model']:11} "
+                  f"{flash['firmware']:9} {ram['total']:9} {ram['firmware']:7} {ram['stack_peak']:6} "
+                  f"{report['cycles_per_inference']:10} {unit}  {peer_text:>20}  {arena or '-':>10}")
+    print("\nTFLite Micro on the nRF52840 in MicroFlow's evaluation (flash / RAM): "
+          + ", ".join(f"{k} {v[0]:.1f} kB / {v[1]:.1f} kB" for k, v in TFLM_NRF.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
