@@ -48,6 +48,49 @@ static inline void tl_matmul_f32(const float *a, const float *bm, float *y, int 
   }
 }
 
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+#include <arm_acle.h>
+#include <string.h>
+/* Cortex-M4/M7: four int8 products per two SMLAD (each pair sign-extended by one SXTB16) */
+#define TL_ROR8(v) (((v) >> 8) | ((v) << 24))
+static inline int32_t tl_dot_s8(const int8_t *x, const int8_t *w, int depth) {
+  int32_t acc = 0;
+  int d = 0;
+  for (; d + 4 <= depth; d += 4) {
+    uint32_t a, b;
+    memcpy(&a, x + d, 4);
+    memcpy(&b, w + d, 4);
+    acc = __smlad(__sxtb16(a), __sxtb16(b), acc);
+    acc = __smlad(__sxtb16(TL_ROR8(a)), __sxtb16(TL_ROR8(b)), acc);
+  }
+  for (; d < depth; ++d) acc += x[d] * w[d];
+  return acc;
+}
+/* two rows of weights against one input row: the input is loaded and widened once */
+static inline void tl_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int depth, int32_t *acc0,
+                              int32_t *acc1) {
+  int32_t s0 = 0, s1 = 0;
+  int d = 0;
+  for (; d + 4 <= depth; d += 4) {
+    uint32_t a, b0, b1, even, odd;
+    memcpy(&a, x + d, 4);
+    memcpy(&b0, w0 + d, 4);
+    memcpy(&b1, w1 + d, 4);
+    even = __sxtb16(a);
+    odd = __sxtb16(TL_ROR8(a));
+    s0 = __smlad(even, __sxtb16(b0), s0);
+    s0 = __smlad(odd, __sxtb16(TL_ROR8(b0)), s0);
+    s1 = __smlad(even, __sxtb16(b1), s1);
+    s1 = __smlad(odd, __sxtb16(TL_ROR8(b1)), s1);
+  }
+  for (; d < depth; ++d) {
+    s0 += x[d] * w0[d];
+    s1 += x[d] * w1[d];
+  }
+  *acc0 = s0;
+  *acc1 = s1;
+}
+#else
 static inline int32_t tl_dot_s8(const int8_t *x, const int8_t *w, int depth) {
   int32_t acc = 0;
   int d;
@@ -55,6 +98,12 @@ static inline int32_t tl_dot_s8(const int8_t *x, const int8_t *w, int depth) {
   for (d = 0; d < depth; ++d) acc += x[d] * TL_READ_S8(w + d);
   return acc;
 }
+static inline void tl_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int depth, int32_t *acc0,
+                              int32_t *acc1) {
+  *acc0 = tl_dot_s8(x, w0, depth);
+  *acc1 = tl_dot_s8(x, w1, depth);
+}
+#endif
 
 static inline int32_t tl_dot_u8_s16(const uint8_t *x, const int16_t *w, int depth) {
   int32_t acc = 0;
@@ -74,13 +123,20 @@ static inline int64_t tl_dot_s16_s8(const int16_t *x, const int8_t *w, int depth
 static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int batches,
                             int depth, int units, const int32_t *multiplier, const int32_t *shift, int per_channel,
                             int32_t y_zero, int32_t low, int32_t high) {
-  int b, u;
+  int b, u, k;
   for (b = 0; b < batches; ++b) {
-    for (u = 0; u < units; ++u) {
-      const int c = u * per_channel;
-      const int32_t acc = tl_dot_s8(x + b * depth, w + u * depth, depth) + TL_READ_S32(bias + u);
-      const int32_t v = tl_mbqm(acc, TL_READ_S32(multiplier + c), TL_READ_S32(shift + c)) + y_zero;
-      y[b * units + u] = (int8_t)tl_clamp_i32(v, low, high);
+    const int8_t *row = x + (int32_t)b * depth;
+    for (u = 0; u < units; u += 2) {
+      int32_t acc[2];
+      const int pair = u + 1 < units ? 2 : 1;
+      if (pair == 2) tl_dot2_s8(row, w + (int32_t)u * depth, w + (int32_t)(u + 1) * depth, depth, &acc[0], &acc[1]);
+      else acc[0] = tl_dot_s8(row, w + (int32_t)u * depth, depth);
+      for (k = 0; k < pair; ++k) {
+        const int c = (u + k) * per_channel;
+        const int32_t v = tl_mbqm(acc[k] + TL_READ_S32(bias + u + k), TL_READ_S32(multiplier + c),
+                                  TL_READ_S32(shift + c)) + y_zero;
+        y[(int32_t)b * units + u + k] = (int8_t)tl_clamp_i32(v, low, high);
+      }
     }
   }
 }
