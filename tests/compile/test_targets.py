@@ -139,3 +139,23 @@ def test_example_project_builds_and_prints_the_interpreters_outputs(target, tmp_
     sample = rng.integers(-128, 127, (1, 1), endpoint=True).astype(np.int8)
     micro = with_flavour(load_tflite(path).into_optimized(), "micro")
     assert value == int(micro.run([sample])[0][0, 0])
+
+
+def test_int8_dense_layer_on_the_cortex_m4_takes_at_most_four_instructions_per_mac(tmp_path):
+    """QEMU counts instructions deterministically (-icount): a count, not a timing."""
+    needs_board("cortex-m4")
+    from tractile.ops.tfl.dense import FullyConnected
+
+    from ..tflite.builder import GraphBuilder
+    from .harness import q
+
+    rng = np.random.default_rng(0)
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, 512), q(0.05, -3))
+    w = g.const("w", rng.integers(-127, 128, (32, 512)), "i8", q(0.01))
+    b = g.const("b", rng.integers(-1000, 1000, (32,)), "i32", q(0.0005))
+    g.model.outputs = [g.op("dense", FullyConnected(flavour="micro"), [x, w, b], out_q=q(0.2, 5))]
+    report = verify(g.model, "cortex-m4", runs=3, opt="speed", folder=tmp_path)
+    assert report["verified"]
+    layer = report["layers"][0]
+    assert layer["macs"] == 512 * 32 and layer["per_mac"] <= 4.0
