@@ -168,3 +168,21 @@ def test_outputs_that_are_inputs_or_reshapes_are_copied_or_shared(compile_cache)
     model = tractile.load(proto)
     cm = check_against_interpreter(model, compile_cache)
     assert cm.source.source.count("memcpy(") >= 2
+
+
+def test_the_documented_c_program_builds_and_prints_126(tmp_path):
+    """docs/COMPILE.md's complete main.c, built with the generated files as a user would."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "COMPILE.md").read_text()
+    program = next(block for block in re.findall(r"```c\n(.*?)```", doc, re.S) if "int main" in block)
+    generate(tractile.load(shared_model("tflite/hello_world_int8.tflite")), name="hello_world_int8").write(tmp_path)
+    (tmp_path / "main.c").write_text(program)
+    subprocess.run(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "main.c", "hello_world_int8.c", "-o",
+                    "demo"], cwd=tmp_path, check=True)
+    assert subprocess.run(["./demo"], cwd=tmp_path, capture_output=True, text=True).stdout.strip() == "126"
