@@ -86,6 +86,9 @@ class Conv(Op):
             # half-precision sums drift: accumulate in f32, round once
             return [y.astype(x.dtype) for y in self.eval([t.astype(np.float32) for t in inputs])]
         window, begins, ends, out, bias_shape = self._geometry(x.shape, w.shape)
+        if (begins is None and self.group == 1 and x.ndim == 3 and x.shape[0] == 1 and out[0] <= 16
+                and x.dtype == np.float32 and window.strides[0] == 1):
+            return [self._few_frames(x, w, bias, window.dilations[0], out[0])]
         xp = pad_spatial(x, begins, ends, 0) if begins is not None else x
         y = convolve(xp, w, window, out, self.group)
         if bias is not None:
@@ -93,6 +96,25 @@ class Conv(Op):
         if self.activation is not None:
             y = self.activation.apply_inplace(y)
         return [y]
+
+    def _few_frames(self, x: np.ndarray, w: np.ndarray, bias, dilation: int, frames: int) -> np.ndarray:
+        """A 1-D convolution producing a few frames (a streaming push): one matrix product
+        over the gathered taps, with no im2col of a padded copy."""
+        m, channels, kernel = w.shape
+        if kernel == 1:
+            y = np.matmul(w.reshape(m, channels), x[0, :, :frames])
+        elif frames == 1:
+            y = np.matmul(w.reshape(m, channels * kernel), x[0, :, :(kernel - 1) * dilation + 1:dilation].reshape(-1, 1))
+        else:
+            taps = np.empty((channels, kernel, frames), np.float32)
+            for tap in range(kernel):
+                taps[:, tap] = x[0, :, tap * dilation:tap * dilation + frames]
+            y = np.matmul(w.reshape(m, channels * kernel), taps.reshape(channels * kernel, frames))
+        if bias is not None:
+            y += bias[:, None]
+        if self.activation is not None:
+            y = self.activation.apply_inplace(y)
+        return y[None]
 
     def cost(self, inputs):
         x, w = inputs[0], inputs[1]

@@ -105,6 +105,9 @@ class DelayState(StreamOpState):
         self.op = op
         self.history = op.delay + op.overlap
         self.buffer: np.ndarray | None = None
+        self._readonly: np.ndarray | None = None
+        self._chunk_shape: tuple[int, ...] | None = None
+        self._lead = (slice(None),) * op.axis
         self.tail = self.history
         if op.shape is not None and op.dtype is not None:
             self._allocate(op.shape, np.dtype(op.dtype))
@@ -115,6 +118,8 @@ class DelayState(StreamOpState):
         full = list(shape)
         full[self.op.axis] = self.history + pulse * pulses
         self.buffer = np.full(full, self.op.fill, dtype=dtype)
+        self._readonly = self.buffer.view()
+        self._readonly.flags.writeable = False
         self.tail = self.history
 
     def reset(self) -> None:
@@ -129,24 +134,25 @@ class DelayState(StreamOpState):
         x = inputs[0]
         axis = self.op.axis
         buffer = self.buffer
-        if buffer is None or buffer.dtype != x.dtype or \
-                buffer.shape[:axis] + buffer.shape[axis + 1:] != x.shape[:axis] + x.shape[axis + 1:]:
-            self._allocate(x.shape, x.dtype)
-            buffer = self.buffer
+        if buffer is None or x.shape != self._chunk_shape or buffer.dtype != x.dtype:
+            if buffer is None or buffer.dtype != x.dtype or \
+                    buffer.shape[:axis] + buffer.shape[axis + 1:] != x.shape[:axis] + x.shape[axis + 1:]:
+                self._allocate(x.shape, x.dtype)
+                buffer = self.buffer
+            self._chunk_shape = x.shape
         pulse = x.shape[axis]
         history = self.history
+        lead = self._lead
         if self.tail + pulse > buffer.shape[axis]:
             if pulse + history > buffer.shape[axis]:
                 raise RunError(f"Delay: a chunk of {pulse} frames is larger than the buffer was made for")
-            buffer[along(axis, 0, history)] = buffer[along(axis, self.tail - history, self.tail)]
+            buffer[lead + (slice(0, history),)] = buffer[lead + (slice(self.tail - history, self.tail),)]
             self.tail = history
         tail = self.tail
-        buffer[along(axis, tail, tail + pulse)] = x
+        buffer[lead + (slice(tail, tail + pulse),)] = x
         start = tail - history
-        out = buffer[along(axis, start, start + pulse + self.op.overlap)]
-        out.flags.writeable = False
         self.tail = tail + pulse
-        return [out]
+        return [self._readonly[lead + (slice(start, start + pulse + self.op.overlap),)]]
 
 
 @dataclass(frozen=True, eq=False)
