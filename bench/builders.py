@@ -62,3 +62,30 @@ def loop_model(iterations: int = 50, size: int = 64):
                                _tensor(w, "w")])
     x = rng.standard_normal((1, size)).astype(np.float32)
     return helper.make_model(graph, opset_imports=OPSET, ir_version=8), [x]
+
+
+def tcn(features: int = 40, channels: int = 64, layers: int = 8, seed: int = 0):
+    """A causal dilated TCN over ``[1, features, T]`` (T symbolic): a 1×1 input projection,
+    ``layers`` residual blocks (kernel 3, dilation 2**i, ReLU, 1×1 mix), a 1×1 head to 8."""
+    rng = np.random.default_rng(seed)
+    nodes, weights = [], []
+
+    def conv(name, source, cin, cout, kernel, dilation=1):
+        w = (rng.standard_normal((cout, cin, kernel)) / np.sqrt(cin * kernel)).astype(np.float32)
+        b = (rng.standard_normal(cout) * 0.1).astype(np.float32)
+        weights.extend([_tensor(w, f"{name}.w"), _tensor(b, f"{name}.b")])
+        nodes.append(helper.make_node("Conv", [source, f"{name}.w", f"{name}.b"], [name], kernel_shape=[kernel],
+                                      dilations=[dilation], pads=[(kernel - 1) * dilation, 0]))
+        return name
+
+    h = conv("input", "x", features, channels, 1)
+    for layer in range(layers):
+        y = conv(f"conv{layer}", h, channels, channels, 3, 2 ** layer)
+        nodes.append(helper.make_node("Relu", [y], [f"relu{layer}"]))
+        mixed = conv(f"mix{layer}", f"relu{layer}", channels, channels, 1)
+        nodes.append(helper.make_node("Add", [h, mixed], [f"res{layer}"]))
+        h = f"res{layer}"
+    conv("y", h, channels, 8, 1)
+    graph = helper.make_graph(nodes, "tcn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, features, "T"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, "T"])], weights)
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=8)
