@@ -17,6 +17,7 @@ from .graph import InletId, Node, Outlet, OutletId
 from .model import InferenceModel, TypedModel
 from .ops.base import Limits
 from .patch import ModelPatch
+from .runtime.threads import set_threads
 
 __version__ = "0.1.0"
 
@@ -106,7 +107,7 @@ def set_limits(max_tensor_bytes: int | None = None, max_loop_iterations: int | N
 
 
 __all__ = [
-    "load", "set_limits", "DatumType", "TDim", "symbol", "parse_dim", "TypedFact", "InferenceFact",
+    "load", "set_limits", "set_threads", "DatumType", "TDim", "symbol", "parse_dim", "TypedFact", "InferenceFact",
     "ShapeFactoid", "QParams", "parse_fact", "unify", "OutletId", "InletId", "Outlet", "Node",
     "InferenceModel", "TypedModel", "ModelPatch", "TractileError", "ModelFormatError",
     "UnsupportedOpError", "AnalysisError", "RunError",

@@ -1,0 +1,42 @@
+"""How many threads tractile's numerical libraries use (BLAS, and OpenMP where NumPy has it)."""
+from __future__ import annotations
+
+import threading
+
+from ..errors import TractileError
+
+_LOCK = threading.Lock()
+_ACTIVE: list = []
+
+
+def set_threads(count: int | None) -> None:
+    """Use at most ``count`` threads for matrix products (BLAS) and OpenMP loops, process-wide;
+    ``None`` gives the libraries back their own defaults.
+
+    Small products (a streaming push, an LSTM step) gain nothing from threads and pay for
+    waking them: tractile already keeps those on one thread. Needs ``threadpoolctl`` (the
+    ``fast`` extra: ``pip install 'tractile[fast]'``).
+    """
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
+        raise TractileError(f"set_threads: give a number of threads >= 1 (or None for the defaults), got {count!r}")
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError as error:
+        raise TractileError("set_threads needs threadpoolctl: pip install 'tractile[fast]'") from error
+    with _LOCK:
+        while _ACTIVE:
+            _ACTIVE.pop().restore_original_limits()
+        if count is not None:
+            _ACTIVE.append(ThreadpoolController().limit(limits=count))
+
+
+def current_threads() -> dict[str, int]:
+    """The thread count of each numerical library loaded in this process (by its API: blas, openmp)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return {}
+    counts: dict[str, int] = {}
+    for library in threadpool_info():
+        counts[library["user_api"]] = max(counts.get(library["user_api"], 0), int(library["num_threads"]))
+    return counts
