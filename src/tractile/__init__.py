@@ -81,21 +81,9 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
 
 
 def _guess_format(source) -> str:
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        if not os.path.exists(path):
-            raise TractileError(f"no such model file: {path}")
-        ext = os.path.splitext(path)[1].lower()
-        if ext == ".tflite":
-            return "tflite"
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-        if head[4:8] == b"TFL3":
-            return "tflite"
-        return "onnx"
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return "tflite" if bytes(source[4:8]) == b"TFL3" else "onnx"
-    return "onnx"
+    from .formats.detect import detect_format
+
+    return detect_format(source)
 
 
 def set_limits(max_tensor_bytes: int | None = None, max_loop_iterations: int | None = None) -> None:

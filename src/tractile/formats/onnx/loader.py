@@ -9,6 +9,7 @@ import numpy as np
 from ...dim import dim_symbols
 from ...errors import ModelFormatError, UnsupportedOpError
 from ...fact import InferenceFact, ShapeFactoid
+from ..detect import check_model_proto
 from ...model import InferenceModel
 from .registry import OnnxNode, Translated, lookup, supported_ops
 
@@ -47,13 +48,16 @@ def read_model(source):
         return source, None
     try:
         if isinstance(source, (bytes, bytearray, memoryview)):
-            return onnx.load_from_string(bytes(source)), None
-        path = os.fspath(source)
-        return onnx.load(path), os.path.dirname(os.path.abspath(path))
+            proto, base_dir, where = onnx.load_from_string(bytes(source)), None, "the model bytes"
+        else:
+            path = os.fspath(source)
+            proto, base_dir, where = onnx.load(path), os.path.dirname(os.path.abspath(path)), path
     except (OSError, ValueError) as error:
         raise ModelFormatError(f"{source}: cannot read external data or file: {error}") from None
     except Exception as error:  # noqa: BLE001 - protobuf's DecodeError and friends
         raise ModelFormatError(f"{source}: not a valid ONNX model ({type(error).__name__}: {error})") from None
+    check_model_proto(proto, where)
+    return proto, base_dir
 
 
 def _subgraphs(node):
