@@ -86,12 +86,19 @@ def _guess_format(source) -> str:
     return detect_format(source)
 
 
-def set_limits(max_tensor_bytes: int | None = None, max_loop_iterations: int | None = None) -> None:
-    """Change run-time resource limits (a larger tensor or a longer loop raises RunError)."""
+def set_limits(max_tensor_bytes: int | None = None, max_loop_iterations: int | None = None,
+               max_run_seconds: float | None = None) -> None:
+    """Change run-time resource limits: a larger tensor, a longer loop (default 2**20 iterations)
+    or a run past ``max_run_seconds`` (checked at each loop iteration; default none, and
+    ``math.inf`` removes it again) raises RunError."""
     if max_tensor_bytes is not None:
         Limits.max_tensor_bytes = int(max_tensor_bytes)
     if max_loop_iterations is not None:
         Limits.max_loop_iterations = int(max_loop_iterations)
+    if max_run_seconds is not None:
+        if max_run_seconds <= 0:
+            raise TractileError(f"max_run_seconds must be positive, got {max_run_seconds}")
+        Limits.max_run_seconds = None if max_run_seconds == float("inf") else float(max_run_seconds)
 
 
 __all__ = [

@@ -16,6 +16,15 @@ from typing import Iterable, Mapping, Union
 from .errors import TractileError
 
 
+#: the most terms the canonical form of one dimension may have: more is a hostile or broken
+#: shape expression (a product of n sums expands to 2**n terms), refused rather than computed
+MAX_DIM_TERMS = 4096
+
+
+class DimensionTooComplex(TractileError):
+    """A symbolic dimension whose expression is too deep or too large to compute with."""
+
+
 class _FloorDiv:
     """Atom: ``floor(num / den)`` where ``num`` is symbolic and ``den > 1``."""
 
@@ -100,8 +109,12 @@ class TDim:
         if other is NotImplemented:
             return other
         terms: dict = {}
+        other_terms = _terms_of(other)
+        if len(self.terms) * len(other_terms) > MAX_DIM_TERMS:
+            raise DimensionTooComplex(f"the product of two dimensions of {len(self.terms)} and {len(other_terms)} "
+                                      f"terms expands to more than {MAX_DIM_TERMS} terms")
         for mono_a, coef_a in self.terms:
-            for mono_b, coef_b in _terms_of(other):
+            for mono_b, coef_b in other_terms:
                 mono = tuple(sorted(mono_a + mono_b, key=_atom_key))
                 terms[mono] = terms.get(mono, 0) + coef_a * coef_b
         return TDim._from_dict(terms)

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import re
 
-from .dim import Dim, TDim
+from .dim import Dim, DimensionTooComplex, TDim
 from .errors import TractileError
 
+MAX_DIM_TEXT = 1000
+MAX_DIM_NESTING = 64
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(//|[-+*/()]))")
 
 
@@ -14,6 +16,8 @@ def parse_dim(text: str) -> Dim:
     tokens = []
     position = 0
     text = text.strip()
+    if len(text) > MAX_DIM_TEXT:
+        raise DimensionTooComplex(f"a dimension expression of {len(text)} characters (the limit is {MAX_DIM_TEXT})")
     while position < len(text):
         match = _TOKEN.match(text, position)
         if not match or match.end() == position:
@@ -30,7 +34,7 @@ def parse_dim(text: str) -> Dim:
 
 class _DimParser:
     def __init__(self, tokens, text):
-        self.tokens, self.text, self.index = tokens, text, 0
+        self.tokens, self.text, self.index, self.depth = tokens, text, 0, 0
 
     def peek(self):
         return self.tokens[self.index] if self.index < len(self.tokens) else None
@@ -68,9 +72,20 @@ class _DimParser:
         if isinstance(token, tuple):
             return TDim.symbol(token[1])
         if token == "-":
-            return -self.atom()
+            self.depth += 1
+            if self.depth > MAX_DIM_NESTING:
+                raise DimensionTooComplex(f"dimension {self.text[:40]!r}... nests signs deeper than "
+                                          f"{MAX_DIM_NESTING} levels")
+            value = -self.atom()
+            self.depth -= 1
+            return value
         if token == "(":
+            self.depth += 1
+            if self.depth > MAX_DIM_NESTING:
+                raise DimensionTooComplex(f"dimension {self.text[:40]!r}... nests parentheses deeper than "
+                                          f"{MAX_DIM_NESTING} levels")
             value = self.sum()
+            self.depth -= 1
             if self.take() != ")":
                 raise TractileError(f"cannot parse dimension {self.text!r}: missing ')'")
             return value

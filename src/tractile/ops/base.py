@@ -6,7 +6,9 @@ Only :meth:`Op.output_facts` and :meth:`Op.eval` are required. The analyser uses
 """
 from __future__ import annotations
 
+import contextvars
 import dataclasses
+import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -106,7 +108,34 @@ class Limits:
     """Run-time resource limits; change them with :func:`tractile.set_limits`."""
 
     max_tensor_bytes: int = 8 << 30
-    max_loop_iterations: int = 1 << 24
+    #: about 4 s of a trivial loop body: an endless loop ends soon; real loops rarely need more
+    max_loop_iterations: int = 1 << 20
+    #: a deadline for one run, checked at each loop iteration (None: no deadline)
+    max_run_seconds: float | None = None
+
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("tractile_deadline", default=None)
+
+
+def start_deadline():
+    """Start the run's deadline (when :attr:`Limits.max_run_seconds` is set and no outer run has
+    one); returns a token for :func:`end_deadline`, or None."""
+    if Limits.max_run_seconds is None or _DEADLINE.get() is not None:
+        return None
+    return _DEADLINE.set(time.monotonic() + Limits.max_run_seconds)
+
+
+def end_deadline(token) -> None:
+    if token is not None:
+        _DEADLINE.reset(token)
+
+
+def check_deadline(what: str) -> None:
+    """Raise a RunError when the current run is past its deadline."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise RunError(f"{what}: the run took longer than {Limits.max_run_seconds} s, its deadline "
+                       "(tractile.set_limits(max_run_seconds=...))")
 
 
 def check_alloc(shape, dtype, what: str) -> None:

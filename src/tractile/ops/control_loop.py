@@ -14,7 +14,7 @@ from ..datum import DatumType
 from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import OPTIONAL, TENSOR, InferenceFact, TypedFact, generalize
-from .base import Limits, Op, check_alloc
+from .base import Limits, Op, check_alloc, check_deadline
 from .control import Body, check_flag_fact, input_symbols, merge_containers, outer_fact, scalar_flag
 
 #: how many times the carried facts may be widened before analysis gives up
@@ -186,6 +186,7 @@ class Loop(Op):
             if iteration >= limit:
                 raise RunError(f"Loop did not stop after {limit} iterations (the limit; raise it with "
                                "tractile.set_limits(max_loop_iterations=...))")
+            check_deadline(f"Loop, iteration {iteration}")
             outs = runner.run([counter(iteration), keep_going, *carried, *extras])
             if cond is not None:
                 running = scalar_flag(outs[0], "Loop body condition output")

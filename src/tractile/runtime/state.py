@@ -9,6 +9,7 @@ from ..datum import DatumType
 from ..dim import TDim
 from ..errors import RunError, TractileError
 from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact
+from ..ops.base import Limits, end_deadline, start_deadline
 from .plan import SimplePlan
 
 
@@ -105,7 +106,11 @@ class SimpleState:
             ordered, as_dict = inputs, False
         else:
             ordered, as_dict = self._ordered_inputs(inputs)
-        values, fed = self._execute(ordered)
+        token = start_deadline() if Limits.max_run_seconds is not None else None
+        try:
+            values, fed = self._execute(ordered)
+        finally:
+            end_deadline(token)
         outputs = [_detached(values[slot], fed) for slot in plan.output_slots]
         if as_dict:
             return dict(zip(plan.output_names, outputs))

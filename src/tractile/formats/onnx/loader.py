@@ -35,9 +35,7 @@ class OnnxContext:
         if attribute.type == AttributeProto.TENSOR:
             return tensor_to_array(attribute.t, f"{node!r} attribute {attribute.name!r}")
         if attribute.type == AttributeProto.SPARSE_TENSOR:
-            from onnx import numpy_helper
-
-            return np.asarray(numpy_helper.to_array(attribute.sparse_tensor.values))
+            return sparse_to_dense(attribute.sparse_tensor, f"{node!r} attribute {attribute.name!r}")
         return helper.get_attribute_value(attribute)
 
 
@@ -187,7 +185,8 @@ class GraphBuilder:
         for tensor in graph.initializer:
             self.outlets[tensor.name] = model.add_const(tensor.name, tensor_to_array(tensor, "initializer"))
         for sparse in graph.sparse_initializer:
-            self.outlets[sparse.values.name] = model.add_const(sparse.values.name, _sparse_to_dense(sparse))
+            self.outlets[sparse.values.name] = model.add_const(sparse.values.name, sparse_to_dense(
+                sparse, f"sparse initializer {sparse.values.name!r}"))
         for node_proto in _topological(graph.node, set(self.outlets) | self.visible_names()):
             self.wire(node_proto)
         for node_proto in graph.node:  # remember value names: tools map wires back to the file's tensors
@@ -274,10 +273,36 @@ def _merge_hint(fact: InferenceFact, hint: InferenceFact) -> InferenceFact:
         return fact
 
 
-def _sparse_to_dense(sparse) -> np.ndarray:
-    values = tensor_to_array(sparse.values, "sparse initializer")
-    indices = tensor_to_array(sparse.indices, "sparse initializer")
-    dense = np.zeros(tuple(sparse.dims), dtype=values.dtype)
+def sparse_to_dense(sparse, where: str) -> np.ndarray:
+    """The dense array of a SparseTensorProto, its indices checked against its dims."""
+    from ...ops.base import Limits
+
+    values = tensor_to_array(sparse.values, where)
+    indices = tensor_to_array(sparse.indices, where) if sparse.HasField("indices") else np.zeros((0,), np.int64)
+    dims = tuple(int(d) for d in sparse.dims)
+    if any(d < 0 for d in dims):
+        raise ModelFormatError(f"{where}: negative dims {list(dims)}")
+    count = int(np.prod(dims, dtype=object)) if dims else 1
+    if count * values.dtype.itemsize > Limits.max_tensor_bytes:
+        raise ModelFormatError(f"{where}: dims {list(dims)} make a tensor larger than the limit "
+                               f"({Limits.max_tensor_bytes} bytes; tractile.set_limits raises it)")
+    values = values.reshape(-1)
+    if indices.dtype.kind not in "iu":
+        raise ModelFormatError(f"{where}: indices of type {indices.dtype}, not integers")
+    if indices.ndim == 1:
+        bounds = np.array([count])
+        flat = indices.reshape(-1, 1)
+    elif indices.ndim == 2 and indices.shape[1] == len(dims):
+        bounds, flat = np.array(dims), indices
+    else:
+        raise ModelFormatError(f"{where}: indices of shape {list(indices.shape)} for dims {list(dims)} "
+                               f"(give [NNZ] linear indices or [NNZ, {len(dims)}] coordinates)")
+    if flat.shape[0] != values.size:
+        raise ModelFormatError(f"{where}: {flat.shape[0]} indices for {values.size} values")
+    outside = np.nonzero(np.any((flat < 0) | (flat >= bounds), axis=1))[0]
+    if outside.size:
+        raise ModelFormatError(f"{where}: index {flat[outside[0]].tolist()} is outside dims {list(dims)}")
+    dense = np.zeros(dims, dtype=values.dtype)
     if indices.ndim == 1:
         dense.reshape(-1)[indices] = values
     else:

@@ -6,7 +6,8 @@ import re
 import numpy as np
 
 from ...datum import DatumType
-from ...dim import parse_dim, symbol
+from ...dim import DimensionTooComplex, parse_dim, symbol
+from ...dim_parse import MAX_DIM_TEXT
 from ...errors import ModelFormatError, TractileError
 from ...fact import OPTIONAL, SEQUENCE, InferenceFact, ShapeFactoid
 
@@ -64,7 +65,11 @@ def dim_from_param(param: str):
     else a symbol named after the text (``"batch size"`` becomes ``batch_size``)."""
     try:
         return parse_dim(param)
+    except DimensionTooComplex:
+        raise
     except TractileError:
+        if len(param) > MAX_DIM_TEXT:
+            raise DimensionTooComplex(f"a dim_param of {len(param)} characters (the limit is {MAX_DIM_TEXT})") from None
         return symbol(symbol_name(param))
 
 
@@ -92,7 +97,10 @@ def fact_from_type(type_proto, where: str, unknown_dims_as_symbols: str | None =
         if dim.HasField("dim_value") and dim.dim_value >= 0:
             dims.append(int(dim.dim_value))
         elif dim.HasField("dim_param") and dim.dim_param and named_dims:
-            dims.append(dim_from_param(dim.dim_param))
+            try:
+                dims.append(dim_from_param(dim.dim_param))
+            except DimensionTooComplex as error:
+                raise DimensionTooComplex(f"{where}, axis {axis}: {error}") from None
         elif unknown_dims_as_symbols is not None:
             dims.append(symbol(symbol_name(f"{unknown_dims_as_symbols}_{axis}")))
         else:

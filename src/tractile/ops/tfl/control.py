@@ -18,7 +18,7 @@ from ...datum import DatumType
 from ...dim import SymbolFactory, TDim, fresh_symbol
 from ...errors import AnalysisError, RunError
 from ...fact import TypedFact
-from ..base import Limits
+from ..base import Limits, check_deadline
 from .common import TflOp
 from .resource import real_outputs
 
@@ -260,7 +260,8 @@ class _WhileState:
         _, cond, body = self.runners
         values = list(inputs)
         limit = Limits.max_loop_iterations
-        for _ in range(limit + 1):
+        for iteration in range(limit + 1):
+            check_deadline(f"WHILE, iteration {iteration}")
             if not _truth(cond.run(values)[0], "the WHILE condition"):
                 return values
             values = body.run(values)
