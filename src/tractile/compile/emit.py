@@ -157,8 +157,8 @@ class Emit:
             self.code.kernel = "(alias)"
 
     def overlap(self, output: int = 0, input: int = 0, lag: int = 0) -> None:
-        """The code is correct when output ``output`` starts ``lag`` bytes before input ``input``
-        (0: in place), so the planner may place them so when the input dies here."""
+        """The code is correct when output ``output`` starts at least ``lag`` bytes before input
+        ``input`` (0: in place), so the planner may place them so when the input dies here."""
         self.code.overlaps.append(Overlap(self.outputs[output], self.inputs[input], int(lag)))
 
     def pointer_args(self, tensors: Sequence[CTensor]) -> list[str]:

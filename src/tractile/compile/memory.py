@@ -110,20 +110,24 @@ def share_aliases(program: Program) -> Groups:
     return groups
 
 
-def apply_overlaps(program: Program, groups: Groups, alignment: int) -> set[int]:
-    """Step 2: merge each op's output with an input that dies there, when the op allows it."""
+def apply_overlaps(program: Program, groups: Groups, alignment: int, chosen: set[int] | None = None) -> set[int]:
+    """Step 2: merge each op's output with an input that dies there, when the op allows it
+    (only the overlaps whose ``id`` is in ``chosen``, when given)."""
     used: set[int] = set()
     for step, code in enumerate(program.nodes):
         for overlap in code.overlaps:
+            if chosen is not None and id(overlap) not in chosen:
+                continue
             out_group, in_group = groups.of(overlap.output), groups.of(overlap.input)
             if out_group is in_group or out_group.storage != ARENA or in_group.storage != ARENA:
                 continue
-            if in_group.last > step or out_group.first < step or overlap.lag % alignment:
+            if in_group.last > step or out_group.first < step:
                 continue
             others = [t for t in code.inputs if t is not overlap.input]
             if any(groups.of(t) is in_group for t in others):
                 continue
-            shift = groups.offset_in_group(overlap.output) + overlap.lag - groups.offset_in_group(overlap.input)
+            lag = align_up(overlap.lag, alignment)  # a longer lead is as safe: the output only trails further
+            shift = groups.offset_in_group(overlap.output) + lag - groups.offset_in_group(overlap.input)
             groups.merge(out_group, in_group, shift)
             used.add(id(code))
     return used
@@ -135,25 +139,38 @@ def greedy_offsets(blocks: list[tuple[int, int, int]], alignment: int, order: st
     ``order`` "size" is TFLite Micro's greedy-by-size; "area" weighs size by lifetime;
     "first" places in order of definition.
     """
+    return place_groups([[(0, size, first, last)] for size, first, last in blocks], alignment, order)
+
+
+Member = tuple[int, int, int, int]  # (offset in the group, bytes, first step, last step)
+
+
+def place_groups(groups: list[list[Member]], alignment: int, order: str) -> tuple[list[int], int]:
+    """Place groups of tensors at fixed relative offsets, greedily as :func:`greedy_offsets`
+    does, but checking conflicts tensor by tensor: a group whose members live at different
+    times (a chain of in-place layers) packs as tightly as its members allow."""
+    sizes = [max((rel + size for rel, size, _, _ in members), default=0) for members in groups]
+    firsts = [min((m[2] for m in members), default=0) for members in groups]
+    lasts = [max((m[3] for m in members), default=0) for members in groups]
     keys = {
-        "size": lambda i: (-blocks[i][0], blocks[i][1]),
-        "area": lambda i: (-blocks[i][0] * (blocks[i][2] - blocks[i][1] + 1), -blocks[i][0]),
-        "first": lambda i: (blocks[i][1], -blocks[i][0]),
+        "size": lambda i: (-sizes[i], firsts[i]),
+        "area": lambda i: (-sum(m[1] * (m[3] - m[2] + 1) for m in groups[i]), -sizes[i]),
+        "first": lambda i: (firsts[i], -sizes[i]),
     }
-    offsets = [0] * len(blocks)
-    placed: list[int] = []
-    for index in sorted(range(len(blocks)), key=keys[order]):
-        size, first, last = blocks[index]
-        busy = sorted((offsets[j], offsets[j] + blocks[j][0]) for j in placed
-                      if blocks[j][1] <= last and first <= blocks[j][2])
-        candidate = 0
-        for start, end in busy:
-            if candidate + size <= start:
+    offsets = [0] * len(groups)
+    placed: list[tuple[int, int, int, int]] = []  # (start, end, first, last) of placed tensors
+    for index in sorted(range(len(groups)), key=keys[order]):
+        members = groups[index]
+        clashes = [(start - rel - size, end - rel) for rel, size, first, last in members
+                   for start, end, p_first, p_last in placed
+                   if p_first <= last and first <= p_last and size and end > start]
+        candidates = sorted({0, *(align_up(high, alignment) for _, high in clashes if high > 0)})
+        for candidate in candidates:
+            if all(not (low < candidate < high) for low, high in clashes):
                 break
-            candidate = max(candidate, align_up(end, alignment))
         offsets[index] = candidate
-        placed.append(index)
-    total = max((offsets[i] + blocks[i][0] for i in range(len(blocks))), default=0)
+        placed.extend((candidate + rel, candidate + rel + size, first, last) for rel, size, first, last in members)
+    total = max((offsets[i] + sizes[i] for i in range(len(groups))), default=0)
     return offsets, total
 
 
@@ -164,16 +181,20 @@ def plan_memory(program: Program, alignment: int) -> MemoryPlan:
     lower_bound = _lower_bound(arena_groups, len(program.nodes))
     no_reuse = sum(align_up(g.size, alignment) for g in arena_groups)
 
-    best = None
-    for with_overlaps in (False, True):
-        groups = share_aliases(program)
-        used = apply_overlaps(program, groups, alignment) if with_overlaps else set()
-        blocks = [g for g in groups.distinct() if g.storage == ARENA and g.members]
-        shapes = [(align_up(g.size, alignment), g.first, g.last) for g in blocks]
-        for order in ("size", "area", "first"):
-            offsets, total = greedy_offsets(shapes, alignment, order)
-            if best is None or total < best[0]:
-                best = (total, blocks, offsets, used, f"greedy by {order}" + (", in place" if used else ""))
+    candidates = sorted((o for code in program.nodes for o in code.overlaps),
+                        key=lambda o: -min(o.input.nbytes, o.output.nbytes))[:MAX_OVERLAP_TRIALS]
+    best = min(_placement(program, alignment, set()), _placement(program, alignment, {id(o) for o in candidates}),
+               key=lambda placement: placement[0])
+    current, chosen = _placement(program, alignment, set()), set()
+    for _ in range(2):
+        for overlap in candidates:
+            if id(overlap) in chosen:
+                continue
+            trial = _placement(program, alignment, chosen | {id(overlap)})
+            if trial[0] <= current[0]:
+                current, chosen = trial, chosen | {id(overlap)}
+    if current[0] < best[0]:
+        best = current
     total, blocks, offsets, used, strategy = best
     for group, offset in zip(blocks, offsets):
         for tensor, relative in group.members.values():
@@ -184,6 +205,26 @@ def plan_memory(program: Program, alignment: int) -> MemoryPlan:
                 if tensor is not group.pinned:
                     tensor.home = group.pinned
     return MemoryPlan(total, lower_bound, no_reuse, len(used), strategy, used)
+
+
+#: overlaps tried one by one (largest first), kept when the arena does not grow (chained
+#: overlaps can also grow a block); the result is compared with none and with all of them
+MAX_OVERLAP_TRIALS = 64
+
+
+def _placement(program: Program, alignment: int, chosen: set[int]) -> tuple:
+    """The smallest placement over the greedy orders with the ``chosen`` overlaps applied."""
+    groups = share_aliases(program)
+    used = apply_overlaps(program, groups, alignment, chosen) if chosen else set()
+    blocks = [g for g in groups.distinct() if g.storage == ARENA and g.members]
+    shapes = [[(rel, align_up(t.nbytes, alignment), t.first, t.last) for t, rel in g.members.values()]
+              for g in blocks]
+    best = None
+    for order in ("size", "area", "first"):
+        offsets, total = place_groups(shapes, alignment, order)
+        if best is None or total < best[0]:
+            best = (total, blocks, offsets, used, f"greedy by {order}" + (", in place" if used else ""))
+    return best
 
 
 def _lower_bound(groups: list[Group], steps: int) -> int:

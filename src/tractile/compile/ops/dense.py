@@ -29,6 +29,17 @@ def integer_flavour(e: Emit, flavour: str) -> str:
     return flavour
 
 
+def requant_constants(e: Emit, multipliers, shifts, channels: int) -> tuple[str, str, int]:
+    """The multiplier and shift arrays of a requantization (one value each when uniform, else
+    one per channel for both) and the per-channel stride the kernels index them with."""
+    multipliers, shifts = np.atleast_1d(np.asarray(multipliers)), np.atleast_1d(np.asarray(shifts))
+    if np.all(multipliers == multipliers[0]) and np.all(shifts == shifts[0]):
+        return (e.constant("multiplier", multipliers[:1], DatumType.I32), e.constant("shift", shifts[:1], DatumType.I32),
+                0)
+    return (e.constant("multiplier", np.broadcast_to(multipliers, (channels,)), DatumType.I32),
+            e.constant("shift", np.broadcast_to(shifts, (channels,)), DatumType.I32), 1)
+
+
 def per_channel_values(e: Emit, role: str, values, dtype: DatumType) -> tuple[str, int]:
     """A constant array of per-channel values (or of one value); its name and the channel stride."""
     array = np.atleast_1d(np.asarray(values))
@@ -65,7 +76,7 @@ def fully_connected(e: Emit) -> None:
         name, weight_type, bias_type = "tl_fc_u8", DatumType.I16, DatumType.I32
     else:
         name, weight_type, bias_type = "tl_fc_s16", DatumType.I8, DatumType.I64
-    if weight_type == DatumType.I8 and np.abs(weight_offset).max(initial=0) > 127:
+    if weight_type == DatumType.I8 and (weight_offset.min(initial=0) < -128 or weight_offset.max(initial=0) > 127):
         raise Unsupported("int8 weights with a zero point (offset weights leave the int8 range)")
     weights = e.constant("weights", np.ascontiguousarray(weight_offset), weight_type)
     total_bias = e.constant("bias", np.asarray(kernel.bias, dtype=np.int64), bias_type)
@@ -76,12 +87,7 @@ def fully_connected(e: Emit) -> None:
         e.call(name + suffix, x, weights, total_bias, y, batches, depth, units, scale, per_channel,
                kernel.zero, kernel.low, kernel.high)
         return
-    multiplier, per_channel = per_channel_values(e, "multiplier", kernel.rescale.multiplier, DatumType.I32)
-    shift, _ = per_channel_values(e, "shift", kernel.rescale.shift, DatumType.I32)
-    if np.atleast_1d(kernel.rescale.multiplier).size != np.atleast_1d(kernel.rescale.shift).size:
-        multiplier, per_channel = e.constant("multiplier", np.broadcast_to(kernel.rescale.multiplier, (units,)),
-                                             DatumType.I32), 1
-        shift = e.constant("shift", np.broadcast_to(kernel.rescale.shift, (units,)), DatumType.I32)
+    multiplier, shift, per_channel = requant_constants(e, kernel.rescale.multiplier, kernel.rescale.shift, units)
     e.call(name, x, weights, total_bias, y, batches, depth, units, multiplier, shift, per_channel,
            kernel.zero, kernel.low, kernel.high)
 

@@ -1,0 +1,207 @@
+/* tl_conv.h: convolutions. TFLite's CONV_2D and DEPTHWISE_CONV_2D on NHWC tensors (float and
+ * int8 with per-channel requantization), ONNX Conv on NCHW tensors (float; 1-D runs as 2-D
+ * with a height of 1).
+ *
+ * Padding taps are skipped, as TFLite's kernels do: an integer sum runs over the valid taps of
+ * (x + x_offset) * w, with x_offset = -input zero point. TFLite weights are [filter][kh][kw][c]
+ * (CONV_2D, c over the group's channels) and [kh][kw][channel * multiplier] (DEPTHWISE);
+ * ONNX weights are [filter][c][kh][kw]. Outputs are written pixel after pixel in NHWC order,
+ * each after every input it reads: the memory planner relies on that to overlap outputs with
+ * inputs that die at the node (a lag computed on the host). Sizes are int32_t throughout (AVR's
+ * int is 16 bits). */
+#ifndef TL_CONV_H
+#define TL_CONV_H
+
+#include "tl_common.h"
+
+/* the first and one-past-last tap of a window starting at `start` (may be negative) that fall
+ * inside [0, size) */
+static inline void tl_valid_taps(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *first,
+                                 int32_t *last) {
+  int32_t lo = 0, hi = taps;
+  while (lo < taps && start + lo * dilation < 0) ++lo;
+  while (hi > lo && start + (hi - 1) * dilation >= size) --hi;
+  *first = lo;
+  *last = hi;
+}
+
+static inline void tl_conv_nhwc_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
+                                    int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
+                                    int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                    int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left, int32_t depth,
+                                    float low, float high) {
+  const int32_t per_group = filters / (in_c / depth);
+  int32_t b, oy, ox, f, ky, kx, c;
+  for (b = 0; b < batches; ++b) {
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int32_t kx0, kx1;
+        float *out = y + ((b * out_h + oy) * out_w + ox) * filters;
+        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        for (f = 0; f < filters; ++f) {
+          const float *xg = x + (f / per_group) * depth;
+          const float *wf = w + f * k_h * k_w * depth;
+          float acc = bias ? TL_READ_F32(bias + f) : 0.0f;
+          for (ky = ky0; ky < ky1; ++ky) {
+            const float *row = xg + ((b * in_h + top + ky * dil_h) * in_w) * in_c;
+            for (kx = kx0; kx < kx1; ++kx) {
+              const float *px = row + (left + kx * dil_w) * in_c;
+              const float *pw = wf + (ky * k_w + kx) * depth;
+              for (c = 0; c < depth; ++c) acc += px[c] * TL_READ_F32(pw + c);
+            }
+          }
+          out[f] = tl_clamp_f32(acc, low, high);
+        }
+      }
+    }
+  }
+}
+
+/* int8 CONV_2D: bias int32, per-channel multiplier/shift (index f * per_channel) */
+static inline void tl_conv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y,
+                                   int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                   int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                   int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
+                                   int32_t depth, int32_t x_offset, const int32_t *multiplier, const int32_t *shift,
+                                   int32_t per_channel, int32_t zero, int32_t low, int32_t high) {
+  const int32_t per_group = filters / (in_c / depth);
+  int32_t b, oy, ox, f, ky, kx, c;
+  for (b = 0; b < batches; ++b) {
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int32_t kx0, kx1;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * filters;
+        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        for (f = 0; f < filters; ++f) {
+          const int8_t *xg = x + (f / per_group) * depth;
+          const int8_t *wf = w + f * k_h * k_w * depth;
+          int32_t acc = bias ? TL_READ_S32(bias + f) : 0;
+          for (ky = ky0; ky < ky1; ++ky) {
+            const int8_t *row = xg + ((b * in_h + top + ky * dil_h) * in_w) * in_c;
+            for (kx = kx0; kx < kx1; ++kx) {
+              const int8_t *px = row + (left + kx * dil_w) * in_c;
+              const int8_t *pw = wf + (ky * k_w + kx) * depth;
+              for (c = 0; c < depth; ++c) acc += ((int32_t)px[c] + x_offset) * (int32_t)TL_READ_S8(pw + c);
+            }
+          }
+          acc = tl_mbqm(acc, TL_READ_S32(multiplier + f * per_channel), (int)TL_READ_S32(shift + f * per_channel));
+          out[f] = (int8_t)tl_clamp_i32(acc + zero, low, high);
+        }
+      }
+    }
+  }
+}
+
+static inline void tl_dwconv_nhwc_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
+                                      int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
+                                      int32_t multiplier, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                      int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                      int32_t pad_left, float low, float high) {
+  const int32_t out_c = in_c * multiplier;
+  int32_t b, oy, ox, o, ky, kx;
+  for (b = 0; b < batches; ++b) {
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int32_t kx0, kx1;
+        float *out = y + ((b * out_h + oy) * out_w + ox) * out_c;
+        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        for (o = 0; o < out_c; ++o) {
+          float acc = bias ? TL_READ_F32(bias + o) : 0.0f;
+          for (ky = ky0; ky < ky1; ++ky) {
+            const float *row = x + ((b * in_h + top + ky * dil_h) * in_w) * in_c + o / multiplier;
+            for (kx = kx0; kx < kx1; ++kx)
+              acc += row[(left + kx * dil_w) * in_c] * TL_READ_F32(w + (ky * k_w + kx) * out_c + o);
+          }
+          out[o] = tl_clamp_f32(acc, low, high);
+        }
+      }
+    }
+  }
+}
+
+static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y,
+                                     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                     int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                     int32_t pad_left, int32_t x_offset, const int32_t *out_multiplier,
+                                     const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
+                                     int32_t high) {
+  const int32_t out_c = in_c * multiplier;
+  int32_t b, oy, ox, o, ky, kx;
+  for (b = 0; b < batches; ++b) {
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int32_t kx0, kx1;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * out_c;
+        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        for (o = 0; o < out_c; ++o) {
+          int32_t acc = bias ? TL_READ_S32(bias + o) : 0;
+          for (ky = ky0; ky < ky1; ++ky) {
+            const int8_t *row = x + ((b * in_h + top + ky * dil_h) * in_w) * in_c + o / multiplier;
+            for (kx = kx0; kx < kx1; ++kx)
+              acc += ((int32_t)row[(left + kx * dil_w) * in_c] + x_offset) *
+                     (int32_t)TL_READ_S8(w + (ky * k_w + kx) * out_c + o);
+          }
+          acc = tl_mbqm(acc, TL_READ_S32(out_multiplier + o * per_channel), (int)TL_READ_S32(shift + o * per_channel));
+          out[o] = (int8_t)tl_clamp_i32(acc + zero, low, high);
+        }
+      }
+    }
+  }
+}
+
+/* ONNX Conv, NCHW, float: w[filter][c][kh][kw] over each group's channels, bias may be NULL */
+static inline void tl_conv_nchw_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
+                                    int32_t in_c, int32_t in_h, int32_t in_w, int32_t filters, int32_t out_h,
+                                    int32_t out_w, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                    int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left, int32_t depth,
+                                    float low, float high) {
+  const int32_t per_group = filters / (in_c / depth);
+  int32_t b, f, oy, ox, c, ky, kx;
+  for (b = 0; b < batches; ++b) {
+    for (f = 0; f < filters; ++f) {
+      const float *xg = x + (b * in_c + (f / per_group) * depth) * in_h * in_w;
+      const float *wf = w + f * depth * k_h * k_w;
+      const float start = bias ? TL_READ_F32(bias + f) : 0.0f;
+      float *out = y + (b * filters + f) * out_h * out_w;
+      for (oy = 0; oy < out_h; ++oy) {
+        const int32_t top = oy * stride_h - pad_top;
+        int32_t ky0, ky1;
+        tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+        for (ox = 0; ox < out_w; ++ox) {
+          const int32_t left = ox * stride_w - pad_left;
+          int32_t kx0, kx1;
+          float acc = start;
+          tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+          for (c = 0; c < depth; ++c) {
+            const float *plane = xg + c * in_h * in_w;
+            const float *wc = wf + c * k_h * k_w;
+            for (ky = ky0; ky < ky1; ++ky) {
+              const float *row = plane + (top + ky * dil_h) * in_w;
+              for (kx = kx0; kx < kx1; ++kx) acc += row[left + kx * dil_w] * TL_READ_F32(wc + ky * k_w + kx);
+            }
+          }
+          out[oy * out_w + ox] = tl_clamp_f32(acc, low, high);
+        }
+      }
+    }
+  }
+}
+
+#endif /* TL_CONV_H */

@@ -1,0 +1,103 @@
+/* tl_pool.h: TFLite's AVERAGE_POOL_2D and MAX_POOL_2D on NHWC tensors (float and int8).
+ * Padding taps are skipped; an integer average rounds halves away from zero over the
+ * valid taps, as TFLite's kernels do. Outputs are written pixel after pixel in NHWC order. */
+#ifndef TL_POOL_H
+#define TL_POOL_H
+
+#include "tl_common.h"
+
+static inline void tl_pool_window(int32_t start, int32_t taps, int32_t size, int32_t *first, int32_t *last) {
+  *first = start < 0 ? 0 : start;
+  *last = start + taps > size ? size : start + taps;
+}
+
+static inline void tl_avg_pool_nhwc_f32(const float *x, float *y, int32_t batches, int32_t in_h, int32_t in_w,
+                                        int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                        int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                        float low, float high) {
+  int32_t b, oy, ox, c, iy, ix;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy)
+      for (ox = 0; ox < out_w; ++ox) {
+        int32_t y0, y1, x0, x1;
+        float *out = y + ((b * out_h + oy) * out_w + ox) * channels;
+        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
+        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
+        for (c = 0; c < channels; ++c) {
+          float total = 0.0f;
+          for (iy = y0; iy < y1; ++iy)
+            for (ix = x0; ix < x1; ++ix) total += x[((b * in_h + iy) * in_w + ix) * channels + c];
+          out[c] = tl_clamp_f32(total / (float)((y1 - y0) * (x1 - x0)), low, high);
+        }
+      }
+}
+
+static inline void tl_avg_pool_nhwc_s8(const int8_t *x, int8_t *y, int32_t batches, int32_t in_h, int32_t in_w,
+                                       int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                       int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                       int32_t low, int32_t high) {
+  int32_t b, oy, ox, c, iy, ix;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy)
+      for (ox = 0; ox < out_w; ++ox) {
+        int32_t y0, y1, x0, x1, count;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * channels;
+        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
+        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
+        count = (y1 - y0) * (x1 - x0);
+        for (c = 0; c < channels; ++c) {
+          int32_t total = 0, average;
+          for (iy = y0; iy < y1; ++iy)
+            for (ix = x0; ix < x1; ++ix) total += x[((b * in_h + iy) * in_w + ix) * channels + c];
+          average = total > 0 ? (total + count / 2) / count : (total - count / 2) / count;
+          out[c] = (int8_t)tl_clamp_i32(average, low, high);
+        }
+      }
+}
+
+static inline void tl_max_pool_nhwc_f32(const float *x, float *y, int32_t batches, int32_t in_h, int32_t in_w,
+                                        int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                        int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                        float low, float high) {
+  int32_t b, oy, ox, c, iy, ix;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy)
+      for (ox = 0; ox < out_w; ++ox) {
+        int32_t y0, y1, x0, x1;
+        float *out = y + ((b * out_h + oy) * out_w + ox) * channels;
+        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
+        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
+        for (c = 0; c < channels; ++c) {
+          float best = x[((b * in_h + y0) * in_w + x0) * channels + c];
+          for (iy = y0; iy < y1; ++iy)
+            for (ix = x0; ix < x1; ++ix) {
+              const float value = x[((b * in_h + iy) * in_w + ix) * channels + c];
+              if (value > best || value != value) best = value;
+            }
+          out[c] = tl_clamp_f32(best, low, high);
+        }
+      }
+}
+
+static inline void tl_max_pool_nhwc_s8(const int8_t *x, int8_t *y, int32_t batches, int32_t in_h, int32_t in_w,
+                                       int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                       int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                       int32_t low, int32_t high) {
+  int32_t b, oy, ox, c, iy, ix;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy)
+      for (ox = 0; ox < out_w; ++ox) {
+        int32_t y0, y1, x0, x1;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * channels;
+        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
+        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
+        for (c = 0; c < channels; ++c) {
+          int32_t best = -128;
+          for (iy = y0; iy < y1; ++iy)
+            for (ix = x0; ix < x1; ++ix) best = tl_max_i32(best, x[((b * in_h + iy) * in_w + ix) * channels + c]);
+          out[c] = (int8_t)tl_clamp_i32(best, low, high);
+        }
+      }
+}
+
+#endif /* TL_POOL_H */

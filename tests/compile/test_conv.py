@@ -1,0 +1,102 @@
+"""Convolutions and pooling compiled: TFLite CONV_2D / DEPTHWISE_CONV_2D / pools (float and
+int8, bit for bit) and ONNX Conv (float) against the interpreter; person_detect's layers
+with their outputs overlapping dying inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tractile
+from tractile.compile import generate
+from tractile.datum import DatumType
+from tractile.fact import TypedFact
+from tractile.graph import OutletId
+from tractile.ops.tfl.conv import Conv2D, DepthwiseConv2D, Window2D
+from tractile.ops.tfl.pool import Pool2D
+
+from ..conftest import shared_model
+from ..tflite.builder import GraphBuilder
+from ..tflite.test_ops_spatial import WINDOWS, conv_model
+from .harness import assert_builds_without_warnings, check_against_interpreter, q, single_op_model
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("depthwise,bias,activation,multiplier", [
+    (False, "i32", "RELU6", 1), (False, None, "NONE", 1), (True, "i32", "RELU", 1), (True, None, "NONE", 2)])
+def test_int8_convolutions_are_bit_exact(window, depthwise, bias, activation, multiplier, compile_cache):
+    model = conv_model("i8", depthwise, window, bias, activation, multiplier)
+    check_against_interpreter(model, compile_cache, runs=4, name="conv_s8")
+
+
+def float_conv_model(depthwise: bool, window: Window2D, multiplier: int):
+    rng = np.random.default_rng(int(depthwise) * 10 + multiplier)
+    g = GraphBuilder()
+    x = g.input("x", "f32", (1, 7, 8, 4))
+    filters = 4 * multiplier if depthwise else 6
+    w = g.const("w", rng.standard_normal((1, 3, 3, filters) if depthwise else (filters, 3, 3, 4)), "f32")
+    b = g.const("b", rng.standard_normal(filters), "f32")
+    op = DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6") if depthwise else \
+        Conv2D(window=window, activation="RELU6")
+    return g.outputs(g.op("y", op, [x, w, b]))
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("depthwise", [False, True])
+def test_float_convolutions_match(window, depthwise, compile_cache):
+    model = float_conv_model(depthwise, window, 2 if depthwise else 1)
+    check_against_interpreter(model, compile_cache, runs=3, rtol=1e-5, atol=1e-5, name="conv_f32")
+
+
+@pytest.mark.parametrize("kind", ["average", "max"])
+@pytest.mark.parametrize("dtype", ["i8", "f32"])
+@pytest.mark.parametrize("window", [Window2D("SAME", 2, 2), Window2D("VALID", 1, 2)], ids=str)
+def test_pooling(kind, dtype, window, compile_cache):
+    quant = q(0.1, -3) if dtype == "i8" else None
+    fact = TypedFact(DatumType(dtype), (1, 7, 9, 5), None, quant)
+    op = Pool2D(kind=kind, window=window, filter_h=3, filter_w=2, activation="RELU",
+                in_q=(quant,), out_q=(quant,))
+    check_against_interpreter(single_op_model(op, [fact]), compile_cache, runs=4, name="pool")
+
+
+def onnx_conv(rank: int, group: int, dilation: int, stride: int, pads: list[int]):
+    rng = np.random.default_rng(rank * 100 + group * 10 + dilation)
+    spatial = [9] * rank
+    w = rng.standard_normal((6, 4 // group, *([3] * rank))).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w", "b"], ["c"], group=group, dilations=[dilation] * rank,
+                            strides=[stride] * rank, pads=pads)
+    graph = helper.make_graph([node, helper.make_node("Relu", ["c"], ["y"])], "conv",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, *spatial])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    return tractile.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+@pytest.mark.parametrize("rank,group,dilation,stride,pads", [
+    (1, 1, 1, 1, [2, 0]), (1, 2, 4, 1, [8, 0]), (1, 1, 2, 2, [1, 1]), (2, 1, 1, 1, [1, 1, 1, 1]),
+    (2, 2, 1, 2, [0, 1, 1, 0]), (2, 2, 2, 1, [2, 2, 2, 2])])
+def test_onnx_float_conv(rank, group, dilation, stride, pads, compile_cache, tmp_path):
+    model = onnx_conv(rank, group, dilation, stride, pads)
+    check_against_interpreter(model, compile_cache, runs=3, rtol=1e-5, atol=1e-5, name="onnx_conv")
+    assert_builds_without_warnings(generate(model, name="onnx_conv"), tmp_path)
+
+
+def person_detect_until(kind: str, index: int):
+    model = tractile.load(shared_model("tflite/person_detect.tflite"))
+    node = [n for n in model.nodes if type(n.op).__name__ == kind][index]
+    model.outputs = [OutletId(node.id, 0)]
+    return model
+
+
+def test_person_detect_layers_bit_exact_with_overlapping_buffers(compile_cache):
+    model = person_detect_until("Conv2D", -1)
+    rng = np.random.default_rng(7)
+    inputs = [[np.load(shared_model(f"tflite/testdata/{case}.npy")).astype(np.int8).reshape(1, 96, 96, 1)]
+              for case in ("person_detect_person", "person_detect_no_person")]
+    inputs += [[rng.integers(-128, 128, (1, 96, 96, 1)).astype(np.int8)] for _ in range(20)]
+    cm = check_against_interpreter(model, compile_cache, inputs=inputs, name="person_layers")
+    report = cm.report
+    assert report["arena_bytes"] < report["lower_bound_bytes"] == 55_296, "outputs overlap their dying inputs"
+    in_place = [node for node in report["nodes"] if node.get("in_place")]
+    assert len(in_place) >= 10
