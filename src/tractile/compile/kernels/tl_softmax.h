@@ -1,0 +1,95 @@
+/* tl_softmax.h: softmax. Float along one axis (rows of `depth` values `inner` apart), and
+ * TFLite's fixed-point int8/uint8 kernel: exp of each 8-bit difference to the row maximum
+ * comes from a table made on the host (the interpreter's own: gemmlowp's
+ * exp_on_negative_values in Q5.26), summed in Q12.19 with int32 wrap-around, then scaled by
+ * the fixed-point reciprocal of the sum (gemmlowp's one_over_one_plus_x_for_x_in_0_1). */
+#ifndef TL_SOFTMAX_H
+#define TL_SOFTMAX_H
+
+#include <math.h>
+
+#include "tl_common.h"
+
+static inline void tl_softmax_f32(const float *x, float *y, int32_t outer, int32_t depth, int32_t inner, float beta,
+                                  int32_t log_output) {
+  int32_t o, d, i;
+  for (o = 0; o < outer; ++o)
+    for (i = 0; i < inner; ++i) {
+      const float *row = x + o * depth * inner + i;
+      float *out = y + o * depth * inner + i;
+      float top = row[0], total = 0.0f;
+      for (d = 1; d < depth; ++d) top = row[d * inner] > top ? row[d * inner] : top;
+      for (d = 0; d < depth; ++d) {
+        const float e = expf((row[d * inner] - top) * beta);
+        if (!log_output) out[d * inner] = e;
+        total += e;
+      }
+      if (log_output) {
+        const float log_total = logf(total);
+        for (d = 0; d < depth; ++d) out[d * inner] = (row[d * inner] - top) * beta - log_total;
+      } else {
+        for (d = 0; d < depth; ++d) out[d * inner] /= total;
+      }
+    }
+}
+
+static inline int32_t tl_wrap_add32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+
+static inline int32_t tl_saturate32(int64_t x) {
+  return x > TL_INT32_MAX ? TL_INT32_MAX : (x < TL_INT32_MIN ? TL_INT32_MIN : (int32_t)x);
+}
+
+/* gemmlowp's one_over_one_plus_x_for_x_in_0_1 on Q0.31 values (three Newton-Raphson steps) */
+static inline int32_t tl_one_over_one_plus_x(int32_t a) {
+  int64_t total = (int64_t)a + TL_INT32_MAX;
+  int32_t half, x;
+  int step;
+  total += total >= 0 ? 1 : -1;
+  half = (int32_t)(total >= 0 ? total >> 1 : -((-total) >> 1));
+  x = tl_wrap_add32(1515870810, tl_srdhm(half, -1010580540));
+  for (step = 0; step < 3; ++step) {
+    const int32_t residual = tl_wrap_add32(1 << 29, -tl_srdhm(half, x));
+    x = tl_wrap_add32(x, tl_saturate32((int64_t)tl_srdhm(x, residual) * 4));
+  }
+  return tl_saturate32((int64_t)x * 2);
+}
+
+/* the reciprocal of a Q12.19 sum and the exponent that brings exp * reciprocal to `out_bits` */
+static inline int32_t tl_softmax_scale(int32_t sum, int32_t out_bits, int32_t *exponent) {
+  uint32_t value = (uint32_t)sum;
+  int32_t headroom = 0;
+  if (value == 0) headroom = 32;
+  else
+    while (!(value & 0x80000000u)) {
+      value <<= 1;
+      ++headroom;
+    }
+  *exponent = (12 - headroom) + 31 - out_bits;
+  return tl_one_over_one_plus_x((int32_t)(value - 0x80000000u));
+}
+
+#define TL_SOFTMAX_Q(name, in_type, out_type, out_bits, out_low, out_high)                                    \
+  static inline int name(const in_type *x, out_type *y, int32_t rows, int32_t depth, const int32_t *exp_table, \
+                         const int32_t *sum_table) {                                                         \
+    int32_t r, d;                                                                                             \
+    for (r = 0; r < rows; ++r) {                                                                              \
+      const in_type *row = x + r * depth;                                                                     \
+      int32_t top = row[0], sum = 0, exponent, reciprocal;                                                    \
+      for (d = 1; d < depth; ++d) top = row[d] > top ? row[d] : top;                                          \
+      for (d = 0; d < depth; ++d) sum = tl_wrap_add32(sum, TL_READ_S32(sum_table + row[d] - top + 255));      \
+      reciprocal = tl_softmax_scale(sum, out_bits, &exponent);                                                \
+      if (exponent < 0 || exponent > 31) return 1;                                                            \
+      for (d = 0; d < depth; ++d) {                                                                           \
+        int32_t scaled = tl_srdhm(reciprocal, TL_READ_S32(exp_table + row[d] - top + 255));                   \
+        if (exponent) scaled = tl_rdbpot(scaled, exponent);                                                   \
+        y[r * depth + d] = (out_type)tl_clamp_i32(scaled + (out_low), out_low, out_high);                     \
+      }                                                                                                       \
+    }                                                                                                         \
+    return 0;                                                                                                 \
+  }
+
+TL_SOFTMAX_Q(tl_softmax_s8_s8, int8_t, int8_t, 8, -128, 127)
+TL_SOFTMAX_Q(tl_softmax_s8_s16, int8_t, int16_t, 16, -32768, 32767)
+TL_SOFTMAX_Q(tl_softmax_u8_u8, uint8_t, uint8_t, 8, 0, 255)
+
+#endif /* TL_SOFTMAX_H */
