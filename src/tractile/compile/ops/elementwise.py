@@ -1,0 +1,221 @@
+"""Element-wise ops, as loops written into the node's code (specialised by their shapes):
+float unary ops and activations (ONNX and TFLite), float binary ops with broadcasting, TFLite's
+quantized ADD/SUB/MUL (int8, bit for bit), and any 8-bit TFLite activation as a 256-entry
+table computed by the interpreter's own kernel (so it is exact by construction).
+
+Same-shape element-wise ops read each element before writing it: they run in place.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...datum import DatumType
+from ...ops import activations as act
+from ...ops import binary as onnx_binary
+from ...ops.tfl.activation import Activation as TflActivation
+from ...ops.tfl.binary import Binary
+from ...ops.unary import UnaryOp
+from ..ctext import literal
+from ..emit import Emit
+from ..program import CTensor
+from ..registry import Unsupported, emitter
+from .dense import requant_constants
+from .fused import TFLITE_CLAMPS, inplace_activation
+
+#: float unary ops by name: a C expression of ``v``
+FLOAT_UNARY = {
+    "Abs": "fabsf(v)", "Neg": "-v", "Exp": "expf(v)", "Log": "logf(v)", "Sqrt": "sqrtf(v)", "Reciprocal": "1.0f / v",
+    "Floor": "floorf(v)", "Ceil": "ceilf(v)", "Sin": "sinf(v)", "Cos": "cosf(v)", "Tan": "tanf(v)",
+    "Atan": "atanf(v)", "Sinh": "sinhf(v)", "Cosh": "coshf(v)", "Erf": "erff(v)", "Relu": "(v > 0.0f ? v : 0.0f)",
+    "Sigmoid": "(1.0f / (1.0f + expf(-v)))", "Tanh": "tanhf(v)",
+}
+TFLITE_FLOAT = {"relu": "(v > 0.0f ? v : 0.0f)", "relu6": "(v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v))",
+                "relu_n1_to_1": "(v < -1.0f ? -1.0f : (v > 1.0f ? 1.0f : v))",
+                "relu_0_to_1": "(v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v))", "logistic": "(1.0f / (1.0f + expf(-v)))",
+                "tanh": "tanhf(v)", "hard_swish": "(v * (v < -3.0f ? 0.0f : (v > 3.0f ? 6.0f : v + 3.0f)) / 6.0f)"}
+C_TYPES = {DatumType.F32: "float", DatumType.I8: "int8_t", DatumType.U8: "uint8_t", DatumType.I16: "int16_t",
+           DatumType.I32: "int32_t"}
+
+
+def f32(value: float) -> str:
+    return literal(float(np.float32(value)), DatumType.F32)
+
+
+def activation_expression(op) -> str | None:
+    """The C expression of an ONNX activation or unary op on ``v`` (None: not lowered)."""
+    if isinstance(op, act.LeakyRelu):
+        return f"(v >= 0.0f ? v : v * {f32(op.alpha)})"
+    if isinstance(op, act.HardSigmoid):
+        value = f"v * {f32(op.alpha)} + {f32(op.beta)}"
+        return f"({value} < 0.0f ? 0.0f : ({value} > 1.0f ? 1.0f : {value}))"
+    if isinstance(op, act.HardSwish):
+        return "(v * (v < -3.0f ? 0.0f : (v > 3.0f ? 1.0f : v / 6.0f + 0.5f)))"
+    if isinstance(op, act.Clip):
+        if op.dynamic_low or op.dynamic_high:
+            return None
+        low = "v" if op.low is None else f"(v < {f32(op.low)} ? {f32(op.low)} : v)"
+        return low if op.high is None else f"({low} > {f32(op.high)} ? {f32(op.high)} : {low})"
+    return FLOAT_UNARY.get(op.name)
+
+
+def unary_loop(e: Emit, x: CTensor, y: CTensor, expression: str, math_needed: bool = True) -> None:
+    """``y[i] = expression(v = x[i])`` over every element (in place when the planner allows)."""
+    if math_needed:
+        e.uses_math()
+    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n  const float v = {x.var}[i];\n  {y.var}[i] = {expression};\n}}")
+    x.used = y.used = True
+    if not e.code.kernel:
+        e.set_kernel("(loop)")
+
+
+@inplace_activation(act.Sigmoid, act.Tanh, act.LeakyRelu, act.HardSigmoid, act.HardSwish)
+def fused_unary(e: Emit, op, tensor: CTensor) -> None:
+    unary_loop(e, tensor, tensor, activation_expression(op))
+
+
+@emitter(UnaryOp)
+def onnx_unary(e: Emit) -> None:
+    x, y = e.input(0), e.output(0)
+    expression = activation_expression(e.op)
+    if expression is None or x.dtype != DatumType.F32:
+        raise Unsupported(f"{e.op.name} on {x.dtype}" if expression else f"{e.op.name} has no C lowering")
+    unary_loop(e, x, y, expression)
+    e.overlap(0, 0, 0)
+
+
+@emitter(TflActivation)
+def tflite_activation(e: Emit) -> None:
+    op: TflActivation = e.op
+    x, y = e.input(0), e.output(0)
+    if x.dtype == DatumType.F32:
+        if op.kind == "leaky_relu":
+            expression = f"(v >= 0.0f ? v : v * {f32(op.alpha)})"
+        elif op.kind in TFLITE_FLOAT:
+            expression = TFLITE_FLOAT[op.kind]
+        else:
+            raise Unsupported(f"{op.name} on float32")
+        unary_loop(e, x, y, expression)
+    elif x.dtype in (DatumType.I8, DatumType.U8) and y.dtype == x.dtype:
+        base = -128 if x.dtype == DatumType.I8 else 0
+        every = np.arange(base, base + 256).astype(x.dtype.np)
+        table = e.constant("table", np.asarray(op.eval([every])[0]).reshape(-1), y.dtype)
+        read = "TL_READ_S8" if x.dtype == DatumType.I8 else "TL_READ_U8"
+        e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {y.var}[i] = {read}({table} + ({x.var}[i] - ({base})));")
+        x.used = y.used = True
+        e.set_kernel("(table)")
+    else:
+        raise Unsupported(f"{op.name} on {x.dtype}")
+    e.overlap(0, 0, 0)
+
+
+def broadcast_plan(out_shape: tuple, shapes: list[tuple]) -> tuple[list[int], list[list[int]]]:
+    """Output dims (axes of size 1 dropped, runs merged) and each operand's element stride
+    along each of them (0 where the operand is broadcast)."""
+    rank = len(out_shape)
+    padded = [(1,) * (rank - len(shape)) + tuple(shape) for shape in shapes]
+    dims: list[int] = []
+    strides: list[list[int]] = [[] for _ in shapes]
+    for axis in range(rank):
+        size = out_shape[axis]
+        if size == 1:
+            continue
+        axis_strides = [0 if p[axis] == 1 else math.prod(p[axis + 1:]) for p in padded]
+        if dims and all((prev[-1] == 0) == (now == 0) and (now == 0 or prev[-1] == now * size)
+                        for prev, now in zip(strides, axis_strides)):
+            dims[-1] *= size
+            for prev, now in zip(strides, axis_strides):
+                prev[-1] = now
+            continue
+        dims.append(size)
+        for prev, now in zip(strides, axis_strides):
+            prev.append(now)
+    return (dims, strides) if dims else ([1], [[0] for _ in shapes])
+
+
+def index_expressions(dims: list[int], strides: list[list[int]]) -> tuple[str, list[str]]:
+    """Nested loops over ``dims`` (their heads) and each operand's flat index expression."""
+    loops, terms = [], [[] for _ in strides]
+    for level, size in enumerate(dims):
+        loops.append(f"for (int32_t i{level} = 0; i{level} < {size}; ++i{level})")
+        for which, s in enumerate(strides):
+            if s[level]:
+                terms[which].append(f"i{level}" if s[level] == 1 else f"i{level} * {s[level]}")
+    return "\n".join(loops), [" + ".join(t) or "0" for t in terms]
+
+
+def broadcast_loop(e: Emit, a: CTensor, b: CTensor, y: CTensor, body: str) -> None:
+    """``y[o] = body(va = a[...], vb = b[...])`` with numpy broadcasting."""
+    out_shape = tuple(int(d) for d in y.shape)
+    element = {DatumType.F32: "float"}.get(a.dtype, "int32_t")
+    if tuple(a.shape) == out_shape and tuple(b.shape) == out_shape:
+        e.line(f"for (int32_t o = 0; o < {y.count}; ++o) {{\n  const {element} va = {a.var}[o], vb = {b.var}[o];\n"
+               f"  {y.var}[o] = {body};\n}}")
+    else:
+        dims, strides = broadcast_plan(out_shape, [tuple(int(d) for d in a.shape), tuple(int(d) for d in b.shape)])
+        dims_strides = [math.prod(dims[level + 1:]) for level in range(len(dims))]
+        loops, (ia, ib) = index_expressions(dims, strides)
+        io = " + ".join(f"i{level} * {s}" if s != 1 else f"i{level}" for level, s in enumerate(dims_strides)) or "0"
+        e.line(f"{loops} {{\n  const {element} va = {a.var}[{ia}], vb = {b.var}[{ib}];\n"
+               f"  {y.var}[{io}] = {body};\n}}")
+    a.used = b.used = y.used = True
+    if not e.code.kernel:
+        e.set_kernel("(loop)")
+    for slot, operand in ((0, a), (1, b)):
+        if tuple(operand.shape) == out_shape and operand.dtype == y.dtype:
+            e.overlap(0, slot, 0)
+            break
+
+
+FLOAT_BINARY = {"Add": "va + vb", "Sub": "va - vb", "Mul": "va * vb", "Div": "va / vb",
+                "Max": "(va > vb || va != va ? va : vb)", "Min": "(va < vb || va != va ? va : vb)",
+                "add": "va + vb", "sub": "va - vb", "mul": "va * vb", "div": "va / vb",
+                "maximum": "(va > vb || va != va ? va : vb)", "minimum": "(va < vb || va != va ? va : vb)",
+                "squared_difference": "(va - vb) * (va - vb)"}
+
+
+@emitter(onnx_binary.Add, onnx_binary.Sub, onnx_binary.Mul, onnx_binary.Div, onnx_binary.Max, onnx_binary.Min)
+def onnx_binary_op(e: Emit) -> None:
+    a, b, y = e.input(0), e.input(1), e.output(0)
+    if a.dtype != DatumType.F32:
+        raise Unsupported(f"{e.op.name} on {a.dtype} (float32 only)")
+    broadcast_loop(e, a, b, y, FLOAT_BINARY[e.op.name])
+
+
+@emitter(Binary)
+def tflite_binary(e: Emit) -> None:
+    op: Binary = e.op
+    a, b, y = e.input(0), e.input(1), e.output(0)
+    if a.dtype == DatumType.F32:
+        if op.activation not in TFLITE_CLAMPS or op.kind not in FLOAT_BINARY:
+            raise Unsupported(f"{op.name} with {op.activation}")
+        low, high = TFLITE_CLAMPS[op.activation]
+        body = FLOAT_BINARY[op.kind]
+        if math.isfinite(low) or math.isfinite(high):
+            e.use("tl_common.h")
+            body = f"tl_clamp_f32({body}, {f32(max(low, -3e38))}, {f32(min(high, 3e38))})"
+        broadcast_loop(e, a, b, y, body)
+        return
+    if a.dtype not in (DatumType.I8, DatumType.U8) or op.kind not in ("add", "sub", "mul", "maximum", "minimum"):
+        raise Unsupported(f"{op.name} on {a.dtype}")
+    e.use("tl_common.h")
+    cast = C_TYPES[y.dtype]
+    if op.kind in ("maximum", "minimum"):
+        broadcast_loop(e, a, b, y, f"({cast})(va {'>' if op.kind == 'maximum' else '<'} vb ? va : vb)")
+        return
+    p = op._params(a.dtype)
+    low, high = p["range"]
+    mo, so, _ = requant_constants(e, p["ro"].multipliers, p["ro"].shifts, 1)
+    if op.kind == "mul":
+        raw = f"(int32_t)((uint32_t)(va - ({p['z1']})) * (uint32_t)(vb - ({p['z2']})))"
+    else:
+        m1, s1, _ = requant_constants(e, p["r1"].multipliers, p["r1"].shifts, 1)
+        m2, s2, _ = requant_constants(e, p["r2"].multipliers, p["r2"].shifts, 1)
+        left = p["left"]
+        scaled1 = f"tl_mbqm((va - ({p['z1']})) * {1 << left}, TL_READ_S32({m1}), (int)TL_READ_S32({s1}))"
+        scaled2 = f"tl_mbqm((vb - ({p['z2']})) * {1 << left}, TL_READ_S32({m2}), (int)TL_READ_S32({s2}))"
+        raw = f"{scaled1} {'+' if op.kind == 'add' else '-'} {scaled2}"
+    body = (f"({cast})tl_clamp_i32(tl_mbqm({raw}, TL_READ_S32({mo}), (int)TL_READ_S32({so})) + ({p['zo']}), "
+            f"{low}, {high})")
+    broadcast_loop(e, a, b, y, body)

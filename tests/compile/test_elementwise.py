@@ -1,0 +1,89 @@
+"""Element-wise ops compiled: float unary and binary ops with broadcasting (ONNX and TFLite),
+TFLite's quantized ADD/SUB/MUL and 8-bit activations bit for bit, in place where possible."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import tractile
+from tractile.compile import generate
+from tractile.datum import DatumType
+from tractile.fact import TypedFact
+from tractile.ops.tfl.activation import Activation
+from tractile.ops.tfl.binary import Binary
+
+from .harness import assert_builds_without_warnings, check_against_interpreter, q, single_op_model
+
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def onnx_model(nodes, inputs: dict[str, list]):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
+                                            for n, s in inputs.items()],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return tractile.load(helper.make_model(graph, opset_imports=OPSET))
+
+
+@pytest.mark.parametrize("op,attrs", [("Sigmoid", {}), ("Tanh", {}), ("Exp", {}), ("Abs", {}), ("Neg", {}),
+                                      ("LeakyRelu", {"alpha": 0.2}), ("HardSigmoid", {}), ("HardSwish", {}),
+                                      ("Erf", {}), ("Floor", {})])
+def test_onnx_unary(op, attrs, compile_cache, tmp_path):
+    model = onnx_model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": [2, 3, 5]})
+    check_against_interpreter(model, compile_cache, runs=3, name="unary")
+    assert_builds_without_warnings(generate(model, name="unary"), tmp_path)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min"])
+@pytest.mark.parametrize("a,b", [([2, 3, 4], [2, 3, 4]), ([2, 3, 4], [4]), ([2, 1, 4], [3, 1]), ([1], [2, 5]),
+                                 ([3, 1, 5, 1], [1, 4, 1, 2])])
+def test_onnx_binary_broadcasting(op, a, b, compile_cache):
+    model = onnx_model([helper.make_node(op, ["a", "b"], ["y"])], {"a": a, "b": b})
+    check_against_interpreter(model, compile_cache, runs=2, name="binary")
+
+
+def test_in_place_chain_of_element_wise_ops(compile_cache):
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["s", "x"], ["m"]),
+             helper.make_node("Add", ["m", "x"], ["a"]), helper.make_node("Tanh", ["a"], ["y"])]
+    model = onnx_model(nodes, {"x": [64]})
+    cm = check_against_interpreter(model, compile_cache, runs=3, name="chain")
+    assert cm.report["arena_bytes"] < cm.report["no_reuse_bytes"]
+
+
+@pytest.mark.parametrize("kind", ["logistic", "tanh", "hard_swish", "relu", "relu6", "leaky_relu"])
+@pytest.mark.parametrize("dtype", ["i8", "u8", "f32"])
+def test_tflite_activations(kind, dtype, compile_cache):
+    datum = DatumType(dtype)
+    if datum == DatumType.F32:
+        in_q = out_q = None
+    else:
+        zero = -10 if datum == DatumType.I8 else 120
+        in_q = q(0.05, zero)
+        out_q = q(1 / 256, -128 if datum == DatumType.I8 else 0) if kind == "logistic" else \
+            (q(1 / 128, 0 if datum == DatumType.I8 else 128) if kind == "tanh" else q(0.04, zero // 2))
+    op = Activation(kind=kind, alpha=0.1, in_q=(in_q,), out_q=(out_q,))
+    model = single_op_model(op, [TypedFact(datum, (3, 37), None, in_q)])
+    rng = np.random.default_rng(0)
+    if datum == DatumType.F32:
+        inputs = [[rng.standard_normal((3, 37)).astype(np.float32) * 4]]
+    else:
+        every = np.arange(np.iinfo(datum.np).min, np.iinfo(datum.np).max + 1).astype(datum.np)
+        inputs = [[np.resize(every, (3, 37))], [np.resize(every[111:], (3, 37))]]
+    check_against_interpreter(model, compile_cache, inputs=inputs, name="tfl_act")
+
+
+@pytest.mark.parametrize("kind", ["add", "sub", "mul", "maximum"])
+@pytest.mark.parametrize("shapes", [((2, 5, 3), (2, 5, 3)), ((2, 5, 3), (3,)), ((1, 5, 1), (2, 1, 4))])
+def test_tflite_int8_binary_is_bit_exact(kind, shapes, compile_cache):
+    qa, qb, qo = q(0.031, -7), q(0.012, 3), q(0.05 if kind != "mul" else 0.002, 11)
+    op = Binary(kind=kind, activation="RELU6" if kind == "add" else "NONE", in_q=(qa, qb), out_q=(qo,))
+    model = single_op_model(op, [TypedFact(DatumType.I8, shapes[0], None, qa),
+                                 TypedFact(DatumType.I8, shapes[1], None, qb)])
+    check_against_interpreter(model, compile_cache, runs=6, name="tfl_bin")
+
+
+@pytest.mark.parametrize("kind", ["add", "mul", "squared_difference", "minimum"])
+def test_tflite_float_binary(kind, compile_cache):
+    op = Binary(kind=kind, activation="RELU" if kind == "add" else "NONE")
+    model = single_op_model(op, [TypedFact(DatumType.F32, (4, 6)), TypedFact(DatumType.F32, (6,))])
+    check_against_interpreter(model, compile_cache, runs=3, name="tfl_fbin")
