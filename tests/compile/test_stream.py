@@ -77,3 +77,48 @@ def test_cli_streams_compiled_and_compiles_pulsed(tmp_path, capsys):
     assert cli_main(["compile", str(path), "-i", "1,4,T,f32", "--pulse", "3", "-o", str(tmp_path / "c")]) == 0
     header = (tmp_path / "c" / "delayed.h").read_text()
     assert "#define DELAYED_PULSE 3" in header and "#define DELAYED_INPUT0_SHAPE {1, 4, 3}" in header
+
+
+def tcn_proto(strided: bool):
+    """Dilated causal convolutions with a residual branch (and a stride-2 convolution)."""
+    rng = np.random.default_rng(3)
+    weights, nodes = [], []
+
+    def conv(name, source, cin, cout, kernel, dilation=1, stride=1, pads=None):
+        weights.append(numpy_helper.from_array((rng.standard_normal((cout, cin, kernel)) / 3).astype(np.float32),
+                                               f"{name}.w"))
+        weights.append(numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32), f"{name}.b"))
+        nodes.append(helper.make_node("Conv", [source, f"{name}.w", f"{name}.b"], [name], dilations=[dilation],
+                                      strides=[stride], pads=pads or [(kernel - 1) * dilation, 0]))
+        return name
+
+    h = conv("inp", "x", 5, 8, 1)
+    y = conv("c1", h, 8, 8, 3, 2)
+    nodes.append(helper.make_node("Relu", [y], ["r1"]))
+    nodes.append(helper.make_node("Add", [h, "r1"], ["res"]))
+    y = conv("c2", "res", 8, 8, 3, 4)
+    nodes.append(helper.make_node("Tanh", [y], ["t2"]))
+    last = conv("down", "t2", 8, 6, 4, 1, 2, [2, 0]) if strided else "t2"
+    nodes.append(helper.make_node("Sigmoid", [last], ["y"]))
+    graph = helper.make_graph(nodes, "tcn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, "T"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("strided,pulse", [(False, 1), (False, 2), (False, 7), (False, 16), (True, 2), (True, 16)])
+def test_compiled_tcn_pushes_equal_the_batch_model(strided, pulse, compile_cache):
+    needs_cc()
+    model = tractile.load(tcn_proto(strided))
+    pulsed = model.pulse("T", pulse)
+    compiled = pulsed.compile(name=f"tcn{int(strided)}p{pulse}", cache_dir=compile_cache)
+    x = np.random.default_rng(pulse).standard_normal((1, 5, 96)).astype(np.float32)
+    batch = model.run([x])[0]
+    starts = range(0, 96 - pulse + 1, pulse)
+    chunks = [compiled.run([x[:, :, t:t + pulse]])[0] for t in starts]
+    got = np.concatenate(chunks, axis=2)[:, :, compiled.delay:]
+    assert got.shape[2] > 80 // (4 if strided else 2)
+    np.testing.assert_allclose(got, batch[:, :, :got.shape[2]], rtol=1e-5, atol=1e-5)
+    interpreted = pulsed.start()
+    pushed = np.concatenate([interpreted.push([x[:, :, t:t + pulse]])[0] for t in starts], axis=2)
+    np.testing.assert_allclose(np.concatenate(chunks, axis=2), pushed, rtol=1e-5, atol=1e-5)
+    assert compiled.report["state_bytes"] > 0

@@ -94,6 +94,7 @@ class Emit:
         """Arena memory for this node only (planned like a tensor living one step); its pointer."""
         var = self._lowering.node_var(self.node.name, role)
         tensor = CTensor(var, dtype, (int(count),), ARENA)
+        tensor.used = True
         self._lowering.register_scratch(tensor)
         self.code.scratch.append(tensor)
         return var

@@ -166,42 +166,42 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
   }
 }
 
-/* ONNX Conv, NCHW, float: w[filter][c][kh][kw] over each group's channels, bias may be NULL */
-static inline void tl_conv_nchw_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
-                                    int32_t in_c, int32_t in_h, int32_t in_w, int32_t filters, int32_t out_h,
-                                    int32_t out_w, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
-                                    int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left, int32_t depth,
-                                    float low, float high) {
-  const int32_t per_group = filters / (in_c / depth);
-  int32_t b, f, oy, ox, c, ky, kx;
-  for (b = 0; b < batches; ++b) {
-    for (f = 0; f < filters; ++f) {
-      const float *xg = x + (b * in_c + (f / per_group) * depth) * in_h * in_w;
-      const float *wf = w + f * depth * k_h * k_w;
-      const float start = bias ? TL_READ_F32(bias + f) : 0.0f;
-      float *out = y + (b * filters + f) * out_h * out_w;
-      for (oy = 0; oy < out_h; ++oy) {
-        const int32_t top = oy * stride_h - pad_top;
-        int32_t ky0, ky1;
-        tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+/* ONNX Conv, NCHW, float. Each output position gathers its taps (zeros outside the input)
+ * into `col` (depth * k_h * k_w values of scratch) and multiplies them by the weights stored
+ * transposed per group, wt[g][tap][filter of the group], into `acc` (filters per group of
+ * scratch): the inner loop runs over contiguous filters and vectorises. bias may be NULL. */
+static inline void tl_conv_nchw_f32(const float *x, const float *wt, const float *bias, float *y, float *col,
+                                    float *acc, int32_t batches, int32_t in_c, int32_t in_h, int32_t in_w,
+                                    int32_t filters, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                    int32_t pad_left, int32_t depth, float low, float high) {
+  const int32_t groups = in_c / depth, per_group = filters / groups, taps = depth * k_h * k_w;
+  const int32_t plane = in_h * in_w, out_plane = out_h * out_w;
+  int32_t b, g, oy, ox, c, ky, kx, j, f;
+  for (b = 0; b < batches; ++b)
+    for (g = 0; g < groups; ++g)
+      for (oy = 0; oy < out_h; ++oy)
         for (ox = 0; ox < out_w; ++ox) {
-          const int32_t left = ox * stride_w - pad_left;
-          int32_t kx0, kx1;
-          float acc = start;
-          tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-          for (c = 0; c < depth; ++c) {
-            const float *plane = xg + c * in_h * in_w;
-            const float *wc = wf + c * k_h * k_w;
-            for (ky = ky0; ky < ky1; ++ky) {
-              const float *row = plane + (top + ky * dil_h) * in_w;
-              for (kx = kx0; kx < kx1; ++kx) acc += row[left + kx * dil_w] * TL_READ_F32(wc + ky * k_w + kx);
+          const float *xg = x + (b * in_c + g * depth) * plane;
+          const float *wg = wt + g * taps * per_group;
+          float *out = y + (b * filters + g * per_group) * out_plane + oy * out_w + ox;
+          j = 0;
+          for (c = 0; c < depth; ++c)
+            for (ky = 0; ky < k_h; ++ky) {
+              const int32_t iy = oy * stride_h - pad_top + ky * dil_h;
+              for (kx = 0; kx < k_w; ++kx, ++j) {
+                const int32_t ix = ox * stride_w - pad_left + kx * dil_w;
+                col[j] = (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) ? xg[c * plane + iy * in_w + ix] : 0.0f;
+              }
             }
+          for (f = 0; f < per_group; ++f) acc[f] = bias ? TL_READ_F32(bias + g * per_group + f) : 0.0f;
+          for (j = 0; j < taps; ++j) {
+            const float value = col[j];
+            const float *w = wg + j * per_group;
+            for (f = 0; f < per_group; ++f) acc[f] += value * TL_READ_F32(w + f);
           }
-          out[oy * out_w + ox] = tl_clamp_f32(acc, low, high);
+          for (f = 0; f < per_group; ++f) out[f * out_plane] = tl_clamp_f32(acc[f], low, high);
         }
-      }
-    }
-  }
 }
 
 #endif /* TL_CONV_H */

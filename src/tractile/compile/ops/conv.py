@@ -174,7 +174,14 @@ def onnx_conv(e: Emit) -> None:
     e.use(HEADER)
     low, high = fused_float_activation(e, op.activation, y)
     bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
-    e.call("tl_conv_nchw_f32", x, e.constant("weights", w.astype(np.float32)), bias_name, y, x.shape[0], x.shape[1],
-           in_h, in_w, w.shape[0], out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, top, left, w.shape[1],
+    filters, depth = w.shape[0], w.shape[1]
+    groups = x.shape[1] // depth
+    per_group = filters // groups
+    taps = depth * k_h * k_w
+    transposed = np.ascontiguousarray(w.astype(np.float32).reshape(groups, per_group, taps).transpose(0, 2, 1))
+    col = e.scratch("col", DatumType.F32, taps)
+    acc = e.scratch("acc", DatumType.F32, per_group)
+    e.call("tl_conv_nchw_f32", x, e.constant("weights", transposed), bias_name, y, col, acc, x.shape[0], x.shape[1],
+           in_h, in_w, filters, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, top, left, depth,
            np.float32(low), np.float32(high))
     finish_activation(e, op.activation, y)
