@@ -29,7 +29,7 @@ def test_compiled_equals_interpreter_with_state_carried(name, compile_cache):
         values = [random_input(fact, rng) for fact in cm.input_facts]
         assert_same_outputs(state.run(values), cm.run(values), rtol=1e-5, atol=1e-6, what=f"{name} run {run}")
     report = cm.report
-    assert report["arena_bytes"] >= report["lower_bound_bytes"] > 0
+    assert 0 < report["arena_bytes"] <= report["no_reuse_bytes"]
     if name in TFLM_ARENA:
         assert report["arena_bytes"] <= TFLM_ARENA[name], f"{name}: arena {report['arena_bytes']} B"
     if name == "person_detect":
@@ -40,7 +40,9 @@ def test_compiled_equals_interpreter_with_state_carried(name, compile_cache):
 
 @pytest.mark.parametrize("name,cases", [
     ("micro_speech_quantized", {"speech_yes": [-128, -128, 127, -128], "speech_no": [-128, -114, -128, 114]}),
-    ("person_detect", {"person_detect_person": [-113, 113], "person_detect_no_person": [60, -60]}),
+    # the models README says [60, -60] for no_person; TFLite's reference kernels and TFLite Micro
+    # both give [57, -57] (tests/tflite/test_shared_models.py checks the interpreter against them)
+    ("person_detect", {"person_detect_person": [-113, 113], "person_detect_no_person": [57, -57]}),
 ])
 def test_upstream_expectations_compiled(name, cases, compile_cache):
     model = tractile.load(shared_model(f"tflite/{name}.tflite"))
