@@ -159,3 +159,26 @@ def test_int8_dense_layer_on_the_cortex_m4_takes_at_most_four_instructions_per_m
     assert report["verified"]
     layer = report["layers"][0]
     assert layer["macs"] == 512 * 32 and layer["per_mac"] <= 4.0
+
+
+#: TFLite Micro's planned arena (its recording allocator), which also holds the inputs and outputs
+TFLM_ARENA = {"micro_speech_quantized": 5_968, "person_detect": 55_296, "mnist_lstm_int8": 1_536}
+
+
+@pytest.mark.parametrize("name,target,board", [
+    ("micro_speech_quantized", "cortex-m3", "lm3s6965evb"), ("keyword_scrambled_8bit", "cortex-m3", "lm3s6965evb"),
+    ("micro_speech_quantized", "cortex-m4", None), ("person_detect", "cortex-m4", None),
+    ("mnist_lstm_int8", "cortex-m4", None), ("keyword_scrambled_8bit", "cortex-m7", None)])
+def test_shared_models_verify_bit_exact_on_cortex_m(name, target, board, tmp_path):
+    needs_board(target, board)
+    model = tractile.load(shared_model(f"tflite/{name}.tflite"))
+    report = verify(model, target, board=board, runs=3, folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    assert report["inputs_checked"] == 3
+    ram = report["ram_bytes"]
+    assert ram["context"] >= ram["arena"] + ram["state"] and ram["stack_peak"] > 0
+    if name in TFLM_ARENA:
+        assert ram["context"] + ram["stack_peak"] < TFLM_ARENA[name]
+        if name == "person_detect":  # with its input and output buffers too
+            assert ram["total"] < TFLM_ARENA[name]
+    assert report["cycles_per_inference"] > 0 and report["flash_bytes"]["model"] > 0
