@@ -97,7 +97,7 @@ def test_person_detect_layers_bit_exact_with_overlapping_buffers(compile_cache):
     inputs += [[rng.integers(-128, 128, (1, 96, 96, 1)).astype(np.int8)] for _ in range(20)]
     cm = check_against_interpreter(model, compile_cache, inputs=inputs, name="person_layers")
     report = cm.report
-    assert report["arena_bytes"] < report["lower_bound_bytes"] == 55_296, "outputs overlap their dying inputs"
+    assert report["arena_bytes"] < min(report["lower_bound_bytes"], 55_296), "outputs overlap their dying inputs"
     in_place = [node for node in report["nodes"] if node.get("in_place")]
     assert len(in_place) >= 10
 

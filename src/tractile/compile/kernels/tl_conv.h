@@ -100,14 +100,16 @@ static inline void tl_conv_nhwc_s8(const int8_t *x, const int8_t *w, const int32
   }
 }
 
-static inline void tl_dwconv_nhwc_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
-                                      int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
-                                      int32_t multiplier, int32_t k_h, int32_t k_w, int32_t stride_h,
+/* depthwise: per output pixel, the taps run outside and the channels inside (contiguous in the
+ * input pixel, the weights and the accumulators `acc`, out_c values of scratch) */
+static inline void tl_dwconv_nhwc_f32(const float *x, const float *w, const float *bias, float *y, float *restrict acc,
+                                      int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                      int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w, int32_t stride_h,
                                       int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
                                       int32_t pad_left, float low, float high) {
   const int32_t out_c = in_c * multiplier;
-  int32_t b, oy, ox, o, ky, kx;
-  for (b = 0; b < batches; ++b) {
+  int32_t b, oy, ox, o, c, m, ky, kx;
+  for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
       int32_t ky0, ky1;
@@ -117,21 +119,25 @@ static inline void tl_dwconv_nhwc_f32(const float *x, const float *w, const floa
         int32_t kx0, kx1;
         float *out = y + ((b * out_h + oy) * out_w + ox) * out_c;
         tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-        for (o = 0; o < out_c; ++o) {
-          float acc = bias ? TL_READ_F32(bias + o) : 0.0f;
-          for (ky = ky0; ky < ky1; ++ky) {
-            const float *row = x + ((b * in_h + top + ky * dil_h) * in_w) * in_c + o / multiplier;
-            for (kx = kx0; kx < kx1; ++kx)
-              acc += row[(left + kx * dil_w) * in_c] * TL_READ_F32(w + (ky * k_w + kx) * out_c + o);
+        for (o = 0; o < out_c; ++o) acc[o] = bias ? TL_READ_F32(bias + o) : 0.0f;
+        for (ky = ky0; ky < ky1; ++ky)
+          for (kx = kx0; kx < kx1; ++kx) {
+            const float *px = x + ((b * in_h + top + ky * dil_h) * in_w + left + kx * dil_w) * in_c;
+            const float *pw = w + (ky * k_w + kx) * out_c;
+            if (multiplier == 1)
+              for (c = 0; c < in_c; ++c) acc[c] += px[c] * TL_READ_F32(pw + c);
+            else if (in_c == 1)
+              for (o = 0; o < out_c; ++o) acc[o] += px[0] * TL_READ_F32(pw + o);
+            else
+              for (c = 0; c < in_c; ++c)
+                for (m = 0; m < multiplier; ++m) acc[c * multiplier + m] += px[c] * TL_READ_F32(pw + c * multiplier + m);
           }
-          out[o] = tl_clamp_f32(acc, low, high);
-        }
+        for (o = 0; o < out_c; ++o) out[o] = tl_clamp_f32(acc[o], low, high);
       }
     }
-  }
 }
 
-static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y,
+static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int32_t *restrict acc,
                                      int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
                                      int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w, int32_t stride_h,
                                      int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
@@ -139,8 +145,8 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
                                      const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
                                      int32_t high) {
   const int32_t out_c = in_c * multiplier;
-  int32_t b, oy, ox, o, ky, kx;
-  for (b = 0; b < batches; ++b) {
+  int32_t b, oy, ox, o, c, m, ky, kx;
+  for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
       int32_t ky0, ky1;
@@ -150,18 +156,53 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
         int32_t kx0, kx1;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * out_c;
         tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-        for (o = 0; o < out_c; ++o) {
-          int32_t acc = bias ? TL_READ_S32(bias + o) : 0;
-          for (ky = ky0; ky < ky1; ++ky) {
-            const int8_t *row = x + ((b * in_h + top + ky * dil_h) * in_w) * in_c + o / multiplier;
-            for (kx = kx0; kx < kx1; ++kx)
-              acc += ((int32_t)row[(left + kx * dil_w) * in_c] + x_offset) *
-                     (int32_t)TL_READ_S8(w + (ky * k_w + kx) * out_c + o);
+        for (o = 0; o < out_c; ++o) acc[o] = bias ? TL_READ_S32(bias + o) : 0;
+        for (ky = ky0; ky < ky1; ++ky)
+          for (kx = kx0; kx < kx1; ++kx) {
+            const int8_t *px = x + ((b * in_h + top + ky * dil_h) * in_w + left + kx * dil_w) * in_c;
+            const int8_t *pw = w + (ky * k_w + kx) * out_c;
+            if (multiplier == 1)
+              for (c = 0; c < in_c; ++c) acc[c] += ((int32_t)px[c] + x_offset) * (int32_t)TL_READ_S8(pw + c);
+            else if (in_c == 1) {
+              const int32_t value = (int32_t)px[0] + x_offset;
+              for (o = 0; o < out_c; ++o) acc[o] += value * (int32_t)TL_READ_S8(pw + o);
+            } else
+              for (c = 0; c < in_c; ++c) {
+                const int32_t value = (int32_t)px[c] + x_offset;
+                for (m = 0; m < multiplier; ++m)
+                  acc[c * multiplier + m] += value * (int32_t)TL_READ_S8(pw + c * multiplier + m);
+              }
           }
-          acc = tl_mbqm(acc, TL_READ_S32(out_multiplier + o * per_channel), (int)TL_READ_S32(shift + o * per_channel));
-          out[o] = (int8_t)tl_clamp_i32(acc + zero, low, high);
+        for (o = 0; o < out_c; ++o) {
+          const int32_t v = tl_mbqm(acc[o], TL_READ_S32(out_multiplier + o * per_channel),
+                                    (int)TL_READ_S32(shift + o * per_channel));
+          out[o] = (int8_t)tl_clamp_i32(v + zero, low, high);
         }
       }
+    }
+}
+
+/* a 1x1 int8 convolution over `pixels` pixels with the weights stored transposed, wt[d][u]:
+ * the inner loop runs over contiguous output channels into `acc` (units values of scratch);
+ * the bias includes the input zero-point term. Pixel p is written after reading pixel p. */
+static inline void tl_pointwise_s8(const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
+                                   int32_t *restrict acc, int32_t pixels, int32_t depth, int32_t units,
+                                   const int32_t *multiplier, const int32_t *shift, int32_t per_channel, int32_t zero,
+                                   int32_t low, int32_t high) {
+  int32_t p, d, u;
+  for (p = 0; p < pixels; ++p) {
+    const int8_t *px = x + p * depth;
+    int8_t *out = y + p * units;
+    for (u = 0; u < units; ++u) acc[u] = TL_READ_S32(bias + u);
+    for (d = 0; d < depth; ++d) {
+      const int32_t value = px[d];
+      const int8_t *w = wt + d * units;
+      for (u = 0; u < units; ++u) acc[u] += value * (int32_t)TL_READ_S8(w + u);
+    }
+    for (u = 0; u < units; ++u) {
+      const int32_t v = tl_mbqm(acc[u], TL_READ_S32(multiplier + u * per_channel),
+                                (int)TL_READ_S32(shift + u * per_channel));
+      out[u] = (int8_t)tl_clamp_i32(v + zero, low, high);
     }
   }
 }
@@ -170,8 +211,8 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
  * into `col` (depth * k_h * k_w values of scratch) and multiplies them by the weights stored
  * transposed per group, wt[g][tap][filter of the group], into `acc` (filters per group of
  * scratch): the inner loop runs over contiguous filters and vectorises. bias may be NULL. */
-static inline void tl_conv_nchw_f32(const float *x, const float *wt, const float *bias, float *y, float *col,
-                                    float *acc, int32_t batches, int32_t in_c, int32_t in_h, int32_t in_w,
+static inline void tl_conv_nchw_f32(const float *x, const float *wt, const float *bias, float *y, float *restrict col,
+                                    float *restrict acc, int32_t batches, int32_t in_c, int32_t in_h, int32_t in_w,
                                     int32_t filters, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
                                     int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
                                     int32_t pad_left, int32_t depth, float low, float high) {

@@ -97,14 +97,22 @@ def conv2d(e: Emit) -> None:
     weights = e.constant("weights", offset, DatumType.I8)
     raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
     if pointwise:
-        from .dense import HEADER as DENSE_HEADER
-
-        e.use(DENSE_HEADER)
         total = raw_bias + x_offset * sums
         if np.abs(total).max(initial=0) >= 1 << 31:
             raise Unsupported("the folded bias leaves the int32 range")
-        e.call("tl_fc_s8", x, weights, e.constant("bias", total, DatumType.I32), y, batches * in_h * in_w, depth,
-               filters, multiplier, shift, per_channel, zero, low, high)
+        pixels = batches * in_h * in_w
+        if e.target.name == "host":  # wide vector units: the loop over output channels vectorises
+            e.use(HEADER)
+            e.call("tl_pointwise_s8", x, e.constant("weights_t", np.ascontiguousarray(offset.reshape(filters, -1).T),
+                                                    DatumType.I8), e.constant("bias", total, DatumType.I32), y,
+                   e.scratch("acc", DatumType.I32, filters), pixels, depth, filters, multiplier, shift, per_channel,
+                   zero, low, high)
+        else:  # microcontrollers: dot products (two MACs per SMLAD on Cortex-M4/M7)
+            from .dense import HEADER as DENSE_HEADER
+
+            e.use(DENSE_HEADER)
+            e.call("tl_fc_s8", x, weights, e.constant("bias", total, DatumType.I32), y, pixels, depth, filters,
+                   multiplier, shift, per_channel, zero, low, high)
         if batches * in_h * in_w > 0:
             e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c, filters))
         return
@@ -129,7 +137,8 @@ def depthwise_conv2d(e: Emit) -> None:
     if x.dtype == DatumType.F32:
         low, high = tflite_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
-        e.call("tl_dwconv_nhwc_f32", x, e.constant("weights", w[0].astype(np.float32)), bias_name, y, batches, in_h,
+        e.call("tl_dwconv_nhwc_f32", x, e.constant("weights", w[0].astype(np.float32)), bias_name, y,
+               e.scratch("acc", DatumType.F32, out_c), batches, in_h,
                in_w, in_c, out_h, out_w, multiplier_c, *window_args(op, k_h, k_w, top, left), np.float32(low),
                np.float32(high))
         finish_tflite_activation(e, op.activation, y)
@@ -139,7 +148,8 @@ def depthwise_conv2d(e: Emit) -> None:
             e, op, x.dtype, w, bias, offset.sum(axis=(0, 1)), k_h * k_w)
         raw_bias = np.zeros(out_c, np.int64) if bias is None else bias.astype(np.int64)
         e.call("tl_dwconv_nhwc_s8", x, e.constant("weights", offset, DatumType.I8),
-               e.constant("bias", raw_bias, DatumType.I32), y, batches, in_h, in_w, in_c, out_h, out_w, multiplier_c,
+               e.constant("bias", raw_bias, DatumType.I32), y, e.scratch("acc", DatumType.I32, out_c), batches, in_h,
+               in_w, in_c, out_h, out_w, multiplier_c,
                *window_args(op, k_h, k_w, top, left), x_offset, multiplier, shift, per_channel, zero, low, high)
     _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, op.window.stride_h, top, batches)
 
