@@ -123,3 +123,21 @@ def test_onnx_softmax(axis, legacy, log, compile_cache):
 
     model = single_op_model(Softmax(axis=axis, legacy=legacy, log=log), [TypedFact(DatumType.F32, (2, 3, 5))])
     check_against_interpreter(model, compile_cache, runs=3, name="softmax_f")
+
+
+@pytest.mark.parametrize("op,attrs,rank", [
+    ("MaxPool", {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}, 2),
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "dilations": [1, 2]}, 2),
+    ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 2),
+    ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1, "ceil_mode": 1,
+                     "strides": [2, 2]}, 2),
+    ("AveragePool", {"kernel_shape": [4], "strides": [2], "auto_pad": "SAME_UPPER"}, 1),
+    ("MaxPool", {"kernel_shape": [2], "strides": [2]}, 1),
+    ("GlobalAveragePool", {}, 2), ("GlobalMaxPool", {}, 1)])
+def test_onnx_pooling(op, attrs, rank, compile_cache):
+    spatial = [9, 8][:rank] if rank == 2 else [11]
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "pool",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, *spatial])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = tractile.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    check_against_interpreter(model, compile_cache, runs=3, name="onnx_pool")

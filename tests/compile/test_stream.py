@@ -122,3 +122,23 @@ def test_compiled_tcn_pushes_equal_the_batch_model(strided, pulse, compile_cache
     pushed = np.concatenate([interpreted.push([x[:, :, t:t + pulse]])[0] for t in starts], axis=2)
     np.testing.assert_allclose(np.concatenate(chunks, axis=2), pushed, rtol=1e-5, atol=1e-5)
     assert compiled.report["state_bytes"] > 0
+
+
+@pytest.mark.parametrize("pulse", [2, 4, 16])
+@pytest.mark.parametrize("pool", ["MaxPool", "AveragePool"])
+def test_compiled_pooling_along_time(pool, pulse, compile_cache):
+    needs_cc()
+    rng = np.random.default_rng(9)
+    w = numpy_helper.from_array(rng.standard_normal((6, 4, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[2, 0]),
+             helper.make_node(pool, ["c"], ["y"], kernel_shape=[3], strides=[2], pads=[2, 0])]
+    graph = helper.make_graph(nodes, "pooled", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "T"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    model = tractile.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+    compiled = model.pulse("T", pulse).compile(name=f"pool{pool[0]}{pulse}", cache_dir=compile_cache)
+    x = rng.standard_normal((1, 4, 64)).astype(np.float32)
+    chunks = [compiled.run([x[:, :, t:t + pulse]])[0] for t in range(0, 64, pulse)]
+    got = np.concatenate(chunks, axis=2)[:, :, compiled.delay:]
+    batch = model.run([x])[0]
+    assert got.shape[2] >= 24
+    np.testing.assert_allclose(got, batch[:, :, :got.shape[2]], rtol=1e-5, atol=1e-6)

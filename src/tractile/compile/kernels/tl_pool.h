@@ -100,4 +100,49 @@ static inline void tl_max_pool_nhwc_s8(const int8_t *x, int8_t *y, int32_t batch
       }
 }
 
+/* ONNX MaxPool / AveragePool on NCHW planes (1-D as a height of 1), float: taps outside the
+ * input are skipped; the average divides by `counts[position]` (made on the host: real taps,
+ * plus explicit pads with count_include_pad) */
+static inline void tl_pool_nchw_f32(const float *x, float *y, const float *counts, int32_t planes, int32_t in_h,
+                                    int32_t in_w, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                    int32_t pad_left, float empty) {
+  int32_t p, oy, ox, ky, kx;
+  for (p = 0; p < planes; ++p)
+    for (oy = 0; oy < out_h; ++oy)
+      for (ox = 0; ox < out_w; ++ox) {
+        float result = counts ? 0.0f : empty;
+        for (ky = 0; ky < k_h; ++ky) {
+          const int32_t iy = oy * stride_h - pad_top + ky * dil_h;
+          if (iy < 0 || iy >= in_h) continue;
+          for (kx = 0; kx < k_w; ++kx) {
+            const int32_t ix = ox * stride_w - pad_left + kx * dil_w;
+            float value;
+            if (ix < 0 || ix >= in_w) continue;
+            value = x[(p * in_h + iy) * in_w + ix];
+            if (counts) result += value;
+            else if (value > result || value != value) result = value;
+          }
+        }
+        y[(p * out_h + oy) * out_w + ox] = counts ? result / TL_READ_F32(counts + oy * out_w + ox) : result;
+      }
+}
+
+/* ONNX GlobalAveragePool / GlobalMaxPool: one value per plane of `size` values */
+static inline void tl_global_pool_f32(const float *x, float *y, int32_t planes, int32_t size, int32_t take_max) {
+  int32_t p, i;
+  for (p = 0; p < planes; ++p) {
+    const float *plane = x + p * size;
+    float result = plane[0];
+    if (take_max) {
+      for (i = 1; i < size; ++i)
+        if (plane[i] > result || plane[i] != plane[i]) result = plane[i];
+    } else {
+      for (i = 1; i < size; ++i) result += plane[i];
+      result /= (float)size;
+    }
+    y[p] = result;
+  }
+}
+
 #endif /* TL_POOL_H */

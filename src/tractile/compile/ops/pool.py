@@ -1,10 +1,15 @@
-"""Pooling: TFLite AVERAGE_POOL_2D and MAX_POOL_2D on NHWC tensors (float and int8), with
-the kernels of ``tl_pool.h``."""
+"""Pooling: TFLite AVERAGE_POOL_2D and MAX_POOL_2D on NHWC tensors (float and int8), ONNX
+MaxPool, AveragePool and GlobalAveragePool/GlobalMaxPool on NCHW tensors (float; 1-D and
+2-D), with the kernels of ``tl_pool.h``."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ...datum import DatumType
+from ...ops.pool import AveragePool, GlobalPool, MaxPool
+from ...pulse.cnn import EdgeAveragePool
 from ...ops.tfl.common import activation_range
 from ...ops.tfl.pool import Pool2D
 from ..emit import Emit
@@ -35,3 +40,69 @@ def pool2d(e: Emit) -> None:
     e.use(HEADER)
     e.call(f"tl_{'avg' if op.kind == 'average' else 'max'}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels,
            out_h, out_w, op.filter_h, op.filter_w, op.window.stride_h, op.window.stride_w, top, left, low, high)
+
+
+@emitter(MaxPool, AveragePool)
+def onnx_pool(e: Emit) -> None:
+    op = e.op
+    x, y = e.input(0), e.output(0)
+    if x.dtype != DatumType.F32 or len(x.shape) not in (3, 4):
+        raise Unsupported(f"{op.name} on {len(x.shape) - 2}-D {x.dtype} (1-D and 2-D float32 are compiled)")
+    if isinstance(op, MaxPool) and op.with_indices:
+        raise Unsupported("MaxPool with its indices output")
+    spatial = tuple(int(d) for d in x.shape[2:])
+    begins, ends, out = op.window.concrete_pads(spatial)
+    window = op.window
+    two_d = len(spatial) == 2
+    in_h, in_w = spatial if two_d else (1, spatial[0])
+    out_h, out_w = (out[0], out[1]) if two_d else (1, out[0])
+    k_h, k_w = (window.kernel[0], window.kernel[1]) if two_d else (1, window.kernel[0])
+    s_h, s_w = (window.strides[0], window.strides[1]) if two_d else (1, window.strides[0])
+    d_h, d_w = (window.dilations[0], window.dilations[1]) if two_d else (1, window.dilations[0])
+    top, left = (begins[0], begins[1]) if two_d else (0, begins[0])
+    counts = "NULL"
+    if isinstance(op, AveragePool):
+        counts = e.constant("counts", op._counts(spatial, begins, ends, out).reshape(-1).astype(np.float32))
+    e.use(HEADER)
+    e.uses_math()
+    e.call("tl_pool_nchw_f32", x, y, counts, int(x.shape[0]) * int(x.shape[1]), in_h, in_w, out_h, out_w, k_h, k_w,
+           s_h, s_w, d_h, d_w, top, left, "-HUGE_VALF")
+
+
+@emitter(GlobalPool)
+def global_pool(e: Emit) -> None:
+    op: GlobalPool = e.op
+    x, y = e.input(0), e.output(0)
+    if x.dtype != DatumType.F32 or op.mode not in ("avg", "max"):
+        raise Unsupported(f"Global{op.mode.capitalize()}Pool on {x.dtype}")
+    planes = int(x.shape[0]) * int(x.shape[1])
+    e.use(HEADER)
+    e.call("tl_global_pool_f32", x, y, planes, x.count // planes if planes else 0, int(op.mode == "max"))
+
+
+@emitter(EdgeAveragePool)
+def edge_average_pool(e: Emit) -> None:
+    """A streamed average pool: the inner pool, then the first frames (whose windows reach
+    into the padding before the stream) rescaled to the frames that count. A compiled stream
+    never ends, so the end of the stream's padding is not handled (push zeros to flush)."""
+    op: EdgeAveragePool = e.op
+    if op.counted_to < 0 or op.length is None:
+        raise Unsupported("an average pool counting frames before the stream's end")
+    x, y = e.input(0), e.output(0)
+    e.op = op.pool
+    onnx_pool(e)
+    e.op = op
+    shape = [int(d) for d in y.shape]
+    outer, frames, inner = math.prod(shape[:op.axis]), shape[op.axis], math.prod(shape[op.axis + 1:])
+    position = e.state("position", DatumType.I32, 1)
+    e.line(f"{{\n  const int32_t first = {position}[0] - {op.delay};\n"
+           f"  {position}[0] = {position}[0] < (1 << 30) ? {position}[0] + {frames} : {position}[0];\n"
+           f"  for (int32_t i = 0; i < {frames}; ++i) {{\n"
+           f"    const int32_t start = (first + i) * {op.stride};\n"
+           f"    int32_t count = 0;\n"
+           f"    if (start >= {op.counted_from}) continue;\n"
+           f"    for (int32_t k = 0; k < {op.kernel}; ++k) count += start + k * {op.dilation} >= {op.counted_from};\n"
+           f"    {{\n      const float scale = (float)((double){op.kernel} / (double)(count > 0 ? count : 1));\n"
+           f"      for (int32_t o = 0; o < {outer}; ++o)\n"
+           f"        for (int32_t j = 0; j < {inner}; ++j) {y.var}[(o * {frames} + i) * {inner} + j] *= scale;\n"
+           f"    }}\n  }}\n}}")
