@@ -42,6 +42,14 @@ def float_conv_model(depthwise: bool, window: Window2D, multiplier: int):
 
 
 @pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("depthwise,bias,multiplier", [(False, "i64", 1), (False, None, 1), (True, "i64", 2),
+                                                       (True, None, 1)])
+def test_int16x8_convolutions_are_bit_exact(window, depthwise, bias, multiplier, compile_cache):
+    model = conv_model("i16", depthwise, window, bias, "NONE", multiplier)
+    check_against_interpreter(model, compile_cache, runs=4, name="conv_s16")
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
 @pytest.mark.parametrize("depthwise", [False, True])
 def test_float_convolutions_match(window, depthwise, compile_cache):
     model = float_conv_model(depthwise, window, 2 if depthwise else 1)

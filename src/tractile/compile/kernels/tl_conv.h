@@ -61,44 +61,49 @@ static inline void tl_conv_nhwc_f32(const float *x, const float *w, const float 
   }
 }
 
-/* int8 CONV_2D: bias int32, per-channel multiplier/shift (index f * per_channel) */
-static inline void tl_conv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y,
-                                   int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
-                                   int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
-                                   int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
-                                   int32_t depth, int32_t x_offset, const int32_t *multiplier, const int32_t *shift,
-                                   int32_t per_channel, int32_t zero, int32_t low, int32_t high) {
-  const int32_t per_group = filters / (in_c / depth);
-  int32_t b, oy, ox, f, ky, kx, c;
-  for (b = 0; b < batches; ++b) {
-    for (oy = 0; oy < out_h; ++oy) {
-      const int32_t top = oy * stride_h - pad_top;
-      int32_t ky0, ky1;
-      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
-      for (ox = 0; ox < out_w; ++ox) {
-        const int32_t left = ox * stride_w - pad_left;
-        int32_t kx0, kx1;
-        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * filters;
-        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-        for (f = 0; f < filters; ++f) {
-          const int8_t *xg = x + (f / per_group) * depth;
-          const int8_t *wf = w + f * k_h * k_w * depth;
-          int32_t acc = bias ? TL_READ_S32(bias + f) : 0;
-          for (ky = ky0; ky < ky1; ++ky) {
-            const int8_t *row = xg + ((b * in_h + top + ky * dil_h) * in_w) * in_c;
-            for (kx = kx0; kx < kx1; ++kx) {
-              const int8_t *px = row + (left + kx * dil_w) * in_c;
-              const int8_t *pw = wf + (ky * k_w + kx) * depth;
-              for (c = 0; c < depth; ++c) acc += ((int32_t)px[c] + x_offset) * (int32_t)TL_READ_S8(pw + c);
-            }
-          }
-          acc = tl_mbqm(acc, TL_READ_S32(multiplier + f * per_channel), (int)TL_READ_S32(shift + f * per_channel));
-          out[f] = (int8_t)tl_clamp_i32(acc + zero, low, high);
-        }
-      }
-    }
+/* integer CONV_2D, per-channel requantization (index f * per_channel): int8 activations with
+ * int32 accumulators and bias, or int16 activations (16x8) with int64 ones and TFLite's
+ * 64-bit requantization */
+#define TL_CONV_NHWC_Q(name, x_type, acc_type, read_bias, requant)                                              \
+  static inline void name(const x_type *x, const int8_t *w, const acc_type *bias, x_type *y, int32_t batches,  \
+                          int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,              \
+                          int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,       \
+                          int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left, int32_t depth,      \
+                          int32_t x_offset, const int32_t *multiplier, const int32_t *shift, int32_t per_channel, \
+                          int32_t zero, int32_t low, int32_t high) {                                            \
+    const int32_t per_group = filters / (in_c / depth);                                                        \
+    int32_t b, oy, ox, f, ky, kx, c;                                                                           \
+    for (b = 0; b < batches; ++b)                                                                              \
+      for (oy = 0; oy < out_h; ++oy) {                                                                         \
+        const int32_t top = oy * stride_h - pad_top;                                                           \
+        int32_t ky0, ky1;                                                                                      \
+        tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);                                                      \
+        for (ox = 0; ox < out_w; ++ox) {                                                                       \
+          const int32_t left = ox * stride_w - pad_left;                                                       \
+          int32_t kx0, kx1;                                                                                    \
+          x_type *out = y + ((b * out_h + oy) * out_w + ox) * filters;                                         \
+          tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);                                                   \
+          for (f = 0; f < filters; ++f) {                                                                      \
+            const x_type *xg = x + (f / per_group) * depth;                                                    \
+            const int8_t *wf = w + f * k_h * k_w * depth;                                                      \
+            acc_type acc = bias ? read_bias(bias + f) : 0;                                                     \
+            for (ky = ky0; ky < ky1; ++ky) {                                                                   \
+              const x_type *row = xg + ((b * in_h + top + ky * dil_h) * in_w) * in_c;                          \
+              for (kx = kx0; kx < kx1; ++kx) {                                                                 \
+                const x_type *px = row + (left + kx * dil_w) * in_c;                                           \
+                const int8_t *pw = wf + (ky * k_w + kx) * depth;                                               \
+                for (c = 0; c < depth; ++c) acc += ((int32_t)px[c] + x_offset) * (int32_t)TL_READ_S8(pw + c);  \
+              }                                                                                                \
+            }                                                                                                  \
+            out[f] = (x_type)tl_clamp_i32(requant(acc, TL_READ_S32(multiplier + f * per_channel),              \
+                                                  (int)TL_READ_S32(shift + f * per_channel)) + zero, low, high); \
+          }                                                                                                    \
+        }                                                                                                      \
+      }                                                                                                        \
   }
-}
+
+TL_CONV_NHWC_Q(tl_conv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)
+TL_CONV_NHWC_Q(tl_conv_nhwc_s16, int16_t, int64_t, TL_READ_S64, tl_mbqm64)
 
 /* depthwise: per output pixel, the taps run outside and the channels inside (contiguous in the
  * input pixel, the weights and the accumulators `acc`, out_c values of scratch) */
@@ -137,50 +142,53 @@ static inline void tl_dwconv_nhwc_f32(const float *x, const float *w, const floa
     }
 }
 
-static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int32_t *restrict acc,
-                                     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
-                                     int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w, int32_t stride_h,
-                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
-                                     int32_t pad_left, int32_t x_offset, const int32_t *out_multiplier,
-                                     const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
-                                     int32_t high) {
-  const int32_t out_c = in_c * multiplier;
-  int32_t b, oy, ox, o, c, m, ky, kx;
-  for (b = 0; b < batches; ++b)
-    for (oy = 0; oy < out_h; ++oy) {
-      const int32_t top = oy * stride_h - pad_top;
-      int32_t ky0, ky1;
-      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
-      for (ox = 0; ox < out_w; ++ox) {
-        const int32_t left = ox * stride_w - pad_left;
-        int32_t kx0, kx1;
-        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * out_c;
-        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-        for (o = 0; o < out_c; ++o) acc[o] = bias ? TL_READ_S32(bias + o) : 0;
-        for (ky = ky0; ky < ky1; ++ky)
-          for (kx = kx0; kx < kx1; ++kx) {
-            const int8_t *px = x + ((b * in_h + top + ky * dil_h) * in_w + left + kx * dil_w) * in_c;
-            const int8_t *pw = w + (ky * k_w + kx) * out_c;
-            if (multiplier == 1)
-              for (c = 0; c < in_c; ++c) acc[c] += ((int32_t)px[c] + x_offset) * (int32_t)TL_READ_S8(pw + c);
-            else if (in_c == 1) {
-              const int32_t value = (int32_t)px[0] + x_offset;
-              for (o = 0; o < out_c; ++o) acc[o] += value * (int32_t)TL_READ_S8(pw + o);
-            } else
-              for (c = 0; c < in_c; ++c) {
-                const int32_t value = (int32_t)px[c] + x_offset;
-                for (m = 0; m < multiplier; ++m)
-                  acc[c * multiplier + m] += value * (int32_t)TL_READ_S8(pw + c * multiplier + m);
-              }
-          }
-        for (o = 0; o < out_c; ++o) {
-          const int32_t v = tl_mbqm(acc[o], TL_READ_S32(out_multiplier + o * per_channel),
-                                    (int)TL_READ_S32(shift + o * per_channel));
-          out[o] = (int8_t)tl_clamp_i32(v + zero, low, high);
-        }
-      }
-    }
-}
+#define TL_DWCONV_NHWC_Q(name, x_type, acc_type, read_bias, requant)                                            \
+  static inline void name(const x_type *x, const int8_t *w, const acc_type *bias, x_type *y,                   \
+                          acc_type *restrict acc, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,   \
+                          int32_t out_h, int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w,          \
+                          int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,   \
+                          int32_t pad_left, int32_t x_offset, const int32_t *out_multiplier,                   \
+                          const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low, int32_t high) { \
+    const int32_t out_c = in_c * multiplier;                                                                   \
+    int32_t b, oy, ox, o, c, m, ky, kx;                                                                        \
+    for (b = 0; b < batches; ++b)                                                                              \
+      for (oy = 0; oy < out_h; ++oy) {                                                                         \
+        const int32_t top = oy * stride_h - pad_top;                                                           \
+        int32_t ky0, ky1;                                                                                      \
+        tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);                                                      \
+        for (ox = 0; ox < out_w; ++ox) {                                                                       \
+          const int32_t left = ox * stride_w - pad_left;                                                       \
+          int32_t kx0, kx1;                                                                                    \
+          x_type *out = y + ((b * out_h + oy) * out_w + ox) * out_c;                                           \
+          tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);                                                   \
+          for (o = 0; o < out_c; ++o) acc[o] = bias ? read_bias(bias + o) : 0;                                 \
+          for (ky = ky0; ky < ky1; ++ky)                                                                       \
+            for (kx = kx0; kx < kx1; ++kx) {                                                                   \
+              const x_type *px = x + ((b * in_h + top + ky * dil_h) * in_w + left + kx * dil_w) * in_c;       \
+              const int8_t *pw = w + (ky * k_w + kx) * out_c;                                                  \
+              if (multiplier == 1)                                                                             \
+                for (c = 0; c < in_c; ++c) acc[c] += ((int32_t)px[c] + x_offset) * (int32_t)TL_READ_S8(pw + c); \
+              else if (in_c == 1) {                                                                            \
+                const int32_t value = (int32_t)px[0] + x_offset;                                               \
+                for (o = 0; o < out_c; ++o) acc[o] += value * (int32_t)TL_READ_S8(pw + o);                     \
+              } else                                                                                           \
+                for (c = 0; c < in_c; ++c) {                                                                   \
+                  const int32_t value = (int32_t)px[c] + x_offset;                                             \
+                  for (m = 0; m < multiplier; ++m)                                                             \
+                    acc[c * multiplier + m] += value * (int32_t)TL_READ_S8(pw + c * multiplier + m);           \
+                }                                                                                              \
+            }                                                                                                  \
+          for (o = 0; o < out_c; ++o) {                                                                        \
+            const int32_t v = requant(acc[o], TL_READ_S32(out_multiplier + o * per_channel),                   \
+                                      (int)TL_READ_S32(shift + o * per_channel));                              \
+            out[o] = (x_type)tl_clamp_i32(v + zero, low, high);                                                \
+          }                                                                                                    \
+        }                                                                                                      \
+      }                                                                                                        \
+  }
+
+TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)
+TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s16, int16_t, int64_t, TL_READ_S64, tl_mbqm64)
 
 /* a 1x1 int8 convolution over `pixels` pixels with the weights stored transposed, wt[d][u]:
  * the inner loop runs over contiguous output channels into `acc` (units values of scratch);

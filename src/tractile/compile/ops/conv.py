@@ -53,9 +53,11 @@ def window_args(op, k_h: int, k_w: int, top: int, left: int) -> tuple:
 def quantized_args(e: Emit, op, x_dtype: DatumType, w: np.ndarray, bias, weight_sums, taps: int):
     """(weights offset by their zero point as int8, bias, x_offset, multiplier, shift,
     per_channel, zero, low, high) of an int8 convolution, as the interpreter prepares them."""
-    if x_dtype != DatumType.I8:
-        raise Unsupported(f"{op.name} on {x_dtype} (float32 and int8 are compiled)")
+    if x_dtype not in (DatumType.I8, DatumType.I16):
+        raise Unsupported(f"{op.name} on {x_dtype} (float32, int8 and int16x8 are compiled)")
     stage = QuantizedStage(op, x_dtype, w, bias, weight_sums, taps)
+    if x_dtype == DatumType.I16 and not stage.wide:
+        raise Unsupported("int16 convolutions with int32 biases (int64 biases are compiled)")
     requant = stage.output.requant
     low, high = activation_range(op.activation, op.oq(0), x_dtype)
     multiplier, shift, per_channel = requant_constants(e, requant.multipliers, requant.shifts, len(weight_sums))
@@ -96,7 +98,8 @@ def conv2d(e: Emit) -> None:
         e, op, x.dtype, w, bias if bias is None else np.asarray(bias), sums, k_h * k_w * depth)
     weights = e.constant("weights", offset, DatumType.I8)
     raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
-    if pointwise:
+    suffix, bias_type = ("s16", DatumType.I64) if x.dtype == DatumType.I16 else ("s8", DatumType.I32)
+    if pointwise and suffix == "s8":
         total = raw_bias + x_offset * sums
         if np.abs(total).max(initial=0) >= 1 << 31:
             raise Unsupported("the folded bias leaves the int32 range")
@@ -117,7 +120,7 @@ def conv2d(e: Emit) -> None:
             e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c, filters))
         return
     e.use(HEADER)
-    e.call("tl_conv_nhwc_s8", x, weights, e.constant("bias", raw_bias, DatumType.I32), y, batches, in_h, in_w, in_c,
+    e.call(f"tl_conv_nhwc_{suffix}", x, weights, e.constant("bias", raw_bias, bias_type), y, batches, in_h, in_w, in_c,
            out_h, out_w, filters, *window_args(op, k_h, k_w, top, left), depth, x_offset, multiplier, shift,
            per_channel, zero, low, high)
     _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, op.window.stride_h, top, batches)
@@ -147,8 +150,10 @@ def depthwise_conv2d(e: Emit) -> None:
         multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(
             e, op, x.dtype, w, bias, offset.sum(axis=(0, 1)), k_h * k_w)
         raw_bias = np.zeros(out_c, np.int64) if bias is None else bias.astype(np.int64)
-        e.call("tl_dwconv_nhwc_s8", x, e.constant("weights", offset, DatumType.I8),
-               e.constant("bias", raw_bias, DatumType.I32), y, e.scratch("acc", DatumType.I32, out_c), batches, in_h,
+        wide = x.dtype == DatumType.I16
+        acc_type = DatumType.I64 if wide else DatumType.I32
+        e.call(f"tl_dwconv_nhwc_{'s16' if wide else 's8'}", x, e.constant("weights", offset, DatumType.I8),
+               e.constant("bias", raw_bias, acc_type), y, e.scratch("acc", acc_type, out_c), batches, in_h,
                in_w, in_c, out_h, out_w, multiplier_c,
                *window_args(op, k_h, k_w, top, left), x_offset, multiplier, shift, per_channel, zero, low, high)
     _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, op.window.stride_h, top, batches)
