@@ -87,3 +87,12 @@ def test_tflite_float_binary(kind, compile_cache):
     op = Binary(kind=kind, activation="RELU" if kind == "add" else "NONE")
     model = single_op_model(op, [TypedFact(DatumType.F32, (4, 6)), TypedFact(DatumType.F32, (6,))])
     check_against_interpreter(model, compile_cache, runs=3, name="tfl_fbin")
+
+
+@pytest.mark.parametrize("kind", ["add", "sub", "mul"])
+@pytest.mark.parametrize("scales", [(0.001, 0.0005, 0.002), (2 ** -10, 2 ** -12, 2 ** -10)])
+def test_tflite_int16_binary_is_bit_exact(kind, scales, compile_cache):
+    qa, qb, qo = (q(s, 0) for s in scales)
+    op = Binary(kind=kind, in_q=(qa, qb), out_q=(qo,))
+    model = single_op_model(op, [TypedFact(DatumType.I16, (3, 8), None, qa), TypedFact(DatumType.I16, (8,), None, qb)])
+    check_against_interpreter(model, compile_cache, runs=6, name="tfl_bin16")

@@ -197,7 +197,8 @@ def tflite_binary(e: Emit) -> None:
             body = f"tl_clamp_f32({body}, {f32(max(low, -3e38))}, {f32(min(high, 3e38))})"
         broadcast_loop(e, a, b, y, body)
         return
-    if a.dtype not in (DatumType.I8, DatumType.U8) or op.kind not in ("add", "sub", "mul", "maximum", "minimum"):
+    if a.dtype not in (DatumType.I8, DatumType.U8, DatumType.I16) or \
+            op.kind not in ("add", "sub", "mul", "maximum", "minimum"):
         raise Unsupported(f"{op.name} on {a.dtype}")
     e.use("tl_common.h")
     cast = C_TYPES[y.dtype]
@@ -206,6 +207,12 @@ def tflite_binary(e: Emit) -> None:
         return
     p = op._params(a.dtype)
     low, high = p["range"]
+    if "pot" in p:  # int16 ADD/SUB with power-of-two scales: one input shifted down, no rescaling
+        first, second = (f"tl_rdbpot(v{name}, {-shift})" if shift else f"v{name}"
+                         for name, shift in zip("ab", p["pot"]))
+        sign = "+" if op.kind == "add" else "-"
+        broadcast_loop(e, a, b, y, f"({cast})tl_clamp_i32({first} {sign} {second}, {low}, {high})")
+        return
     mo, so, _ = requant_constants(e, p["ro"].multipliers, p["ro"].shifts, 1)
     if op.kind == "mul":
         raw = f"(int32_t)((uint32_t)(va - ({p['z1']})) * (uint32_t)(vb - ({p['z2']})))"
