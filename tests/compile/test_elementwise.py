@@ -96,3 +96,14 @@ def test_tflite_int16_binary_is_bit_exact(kind, scales, compile_cache):
     op = Binary(kind=kind, in_q=(qa, qb), out_q=(qo,))
     model = single_op_model(op, [TypedFact(DatumType.I16, (3, 8), None, qa), TypedFact(DatumType.I16, (8,), None, qb)])
     check_against_interpreter(model, compile_cache, runs=6, name="tfl_bin16")
+
+
+@pytest.mark.parametrize("dtype", [TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.INT32])
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Max", "Min"])
+def test_onnx_integer_binary_wraps_as_numpy(op, dtype, compile_cache):
+    graph = helper.make_graph([helper.make_node(op, ["a", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("a", dtype, [3, 4]),
+                               helper.make_tensor_value_info("b", dtype, [4])],
+                              [helper.make_tensor_value_info("y", dtype, None)])
+    model = tractile.load(helper.make_model(graph, opset_imports=OPSET))
+    check_against_interpreter(model, compile_cache, runs=4, name="int_binary")

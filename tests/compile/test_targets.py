@@ -182,3 +182,46 @@ def test_shared_models_verify_bit_exact_on_cortex_m(name, target, board, tmp_pat
         if name == "person_detect":  # with its input and output buffers too
             assert ram["total"] < TFLM_ARENA[name]
     assert report["cycles_per_inference"] > 0 and report["flash_bytes"]["model"] > 0
+
+
+def integer_delay_line():
+    """An int8 stream mixed with copies of itself 3 and 5 frames late (wrapping Add and Sub, Max):
+    pulsed, its state is two int8 ring buffers."""
+    ints = lambda name, values: numpy_helper.from_array(np.array(values, np.int64), name)  # noqa: E731
+    nodes = [helper.make_node("Pad", ["x", "p3"], ["x3p"]), helper.make_node("Slice", ["x3p", "s0", "e3", "a2"], ["x3"]),
+             helper.make_node("Pad", ["x", "p5"], ["x5p"]), helper.make_node("Slice", ["x5p", "s0", "e5", "a2"], ["x5"]),
+             helper.make_node("Add", ["x", "x3"], ["sum"]), helper.make_node("Sub", ["x", "x5"], ["diff"]),
+             helper.make_node("Max", ["sum", "diff"], ["top"]), helper.make_node("Concat", ["top", "diff"], ["y"], axis=1)]
+    graph = helper.make_graph(nodes, "int_delay", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 4, "T"])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
+                              [ints("p3", [0, 0, 3, 0, 0, 0]), ints("p5", [0, 0, 5, 0, 0, 0]), ints("s0", [0]),
+                               ints("e3", [-3]), ints("e5", [-5]), ints("a2", [2])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("pulse", [1, 4])
+def test_a_pulsed_integer_model_verifies_chunk_by_chunk_on_the_device(pulse, tmp_path):
+    needs_board("cortex-m3", "lm3s6965evb")
+    model = tractile.load(integer_delay_line())
+    pulsed = model.pulse("T", pulse)
+    x = np.random.default_rng(pulse).integers(-128, 128, (1, 4, 40)).astype(np.int8)
+    chunks = [[x[:, :, t:t + pulse]] for t in range(0, 40, pulse)]
+    report = verify(pulsed.model, "cortex-m3", board="lm3s6965evb", runs=0, inputs=chunks, folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    assert report["inputs_checked"] == len(chunks)
+    assert report["ram_bytes"]["state"] >= 4 * (3 + 5), "the ring buffers keep 3 and 5 frames of 4 channels"
+    stream = pulsed.start()  # the interpreter's pushes, which the device matched, equal the batch model
+    pushed = np.concatenate([stream.push(chunk)[0] for chunk in chunks], axis=2)[:, :, pulsed.delay:]
+    np.testing.assert_array_equal(pushed, model.run([x])[0][:, :, :pushed.shape[2]])
+
+
+def test_cli_verifies_a_pulsed_model(tmp_path, capsys):
+    needs_board("cortex-m3", "lm3s6965evb")
+    import onnx
+
+    path = tmp_path / "delay.onnx"
+    onnx.save(integer_delay_line(), path)
+    status = cli_main(["compile", str(path), "-i", "1,4,T,i8", "--pulse", "2", "--target", "cortex-m3", "--board",
+                       "lm3s6965evb", "--verify", "--runs", "8", "--json", "-o", str(tmp_path / "out")])
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0 and report["verified"] and report["ram_bytes"]["state"] > 0

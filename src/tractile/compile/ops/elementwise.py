@@ -178,9 +178,18 @@ FLOAT_BINARY = {"Add": "va + vb", "Sub": "va - vb", "Mul": "va * vb", "Div": "va
 @emitter(onnx_binary.Add, onnx_binary.Sub, onnx_binary.Mul, onnx_binary.Div, onnx_binary.Max, onnx_binary.Min)
 def onnx_binary_op(e: Emit) -> None:
     a, b, y = e.input(0), e.input(1), e.output(0)
-    if a.dtype != DatumType.F32:
-        raise Unsupported(f"{e.op.name} on {a.dtype} (float32 only)")
-    broadcast_loop(e, a, b, y, FLOAT_BINARY[e.op.name])
+    if a.dtype == DatumType.F32:
+        broadcast_loop(e, a, b, y, FLOAT_BINARY[e.op.name])
+        return
+    if a.dtype not in C_TYPES or e.op.name not in INTEGER_BINARY:
+        raise Unsupported(f"{e.op.name} on {a.dtype}")
+    broadcast_loop(e, a, b, y, f"({C_TYPES[y.dtype]})({INTEGER_BINARY[e.op.name]})")
+
+
+#: integer ops wrap around as NumPy's do: computed on uint32_t, then narrowed
+INTEGER_BINARY = {"Add": "(int32_t)((uint32_t)va + (uint32_t)vb)", "Sub": "(int32_t)((uint32_t)va - (uint32_t)vb)",
+                  "Mul": "(int32_t)((uint32_t)va * (uint32_t)vb)", "Max": "va > vb ? va : vb",
+                  "Min": "va < vb ? va : vb"}
 
 
 @emitter(Binary)
