@@ -187,8 +187,80 @@ static inline void tl_dwconv_nhwc_f32(const float *x, const float *w, const floa
       }                                                                                                        \
   }
 
-TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)
 TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s16, int16_t, int64_t, TL_READ_S64, tl_mbqm64)
+
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+#include <arm_acle.h>
+#include <string.h>
+#ifndef TL_ROR8
+#define TL_ROR8(v) (((v) >> 8) | ((v) << 24))
+#endif
+TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8_generic, int8_t, int32_t, TL_READ_S32, tl_mbqm)
+
+/* Cortex-M4/M7, one channel per filter: four channels at a time in registers over every tap,
+ * each tap of four channels one word of inputs and one of weights, widened by SXTB16, offset by
+ * SADD16 and multiplied-accumulated by SMLABB/SMLATT (about three instructions per MAC) */
+static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int32_t *acc,
+                                     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                     int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                     int32_t pad_left, int32_t x_offset, const int32_t *out_multiplier,
+                                     const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
+                                     int32_t high) {
+  const uint32_t offsets = ((uint32_t)(uint16_t)x_offset) | ((uint32_t)(uint16_t)x_offset << 16);
+  int32_t b, oy, ox, c, k, ky, kx;
+  if (multiplier != 1) {
+    tl_dwconv_nhwc_s8_generic(x, w, bias, y, acc, batches, in_h, in_w, in_c, out_h, out_w, multiplier, k_h, k_w,
+                              stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, x_offset, out_multiplier, shift,
+                              per_channel, zero, low, high);
+    return;
+  }
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        const int8_t *base = x + (b * in_h * in_w) * in_c;
+        int32_t kx0, kx1;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        for (c = 0; c < in_c; c += 4) {
+          int32_t sums[4];
+          const int32_t lanes = in_c - c < 4 ? in_c - c : 4;
+          for (k = 0; k < 4; ++k) sums[k] = bias && k < lanes ? bias[c + k] : 0;
+          for (ky = ky0; ky < ky1; ++ky)
+            for (kx = kx0; kx < kx1; ++kx) {
+              const int8_t *px = base + ((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + c;
+              const int8_t *pw = w + (ky * k_w + kx) * in_c + c;
+              if (lanes == 4) {
+                uint32_t xv, wv, xe, xo, we, wo;
+                memcpy(&xv, px, 4);
+                memcpy(&wv, pw, 4);
+                xe = __sadd16(__sxtb16(xv), offsets);
+                xo = __sadd16(__sxtb16(TL_ROR8(xv)), offsets);
+                we = __sxtb16(wv);
+                wo = __sxtb16(TL_ROR8(wv));
+                sums[0] = __smlabb(xe, we, sums[0]);
+                sums[2] = __smlatt(xe, we, sums[2]);
+                sums[1] = __smlabb(xo, wo, sums[1]);
+                sums[3] = __smlatt(xo, wo, sums[3]);
+              } else {
+                for (k = 0; k < lanes; ++k) sums[k] += ((int32_t)px[k] + x_offset) * (int32_t)pw[k];
+              }
+            }
+          for (k = 0; k < lanes; ++k) {
+            const int32_t v = tl_mbqm(sums[k], out_multiplier[(c + k) * per_channel], shift[(c + k) * per_channel]);
+            out[c + k] = (int8_t)tl_clamp_i32(v + zero, low, high);
+          }
+        }
+      }
+    }
+}
+#else
+TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)
+#endif
 
 /* a 1x1 int8 convolution over `pixels` pixels with the weights stored transposed, wt[d][u]:
  * the inner loop runs over contiguous output channels into `acc` (units values of scratch);
