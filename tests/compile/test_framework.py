@@ -186,3 +186,19 @@ def test_the_documented_c_program_builds_and_prints_126(tmp_path):
     subprocess.run(["cc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "main.c", "hello_world_int8.c", "-o",
                     "demo"], cwd=tmp_path, check=True)
     assert subprocess.run(["./demo"], cwd=tmp_path, capture_output=True, text=True).stdout.strip() == "126"
+
+
+def test_a_ram_budget_is_met_or_refused_with_the_smallest_reached(capsys):
+    from tractile.cli.main import main as cli_main
+    from tractile.compile.budget import check_ram_budget, planned_ram
+
+    path = str(shared_model("tflite/micro_speech_quantized.tflite"))
+    source = generate(tractile.load(path), name="speech")
+    needed = planned_ram(source.report)
+    assert needed == source.report["arena_bytes"] + source.report["io_bytes"] < 5_968 + 1_964
+    check_ram_budget(source, needed)
+    with pytest.raises(tractile.TractileError, match=rf"needs at least {needed} B of RAM.*budget of {needed - 1} B"):
+        check_ram_budget(source, needed - 1)
+    assert cli_main(["compile", path, "--max-ram", str(needed - 1)]) != 0
+    assert f"Raise --max-ram to {needed}" in capsys.readouterr().err
+    assert cli_main(["compile", path, "--max-ram", str(needed), "--json"]) == 0

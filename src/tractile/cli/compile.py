@@ -48,6 +48,10 @@ def register(subparsers) -> None:
                         help="compile the streaming form: P frames of the streamed axis (SYM=P to name its symbol, "
                              "default T) per invoke, delay lines as ring buffers in the context; the header gives "
                              "NAME_PULSE and NAME_DELAY")
+    parser.add_argument("--max-ram", type=int, metavar="BYTES",
+                        help="a RAM budget: arena, state and input/output buffers must fit in BYTES (layers overlap "
+                             "their inputs as finely as their kernels allow); otherwise fail saying the smallest "
+                             "RAM reached and where memory peaks")
     parser.add_argument("--json", action="store_true", help="print the compile report as JSON")
     parser.set_defaults(handler=run)
 
@@ -69,6 +73,10 @@ def run(args) -> int:
         macros = {"PULSE": (pulsed.pulse, f"frames of {pulsed.symbol} each invoke consumes"),
                   "DELAY": (pulsed.delay, "frames the outputs lag behind the inputs")}
         model = pulsed.model
+    if args.max_ram is not None:
+        from ..compile.budget import check_ram_budget
+
+        check_ram_budget(generate(model, name=name, target=args.target, optimize=False), args.max_ram)
     if args.target != "host" and (args.verify or args.project):
         from .compile_target import run_target
 
