@@ -225,3 +225,10 @@ def test_cli_verifies_a_pulsed_model(tmp_path, capsys):
                        "lm3s6965evb", "--verify", "--runs", "8", "--json", "-o", str(tmp_path / "out")])
     report = json.loads(capsys.readouterr().out)
     assert status == 0 and report["verified"] and report["ram_bytes"]["state"] > 0
+
+
+def test_a_firmware_too_big_for_the_board_says_by_how_much(tmp_path):
+    needs_board("cortex-m3", "lm3s6965evb")
+    model = tractile.load(shared_model("tflite/person_detect.tflite"))
+    with pytest.raises(TractileError, match=r"does not fit lm3s6965evb: its \w+ overflows by \d+ B \(the model alone"):
+        verify(model, "cortex-m3", board="lm3s6965evb", runs=6, folder=tmp_path)

@@ -109,7 +109,20 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
         (folder / "link.ld").write_text(linker_script(board))
         link = [compiler, *flags, "--specs=nano.specs", "-nostartfiles", "-T", "link.ld", "startup.c", *sources,
                 "-o", elf.name, "-Wl,--gc-sections", "-lm"]
-    _run(link, folder, f"linking the firmware for {board.name}")
+    model_flash = flash_of(model_sections)
+    if model_flash > board.flash_bytes:
+        raise TractileError(f"the model does not fit {board.name}: its code and constants take {model_flash} B of "
+                            f"flash, the board has {board.flash_bytes} B")
+    try:
+        _run(link, folder, f"linking the firmware for {board.name}")
+    except TractileError as error:
+        overflow = re.search(r"region [`']?(\w+)'? overflowed by (\d+) bytes", str(error))
+        if overflow is None:
+            raise
+        raise TractileError(f"the test firmware does not fit {board.name}: its {overflow.group(1)} overflows by "
+                            f"{overflow.group(2)} B (the model alone takes {model_flash} B of the board's "
+                            f"{board.flash_bytes} B of flash; the inputs to check are baked in too: verify fewer "
+                            "inputs, or choose a larger board)") from None
     sections = object_sizes(size_tool, elf, folder)
     ram = sum(size for name, size in sections.items() if re.match(r"\.(data|bss|noinit)", name))
     return Firmware(folder, elf, board, flash_of(model_sections), flash_of(sections), ram, sections)
