@@ -57,10 +57,10 @@ def test_float_convolutions_match(window, depthwise, compile_cache):
 
 
 @pytest.mark.parametrize("kind", ["average", "max"])
-@pytest.mark.parametrize("dtype", ["i8", "f32"])
+@pytest.mark.parametrize("dtype", ["i8", "i16", "f32"])
 @pytest.mark.parametrize("window", [Window2D("SAME", 2, 2), Window2D("VALID", 1, 2)], ids=str)
 def test_pooling(kind, dtype, window, compile_cache):
-    quant = q(0.1, -3) if dtype == "i8" else None
+    quant = q(0.1, -3) if dtype == "i8" else (q(0.001, 0) if dtype == "i16" else None)
     fact = TypedFact(DatumType(dtype), (1, 7, 9, 5), None, quant)
     op = Pool2D(kind=kind, window=window, filter_h=3, filter_w=2, activation="RELU",
                 in_q=(quant,), out_q=(quant,))

@@ -32,28 +32,32 @@ static inline void tl_avg_pool_nhwc_f32(const float *x, float *y, int32_t batche
       }
 }
 
-static inline void tl_avg_pool_nhwc_s8(const int8_t *x, int8_t *y, int32_t batches, int32_t in_h, int32_t in_w,
-                                       int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
-                                       int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-                                       int32_t low, int32_t high) {
-  int32_t b, oy, ox, c, iy, ix;
-  for (b = 0; b < batches; ++b)
-    for (oy = 0; oy < out_h; ++oy)
-      for (ox = 0; ox < out_w; ++ox) {
-        int32_t y0, y1, x0, x1, count;
-        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * channels;
-        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
-        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
-        count = (y1 - y0) * (x1 - x0);
-        for (c = 0; c < channels; ++c) {
-          int32_t total = 0, average;
-          for (iy = y0; iy < y1; ++iy)
-            for (ix = x0; ix < x1; ++ix) total += x[((b * in_h + iy) * in_w + ix) * channels + c];
-          average = total > 0 ? (total + count / 2) / count : (total - count / 2) / count;
-          out[c] = (int8_t)tl_clamp_i32(average, low, high);
-        }
-      }
-}
+#define TL_AVG_POOL_NHWC_Q(name, x_type)                                                                    \
+  static inline void name(const x_type *x, x_type *y, int32_t batches, int32_t in_h, int32_t in_w,           \
+                          int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,          \
+                          int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t low, \
+                          int32_t high) {                                                                    \
+    int32_t b, oy, ox, c, iy, ix;                                                                            \
+    for (b = 0; b < batches; ++b)                                                                            \
+      for (oy = 0; oy < out_h; ++oy)                                                                         \
+        for (ox = 0; ox < out_w; ++ox) {                                                                     \
+          int32_t y0, y1, x0, x1, count;                                                                     \
+          x_type *out = y + ((b * out_h + oy) * out_w + ox) * channels;                                      \
+          tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);                                      \
+          tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);                                     \
+          count = (y1 - y0) * (x1 - x0);                                                                     \
+          for (c = 0; c < channels; ++c) {                                                                   \
+            int32_t total = 0, average;                                                                      \
+            for (iy = y0; iy < y1; ++iy)                                                                     \
+              for (ix = x0; ix < x1; ++ix) total += x[((b * in_h + iy) * in_w + ix) * channels + c];         \
+            average = total > 0 ? (total + count / 2) / count : (total - count / 2) / count;                 \
+            out[c] = (x_type)tl_clamp_i32(average, low, high);                                               \
+          }                                                                                                  \
+        }                                                                                                    \
+  }
+
+TL_AVG_POOL_NHWC_Q(tl_avg_pool_nhwc_s8, int8_t)
+TL_AVG_POOL_NHWC_Q(tl_avg_pool_nhwc_s16, int16_t)
 
 static inline void tl_max_pool_nhwc_f32(const float *x, float *y, int32_t batches, int32_t in_h, int32_t in_w,
                                         int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
@@ -79,26 +83,31 @@ static inline void tl_max_pool_nhwc_f32(const float *x, float *y, int32_t batche
       }
 }
 
-static inline void tl_max_pool_nhwc_s8(const int8_t *x, int8_t *y, int32_t batches, int32_t in_h, int32_t in_w,
-                                       int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
-                                       int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-                                       int32_t low, int32_t high) {
-  int32_t b, oy, ox, c, iy, ix;
-  for (b = 0; b < batches; ++b)
-    for (oy = 0; oy < out_h; ++oy)
-      for (ox = 0; ox < out_w; ++ox) {
-        int32_t y0, y1, x0, x1;
-        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * channels;
-        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
-        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
-        for (c = 0; c < channels; ++c) {
-          int32_t best = -128;
-          for (iy = y0; iy < y1; ++iy)
-            for (ix = x0; ix < x1; ++ix) best = tl_max_i32(best, x[((b * in_h + iy) * in_w + ix) * channels + c]);
-          out[c] = (int8_t)tl_clamp_i32(best, low, high);
-        }
-      }
-}
+#define TL_MAX_POOL_NHWC_Q(name, x_type, lowest)                                                            \
+  static inline void name(const x_type *x, x_type *y, int32_t batches, int32_t in_h, int32_t in_w,           \
+                          int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,          \
+                          int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left, int32_t low, \
+                          int32_t high) {                                                                    \
+    int32_t b, oy, ox, c, iy, ix;                                                                            \
+    for (b = 0; b < batches; ++b)                                                                            \
+      for (oy = 0; oy < out_h; ++oy)                                                                         \
+        for (ox = 0; ox < out_w; ++ox) {                                                                     \
+          int32_t y0, y1, x0, x1;                                                                            \
+          x_type *out = y + ((b * out_h + oy) * out_w + ox) * channels;                                      \
+          tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);                                      \
+          tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);                                     \
+          for (c = 0; c < channels; ++c) {                                                                   \
+            int32_t best = lowest;                                                                           \
+            for (iy = y0; iy < y1; ++iy)                                                                     \
+              for (ix = x0; ix < x1; ++ix)                                                                   \
+                best = tl_max_i32(best, x[((b * in_h + iy) * in_w + ix) * channels + c]);                    \
+            out[c] = (x_type)tl_clamp_i32(best, low, high);                                                  \
+          }                                                                                                  \
+        }                                                                                                    \
+  }
+
+TL_MAX_POOL_NHWC_Q(tl_max_pool_nhwc_s8, int8_t, -128)
+TL_MAX_POOL_NHWC_Q(tl_max_pool_nhwc_s16, int16_t, -32768)
 
 /* ONNX MaxPool / AveragePool on NCHW planes (1-D as a height of 1), float: taps outside the
  * input are skipped; the average divides by `counts[position]` (made on the host: real taps,

@@ -32,11 +32,11 @@ def pool2d(e: Emit) -> None:
             raise Unsupported(f"the fused activation {op.activation} on a pooling")
         low, high = (np.float32(v) for v in TFLITE_CLAMPS[op.activation])
         suffix = "f32"
-    elif x.dtype == DatumType.I8:
+    elif x.dtype in (DatumType.I8, DatumType.I16):
         low, high = activation_range(op.activation, op.oq(0), x.dtype)
-        suffix = "s8"
+        suffix = "s8" if x.dtype == DatumType.I8 else "s16"
     else:
-        raise Unsupported(f"pooling on {x.dtype} (float32 and int8 are compiled)")
+        raise Unsupported(f"pooling on {x.dtype} (float32, int8 and int16 are compiled)")
     e.use(HEADER)
     e.call(f"tl_{'avg' if op.kind == 'average' else 'max'}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels,
            out_h, out_w, op.filter_h, op.filter_w, op.window.stride_h, op.window.stride_w, top, left, low, high)
