@@ -93,11 +93,17 @@ static inline int32_t tl_rdbpot(int32_t x, int exponent) {
   return (x >> exponent) + (remainder > threshold ? 1 : 0);
 }
 
-/* TFLite's MultiplyByQuantizedMultiplier: x * multiplier * 2^(shift - 31), double rounding */
+/* TFLite's MultiplyByQuantizedMultiplier: x * multiplier * 2^(shift - 31), double rounding.
+ * A quantized multiplier is never INT32_MIN (it lies in [2^30, 2^31) or is 0), so the doubling
+ * high product needs no saturation and is floor((x * m + 2^30) / 2^31), which equals gemmlowp's
+ * nudged truncation; the divide by 2^right rounds halves away from zero as RoundingDivideByPOT. */
 static inline int32_t tl_mbqm(int32_t x, int32_t multiplier, int shift) {
   const int left = shift > 0 ? shift : 0;
   const int right = shift > 0 ? 0 : -shift;
-  return tl_rdbpot(tl_srdhm((int32_t)((uint32_t)x << left), multiplier), right);
+  const int64_t product = (int64_t)(int32_t)((uint32_t)x << left) * multiplier + ((int64_t)1 << 30);
+  const int32_t high = (int32_t)(product >> 31);
+  if (!right) return high;
+  return (int32_t)(((int64_t)high + ((int64_t)1 << (right - 1)) - (high < 0)) >> right);
 }
 
 /* the 64-bit accumulator variant of the 16x8 kernels: a 16-bit reduced multiplier, one rounding */

@@ -208,7 +208,7 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
                                      const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
                                      int32_t high) {
   const uint32_t offsets = ((uint32_t)(uint16_t)x_offset) | ((uint32_t)(uint16_t)x_offset << 16);
-  int32_t b, oy, ox, c, k, ky, kx;
+  int32_t b, oy, ox, c, ky, kx;
   if (multiplier != 1) {
     tl_dwconv_nhwc_s8_generic(x, w, bias, y, acc, batches, in_h, in_w, in_c, out_h, out_w, multiplier, k_h, k_w,
                               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, x_offset, out_multiplier, shift,
@@ -226,34 +226,43 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
         int32_t kx0, kx1;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
         tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-        for (c = 0; c < in_c; c += 4) {
-          int32_t sums[4];
-          const int32_t lanes = in_c - c < 4 ? in_c - c : 4;
-          for (k = 0; k < 4; ++k) sums[k] = bias && k < lanes ? bias[c + k] : 0;
-          for (ky = ky0; ky < ky1; ++ky)
-            for (kx = kx0; kx < kx1; ++kx) {
-              const int8_t *px = base + ((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + c;
-              const int8_t *pw = w + (ky * k_w + kx) * in_c + c;
-              if (lanes == 4) {
-                uint32_t xv, wv, xe, xo, we, wo;
-                memcpy(&xv, px, 4);
-                memcpy(&wv, pw, 4);
-                xe = __sadd16(__sxtb16(xv), offsets);
-                xo = __sadd16(__sxtb16(TL_ROR8(xv)), offsets);
-                we = __sxtb16(wv);
-                wo = __sxtb16(TL_ROR8(wv));
-                sums[0] = __smlabb(xe, we, sums[0]);
-                sums[2] = __smlatt(xe, we, sums[2]);
-                sums[1] = __smlabb(xo, wo, sums[1]);
-                sums[3] = __smlatt(xo, wo, sums[3]);
-              } else {
-                for (k = 0; k < lanes; ++k) sums[k] += ((int32_t)px[k] + x_offset) * (int32_t)pw[k];
-              }
+        for (c = 0; c + 4 <= in_c; c += 4) {
+          int32_t s0 = bias ? bias[c] : 0, s1 = bias ? bias[c + 1] : 0, s2 = bias ? bias[c + 2] : 0;
+          int32_t s3 = bias ? bias[c + 3] : 0;
+          for (ky = ky0; ky < ky1; ++ky) {
+            const int8_t *px = base + ((top + ky * dil_h) * in_w + left + kx0 * dil_w) * in_c + c;
+            const int8_t *pw = w + (ky * k_w + kx0) * in_c + c;
+            for (kx = kx0; kx < kx1; ++kx, px += dil_w * in_c, pw += in_c) {
+              uint32_t xv, wv, xe, xo, we, wo;
+              memcpy(&xv, px, 4);
+              memcpy(&wv, pw, 4);
+              xe = __sadd16(__sxtb16(xv), offsets);
+              xo = __sadd16(__sxtb16(TL_ROR8(xv)), offsets);
+              we = __sxtb16(wv);
+              wo = __sxtb16(TL_ROR8(wv));
+              s0 = __smlabb(xe, we, s0);
+              s2 = __smlatt(xe, we, s2);
+              s1 = __smlabb(xo, wo, s1);
+              s3 = __smlatt(xo, wo, s3);
             }
-          for (k = 0; k < lanes; ++k) {
-            const int32_t v = tl_mbqm(sums[k], out_multiplier[(c + k) * per_channel], shift[(c + k) * per_channel]);
-            out[c + k] = (int8_t)tl_clamp_i32(v + zero, low, high);
           }
+          out[c] = (int8_t)tl_clamp_i32(tl_mbqm(s0, out_multiplier[c * per_channel], shift[c * per_channel]) + zero,
+                                        low, high);
+          out[c + 1] = (int8_t)tl_clamp_i32(tl_mbqm(s1, out_multiplier[(c + 1) * per_channel],
+                                                    shift[(c + 1) * per_channel]) + zero, low, high);
+          out[c + 2] = (int8_t)tl_clamp_i32(tl_mbqm(s2, out_multiplier[(c + 2) * per_channel],
+                                                    shift[(c + 2) * per_channel]) + zero, low, high);
+          out[c + 3] = (int8_t)tl_clamp_i32(tl_mbqm(s3, out_multiplier[(c + 3) * per_channel],
+                                                    shift[(c + 3) * per_channel]) + zero, low, high);
+        }
+        for (; c < in_c; ++c) {
+          int32_t sum = bias ? bias[c] : 0;
+          for (ky = ky0; ky < ky1; ++ky)
+            for (kx = kx0; kx < kx1; ++kx)
+              sum += ((int32_t)base[((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + c] + x_offset) *
+                     (int32_t)w[(ky * k_w + kx) * in_c + c];
+          out[c] = (int8_t)tl_clamp_i32(tl_mbqm(sum, out_multiplier[c * per_channel], shift[c * per_channel]) + zero,
+                                        low, high);
         }
       }
     }
