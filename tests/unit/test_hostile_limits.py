@@ -108,3 +108,31 @@ def test_an_endless_loop_meets_the_iteration_limit():
             model.run([np.array(True), np.zeros(1, np.float32)])
     finally:
         Limits.max_loop_iterations = saved
+
+
+def local_function(name: str, calls: str):
+    return helper.make_function("local", name, ["a"], ["b"], [helper.make_node(calls, ["a"], ["b"], domain="local")],
+                                [helper.make_opsetid("", 17), helper.make_opsetid("local", 1)])
+
+
+@pytest.mark.parametrize("functions,cycle", [([("F", "F")], "local.F -> local.F"),
+                                             ([("F", "G"), ("G", "F")], "local.F -> local.G -> local.F")])
+def test_recursive_local_functions_are_refused_at_load(functions, cycle):
+    graph = helper.make_graph([helper.make_node("F", ["x"], ["y"], domain="local")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    proto = helper.make_model(graph, opset_imports=OPSET + [helper.make_opsetid("local", 1)],
+                              functions=[local_function(*pair) for pair in functions])
+    with pytest.raises(ModelFormatError, match=cycle):
+        tractile.load(proto)
+
+
+@pytest.mark.parametrize("inputs,says", [(None, "got None"), (b"...", "got bytes"), ("x", "got str"),
+                                         (object(), "got object"), ([None], 'input "x" is None'),
+                                         ({"x": None}, 'input "x" is None'),
+                                         ([[1.0, "a", 3.0, 4.0]], 'input "x": list cannot become')])
+def test_inputs_that_are_not_arrays_are_refused_naming_the_input(inputs, says):
+    model = tractile.load(relu_model("4"))
+    with pytest.raises(RunError, match=says):
+        model.run(inputs)
+    assert model.run(np.ones(4, np.float32))[0].shape == (4,)

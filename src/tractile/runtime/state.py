@@ -71,8 +71,14 @@ class SimpleState:
         if fact.kind != TENSOR:
             return check_container_value(fact, value, f'input "{name}"')
         expected = fact.dtype.np
+        if value is None:
+            raise RunError(f'input "{name}" is None: give an array ({fact})')
         if not isinstance(value, np.ndarray):
-            value = np.asarray(value, dtype=expected)
+            try:
+                value = np.asarray(value, dtype=expected)
+            except (TypeError, ValueError, OverflowError) as error:
+                raise RunError(f'input "{name}": {type(value).__name__} cannot become an array of {fact.dtype} '
+                               f"({error})") from None
         if value.dtype != expected and not (fact.dtype == DatumType.STRING and value.dtype.kind in "OUS"):
             raise RunError(f'input "{name}": expected {fact} but got datum type {value.dtype}'
                            f" (convert it with .astype(np.{expected.name}))")
@@ -187,6 +193,12 @@ def order_inputs(names: Sequence[str], inputs, what: str = "the model") -> tuple
     Accepts a dict by name, a sequence in order, or a single array; a RunError says what is
     missing or unknown.
     """
+    if inputs is None or isinstance(inputs, (str, bytes, bytearray)):
+        got = "None" if inputs is None else type(inputs).__name__
+        raise RunError(f"{what} takes its inputs as a list in order ({', '.join(names)}), a dict by name or one "
+                       f"array; got {got}")
+    if isinstance(inputs, (int, float, complex, np.generic)):
+        inputs = [inputs]
     if isinstance(inputs, Mapping):
         unknown = [k for k in inputs if k not in names]
         if unknown:
@@ -198,9 +210,16 @@ def order_inputs(names: Sequence[str], inputs, what: str = "the model") -> tuple
         return [inputs[name] for name in names], True
     if isinstance(inputs, np.ndarray):
         inputs = [inputs]
-    inputs = list(inputs)
+    try:
+        inputs = list(inputs)
+    except TypeError:
+        raise RunError(f"{what} takes its inputs as a list in order ({', '.join(names)}), a dict by name or one "
+                       f"array; got {type(inputs).__name__}") from None
     if len(inputs) != len(names):
         raise RunError(f"{what} takes {len(names)} input(s) ({', '.join(names)}), {len(inputs)} given")
+    for name, value in zip(names, inputs):
+        if value is None:
+            raise RunError(f'input "{name}" is None: give an array')
     return inputs, False
 
 

@@ -68,6 +68,41 @@ def _subgraphs(node):
             yield from attribute.graphs
 
 
+def check_function_calls(functions: dict) -> None:
+    """Refuse model-local functions that call themselves, directly or through others (their
+    expansion would never end)."""
+    calls: dict = {}
+    for key, function in functions.items():
+        pending, called = list(function.node), set()
+        while pending:
+            node = pending.pop()
+            if (node.domain, node.op_type) in functions:
+                called.add((node.domain, node.op_type))
+            for graph in _subgraphs(node):
+                pending.extend(graph.node)
+        calls[key] = called
+    state: dict = {}
+    for start in calls:
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(sorted(calls[start]))]
+        state[start] = 1
+        while stack:
+            following = next(stack[-1], None)
+            if following is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(following) == 1:
+                cycle = path[path.index(following):] + [following]
+                raise ModelFormatError("model-local functions call themselves: "
+                                       + " -> ".join(f"{d}.{n}" if d else n for d, n in cycle)
+                                       + " (a recursive function has no finite expansion)")
+            elif not state.get(following):
+                state[following] = 1
+                path.append(following)
+                stack.append(iter(sorted(calls[following])))
+
+
 def find_unsupported(graph, context: OnnxContext, found: dict | None = None) -> dict:
     """Every (domain, op type, opset) with neither a translation nor a function body,
     with the node names using it."""
@@ -104,6 +139,7 @@ def load_onnx(source) -> InferenceModel:
     if not opsets:
         opsets[""] = 1
     functions = {(f.domain, f.name): f for f in proto.functions}
+    check_function_calls(functions)
     context = OnnxContext(opsets, functions, base_dir)
     found = find_unsupported(proto.graph, context)
     if found:
