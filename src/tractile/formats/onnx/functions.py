@@ -74,7 +74,7 @@ def _schema(op_type: str, opset: int, domain: str):
 
     try:
         return onnx.defs.get_schema(op_type, opset, domain)
-    except onnx.defs.SchemaError:
+    except (onnx.defs.SchemaError, TypeError, OverflowError):  # no such op, or an opset out of range
         return None
 
 

@@ -9,8 +9,10 @@ import numpy as np
 from ...dim import dim_symbols
 from ...errors import ModelFormatError, UnsupportedOpError
 from ...fact import InferenceFact, ShapeFactoid
-from ..detect import check_model_proto
 from ...model import InferenceModel
+from ..detect import check_model_proto
+from .checks import check_function_calls, check_text, sparse_to_dense
+from .checks import subgraphs as _subgraphs
 from .registry import OnnxNode, Translated, lookup, supported_ops
 
 from .types import (  # noqa: F401 - re-exported: translations import these from the loader
@@ -58,62 +60,18 @@ def read_model(source):
     return proto, base_dir
 
 
-def _subgraphs(node):
-    from onnx import AttributeProto
-
-    for attribute in node.attribute:
-        if attribute.type == AttributeProto.GRAPH:
-            yield attribute.g
-        elif attribute.type == AttributeProto.GRAPHS:
-            yield from attribute.graphs
-
-
-def check_function_calls(functions: dict) -> None:
-    """Refuse model-local functions that call themselves, directly or through others (their
-    expansion would never end)."""
-    calls: dict = {}
-    for key, function in functions.items():
-        pending, called = list(function.node), set()
-        while pending:
-            node = pending.pop()
-            if (node.domain, node.op_type) in functions:
-                called.add((node.domain, node.op_type))
-            for graph in _subgraphs(node):
-                pending.extend(graph.node)
-        calls[key] = called
-    state: dict = {}
-    for start in calls:
-        if state.get(start):
-            continue
-        path, stack = [start], [iter(sorted(calls[start]))]
-        state[start] = 1
-        while stack:
-            following = next(stack[-1], None)
-            if following is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(following) == 1:
-                cycle = path[path.index(following):] + [following]
-                raise ModelFormatError("model-local functions call themselves: "
-                                       + " -> ".join(f"{d}.{n}" if d else n for d, n in cycle)
-                                       + " (a recursive function has no finite expansion)")
-            elif not state.get(following):
-                state[following] = 1
-                path.append(following)
-                stack.append(iter(sorted(calls[following])))
-
-
 def find_unsupported(graph, context: OnnxContext, found: dict | None = None) -> dict:
     """Every (domain, op type, opset) with neither a translation nor a function body,
     with the node names using it."""
     from .functions import has_function
 
     found = {} if found is None else found
-    for node in graph.node:
+    for index, node in enumerate(graph.node):
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
         opset = context.opset(domain)
         if lookup(domain, node.op_type, opset) is None and not has_function(context, domain, node.op_type, opset):
-            found.setdefault((domain, node.op_type, opset), []).append(node.name or node.output[0])
+            label = node.name or (node.output[0] if node.output else f"#{index}")
+            found.setdefault((domain, node.op_type, opset), []).append(label)
         for subgraph in _subgraphs(node):
             find_unsupported(subgraph, context, found)
     return found
@@ -138,6 +96,7 @@ def load_onnx(source) -> InferenceModel:
     opsets = {("" if o.domain in ("", "ai.onnx") else o.domain): int(o.version) for o in proto.opset_import}
     if not opsets:
         opsets[""] = 1
+    check_text(proto.graph, "the main graph")
     functions = {(f.domain, f.name): f for f in proto.functions}
     check_function_calls(functions)
     context = OnnxContext(opsets, functions, base_dir)
@@ -270,8 +229,10 @@ class GraphBuilder:
                 inputs.append(self.model.add_const(f"{node.name}.const{index}", item))
             elif isinstance(item, str):
                 inputs.append(self.outlet(item, node))
-            else:
+            elif 0 <= item < len(node.inputs):
                 inputs.append(self.outlet(node.inputs[item], node))
+            else:
+                raise node.error(f"needs an input {item}, but the node has {len(node.inputs)}")
         outlets = self.model.wire_node(node.name, result.op, inputs)
         for index, name in enumerate(node.outputs):
             if not name:
@@ -307,43 +268,6 @@ def _merge_hint(fact: InferenceFact, hint: InferenceFact) -> InferenceFact:
         return unify(fact, hint)
     except AnalysisError:
         return fact
-
-
-def sparse_to_dense(sparse, where: str) -> np.ndarray:
-    """The dense array of a SparseTensorProto, its indices checked against its dims."""
-    from ...ops.base import Limits
-
-    values = tensor_to_array(sparse.values, where)
-    indices = tensor_to_array(sparse.indices, where) if sparse.HasField("indices") else np.zeros((0,), np.int64)
-    dims = tuple(int(d) for d in sparse.dims)
-    if any(d < 0 for d in dims):
-        raise ModelFormatError(f"{where}: negative dims {list(dims)}")
-    count = int(np.prod(dims, dtype=object)) if dims else 1
-    if count * values.dtype.itemsize > Limits.max_tensor_bytes:
-        raise ModelFormatError(f"{where}: dims {list(dims)} make a tensor larger than the limit "
-                               f"({Limits.max_tensor_bytes} bytes; tractile.set_limits raises it)")
-    values = values.reshape(-1)
-    if indices.dtype.kind not in "iu":
-        raise ModelFormatError(f"{where}: indices of type {indices.dtype}, not integers")
-    if indices.ndim == 1:
-        bounds = np.array([count])
-        flat = indices.reshape(-1, 1)
-    elif indices.ndim == 2 and indices.shape[1] == len(dims):
-        bounds, flat = np.array(dims), indices
-    else:
-        raise ModelFormatError(f"{where}: indices of shape {list(indices.shape)} for dims {list(dims)} "
-                               f"(give [NNZ] linear indices or [NNZ, {len(dims)}] coordinates)")
-    if flat.shape[0] != values.size:
-        raise ModelFormatError(f"{where}: {flat.shape[0]} indices for {values.size} values")
-    outside = np.nonzero(np.any((flat < 0) | (flat >= bounds), axis=1))[0]
-    if outside.size:
-        raise ModelFormatError(f"{where}: index {flat[outside[0]].tolist()} is outside dims {list(dims)}")
-    dense = np.zeros(dims, dtype=values.dtype)
-    if indices.ndim == 1:
-        dense.reshape(-1)[indices] = values
-    else:
-        dense[tuple(indices.T)] = values
-    return dense
 
 
 def _read_names(node) -> set[str]:

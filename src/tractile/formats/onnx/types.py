@@ -63,6 +63,8 @@ def symbol_name(param: str) -> str:
 def dim_from_param(param: str):
     """A dim_param as a symbolic dim: an expression such as ``"T - 1"`` when it parses as one,
     else a symbol named after the text (``"batch size"`` becomes ``batch_size``)."""
+    if isinstance(param, bytes):  # not valid UTF-8: protobuf hands the raw bytes over
+        param = param.decode("utf-8", errors="replace")
     try:
         return parse_dim(param)
     except DimensionTooComplex:
