@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 JOBS ?= 2
 
-.PHONY: demo test versions conformance bench clean browser toolchains
+.PHONY: demo test versions conformance bench clean browser toolchains fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,3 +65,18 @@ bench: $(VENV)/.test
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
+
+# coverage-guided fuzzing (outside CI): atheris over the TFLite reader, the ONNX loader and the
+# analyser, FUZZ_SECONDS each, seeded from the shared models and the structural fuzzer's cases;
+# findings land in build/fuzz/TARGET (see docs/ROBUSTNESS.md)
+FUZZ_SECONDS ?= 60
+fuzz: $(VENV)/.test
+	$(PIP) atheris
+	@for target in tflite onnx analyse; do \
+	  mkdir -p build/fuzz/$$target/corpus; \
+	  $(BIN)/python -c "from pathlib import Path; from tractile.tools.fuzz_atheris import seeds; \
+	    seeds('$$target', Path('build/fuzz/$$target/corpus'), Path('../shared/models'))"; \
+	  echo "fuzzing $$target for $(FUZZ_SECONDS) s"; \
+	  (cd build/fuzz/$$target && ../../../$(BIN)/python -m tractile.tools.fuzz_atheris $$target \
+	     -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=10 corpus) || exit 1; \
+	done

@@ -136,7 +136,8 @@ def worker(timeout: float, memory_mb: int) -> None:
         try:
             model = tractile.load(bytes.fromhex(data))
             facts = model.input_facts
-            if all(all(isinstance(d, int) for d in f.shape) for f in facts) and len(facts) <= 4 and \
+            if all(f.dtype is not None and all(isinstance(d, int) for d in f.shape) for f in facts) and \
+                    len(facts) <= 4 and \
                     all(np.prod([int(d) for d in f.shape], dtype=float) <= 1e6 for f in facts):
                 model.run([np.ones([int(d) for d in f.shape], f.dtype.np) if f.dtype.np != object
                            else np.array("", dtype=object) for f in facts])
