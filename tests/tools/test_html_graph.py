@@ -118,7 +118,7 @@ def test_page_is_self_contained(demo_model, tmp_path, capsys):
     data = _page_data(html)
     assert data["stage"] == "optimize"
     assert f"wrote {target}: {len(data['nodes'])} nodes, {len(data['edges'])} edges, 0 groups" in out
-    assert {"Conv", "MaxPool", "MatMul", "Softmax", "Shape"} <= {n["op"] for n in data["nodes"]}
+    assert {"Conv", "MaxPool", "MatMul", "Softmax", "Flatten"} <= {n["op"] for n in data["nodes"]}
 
 
 def test_names_are_escaped(tmp_path):

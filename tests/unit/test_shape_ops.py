@@ -88,6 +88,19 @@ def test_shape_gather_concat_reshape_keeps_the_batch_symbol():
     optimized = tractile.load(proto)
     assert optimized.output_fact(0).shape == (N, 3 * T)
     assert optimized.run([np.zeros((2, 3, 5), np.float32)])[0].shape == (2, 15)
+    # the plumbing folds away: one Flatten, as a person would have written it
+    assert [n.op.name for n in optimized.nodes] == ["Source", "Flatten"]
+
+
+def test_a_computed_target_that_is_concrete_becomes_a_constant_reshape():
+    nodes = [node("Shape", ["x"], ["s"]), node("ReduceProd", ["s"], ["volume"], keepdims=1),
+             node("Reshape", ["x", "volume"], ["y"])]
+    proto = model(nodes, [value("x", "f32", [2, 3, 4])], [value("y", None)], opset=13)
+    optimized = tractile.load(proto)
+    assert [n.op.name for n in optimized.nodes if n.op.name != "Const"] in (["Source", "Reshape"],
+                                                                           ["Source", "Flatten"])
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(optimized.run([x])[0], x.reshape(24))
 
 
 def test_symbolic_values_flow_through_range_expand_slice_size_and_reduce_prod():

@@ -175,9 +175,38 @@ class Reshape(Op):
             raise RunError(f"cannot reshape an input of shape {data.shape} to {target}") from None
 
     def declutter(self, model, node):
-        if model.outlet_fact(node.inputs[0]).shape == node.outputs[0].fact.shape:
+        data = model.outlet_fact(node.inputs[0])
+        out = node.outputs[0].fact.shape
+        if data.shape == out:
             return ModelPatch.shunt_one_op(model, node, f"no-op reshape {node.name}")
+        if model.outlet_fact(node.inputs[1]).konst is not None:
+            return None
+        # a target computed from shapes (Shape -> Gather -> Concat...) whose value is known
+        # symbolically: the reshape a person wrote, without the exporter's plumbing
+        if len(out) == 2:
+            for axis in range(len(data.shape) + 1):
+                if (volume(data.shape[:axis]), volume(data.shape[axis:])) == tuple(out):
+                    patch = ModelPatch(model, f"{node.name}: a flatten at axis {axis}")
+                    flat = patch.wire_node(node.name, Flatten(axis), [patch.tap(node.inputs[0])])[0]
+                    patch.shunt(_outlet(node), flat)
+                    patch.obliterate(node.id)
+                    return patch
+        if all(isinstance(d, int) for d in out):
+            patch = ModelPatch(model, f"{node.name}: a reshape to the constant shape {list(out)}")
+            from .io import Const
+
+            target = patch.wire_node(f"{node.name}.shape", Const(np.array(out, np.int64)), [])[0]
+            reshaped = patch.wire_node(node.name, Reshape(self.allowzero), [patch.tap(node.inputs[0]), target])[0]
+            patch.shunt(_outlet(node), reshaped)
+            patch.obliterate(node.id)
+            return patch
         return None
+
+
+def _outlet(node):
+    from ..graph import OutletId
+
+    return OutletId(node.id, 0)
 
 
 @dataclass(frozen=True)
