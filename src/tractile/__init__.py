@@ -88,7 +88,7 @@ def _guess_format(source) -> str:
 
 def set_limits(max_tensor_bytes: int | None = None, max_loop_iterations: int | None = None,
                max_run_seconds: float | None = None) -> None:
-    """Change run-time resource limits: a larger tensor, a longer loop (default 2**20 iterations)
+    """Change run-time resource limits: a larger tensor, a longer loop (default 2**18 iterations)
     or a run past ``max_run_seconds`` (checked at each loop iteration; default none, and
     ``math.inf`` removes it again) raises RunError."""
     if max_tensor_bytes is not None:

@@ -108,8 +108,8 @@ class Limits:
     """Run-time resource limits; change them with :func:`tractile.set_limits`."""
 
     max_tensor_bytes: int = 8 << 30
-    #: about 4 s of a trivial loop body: an endless loop ends soon; real loops rarely need more
-    max_loop_iterations: int = 1 << 20
+    #: about a second of a trivial loop body: an endless loop ends soon; real loops rarely need more
+    max_loop_iterations: int = 1 << 18
     #: a deadline for one run, checked at each loop iteration (None: no deadline)
     max_run_seconds: float | None = None
 
