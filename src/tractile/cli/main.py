@@ -9,7 +9,7 @@ from ..errors import TractileError
 
 #: command modules, in --help order; each has ``register(subparsers)``. Modules of
 #: commands still being written may be absent and are then skipped.
-COMMAND_MODULES = ("dump", "run", "profile", "compare", "stream", "compile", "convert", "conformance")
+COMMAND_MODULES = ("dump", "run", "profile", "compare", "stream", "compile", "batch", "convert", "conformance")
 
 
 def _commands():
