@@ -27,6 +27,8 @@ class Job:
     inputs: tuple = field(default_factory=tuple)
     pulse: int | None = None
     symbol: str | None = None
+    #: BLAS threads of each worker (1 when several workers share the machine), None: the default
+    threads: int | None = None
 
 
 class Runner:
@@ -35,6 +37,11 @@ class Runner:
     def __init__(self, job: Job):
         import tractile
 
+        if job.threads is not None:
+            try:
+                tractile.set_threads(job.threads)
+            except tractile.TractileError:
+                pass  # threadpoolctl missing: the libraries keep their defaults
         self.job = job
         facts = list(job.inputs) or None
         self.model = tractile.load(job.model, inputs=facts)
