@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import tractile
 from tractile.compile import generate
@@ -107,3 +107,39 @@ def test_onnx_integer_binary_wraps_as_numpy(op, dtype, compile_cache):
                               [helper.make_tensor_value_info("y", dtype, None)])
     model = tractile.load(helper.make_model(graph, opset_imports=OPSET))
     check_against_interpreter(model, compile_cache, runs=4, name="int_binary")
+
+
+@pytest.mark.parametrize("op,axes,keepdims", [("ReduceMean", [1], 1), ("ReduceSum", [0, 2], 0),
+                                              ("ReduceMax", [2], 1), ("ReduceMin", None, 0), ("ReduceL2", [1, 2], 1),
+                                              ("ReduceSumSquare", [0], 0), ("ReduceProd", [2], 0),
+                                              ("ReduceL1", [1], 1)])
+def test_reductions(op, axes, keepdims, compile_cache):
+    inputs = ["x"] + (["axes"] if axes is not None else [])
+    initializers = [numpy_helper.from_array(np.array(axes, np.int64), "axes")] if axes is not None else []
+    graph = helper.make_graph([helper.make_node(op, inputs, ["y"], keepdims=keepdims)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    model = tractile.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    check_against_interpreter(model, compile_cache, runs=3, name="reduce")
+
+
+@pytest.mark.parametrize("source,target", [(TensorProto.FLOAT, TensorProto.INT32), (TensorProto.INT64, TensorProto.FLOAT),
+                                           (TensorProto.FLOAT, TensorProto.BOOL), (TensorProto.INT8, TensorProto.INT64),
+                                           (TensorProto.INT32, TensorProto.INT8)])
+def test_casts(source, target, compile_cache):
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=target)], "g",
+                              [helper.make_tensor_value_info("x", source, [4, 6])],
+                              [helper.make_tensor_value_info("y", target, None)])
+    model = tractile.load(helper.make_model(graph, opset_imports=OPSET))
+    check_against_interpreter(model, compile_cache, runs=3, name="cast")
+
+
+def test_pow(compile_cache):
+    graph = helper.make_graph([helper.make_node("Pow", ["a", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [3, 4]),
+                               helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = tractile.load(helper.make_model(graph, opset_imports=OPSET))
+    rng = np.random.default_rng(0)
+    inputs = [[np.abs(rng.standard_normal((3, 4))).astype(np.float32) + 0.1, rng.standard_normal(4).astype(np.float32)]]
+    check_against_interpreter(model, compile_cache, inputs=inputs, name="pow")

@@ -38,13 +38,14 @@ def chunks(audio: np.ndarray):
         context = new[-CONTEXT:]
 
 
-@pytest.mark.parametrize("name", ["silero_vad.onnx", "silero_vad_16k_op15.onnx"])
-def test_chunk_by_chunk_matches_onnxruntime(name):
+@pytest.mark.parametrize("name,compile", [("silero_vad.onnx", None), ("silero_vad_16k_op15.onnx", None),
+                                          ("silero_vad_16k_op15.onnx", "auto")])
+def test_chunk_by_chunk_matches_onnxruntime(name, compile):
     import onnxruntime as ort
 
     path = silero_file(name)
     facts = {"input": f"1,{CHUNK + CONTEXT},f32", "state": "2,1,128,f32", "sr": "i64"}
-    model = tractile.load(path, inputs=facts)
+    model = tractile.load(path, inputs=facts, compile=compile)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])

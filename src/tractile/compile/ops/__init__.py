@@ -1,2 +1,3 @@
 """C emitters, one module per op family; importing this package registers them all."""
-from . import array, conv, dense, elementwise, fused, pool, quantize, recurrent, rnn, shape, softmax, stream  # noqa: F401
+from . import (array, conv, dense, elementwise, fused, pool, quantize, recurrent, reduce, rnn, shape,  # noqa: F401
+               softmax, stream)

@@ -168,17 +168,20 @@ def broadcast_loop(e: Emit, a: CTensor, b: CTensor, y: CTensor, body: str) -> No
             break
 
 
-FLOAT_BINARY = {"Add": "va + vb", "Sub": "va - vb", "Mul": "va * vb", "Div": "va / vb",
+FLOAT_BINARY = {"Pow": "powf(va, vb)", "Add": "va + vb", "Sub": "va - vb", "Mul": "va * vb", "Div": "va / vb",
                 "Max": "(va > vb || va != va ? va : vb)", "Min": "(va < vb || va != va ? va : vb)",
                 "add": "va + vb", "sub": "va - vb", "mul": "va * vb", "div": "va / vb",
                 "maximum": "(va > vb || va != va ? va : vb)", "minimum": "(va < vb || va != va ? va : vb)",
                 "squared_difference": "(va - vb) * (va - vb)"}
 
 
-@emitter(onnx_binary.Add, onnx_binary.Sub, onnx_binary.Mul, onnx_binary.Div, onnx_binary.Max, onnx_binary.Min)
+@emitter(onnx_binary.Add, onnx_binary.Sub, onnx_binary.Mul, onnx_binary.Div, onnx_binary.Max, onnx_binary.Min,
+         onnx_binary.Pow)
 def onnx_binary_op(e: Emit) -> None:
     a, b, y = e.input(0), e.input(1), e.output(0)
-    if a.dtype == DatumType.F32:
+    if a.dtype == DatumType.F32 and b.dtype == DatumType.F32:
+        if e.op.name == "Pow":
+            e.uses_math()
         broadcast_loop(e, a, b, y, FLOAT_BINARY[e.op.name])
         return
     if a.dtype not in C_TYPES or e.op.name not in INTEGER_BINARY:
