@@ -1,83 +1,197 @@
-/* tl_rnn.h: ONNX LSTM and GRU, forward, float, default activations. x is [T][B][I] (layout 0)
- * or [B][T][I] (layout 1), y the same with hidden units; weights are stored transposed,
- * wt[i][gate column] and rt[u][gate column], so the inner loops run over contiguous gate
- * columns. h and c hold the running state (batch x hidden); `x_gates`/`h_gates` are scratch.
- * ONNX gate orders: LSTM i, o, f, c; GRU z, r, h. */
+/* tl_rnn.h: ONNX RNN, GRU and LSTM (float), one direction per call.
+ *
+ * Weights keep ONNX's gate order, transposed (depth-major, so the products vectorise over
+ * gate rows without reordering any sum): wt[i][gate * hidden + u] and rt[k][gate * hidden + u];
+ * bias holds Wb + Rb per gate row (GRU's hidden gate keeps them apart: wb_h and rb_h). Tensors are addressed through element strides so one kernel
+ * serves both layouts and both directions: x[t * x_step + b * x_batch + i],
+ * y[t * y_step + b * y_batch + u], and the states h[b * s_batch + u] (c likewise), which
+ * hold the initial states on entry and the final ones on return. A reverse direction
+ * walks time backwards. `gates` is a scratch of gate_count * hidden floats (GRU: 5 * hidden). Activations are (kind, alpha, beta) triples, kinds as TL_RNN_*. */
 #ifndef TL_RNN_H
 #define TL_RNN_H
 
 #include <math.h>
-#include <string.h>
 
 #include "tl_common.h"
 
-static inline float tl_sigmoid_f32(float v) { return 1.0f / (1.0f + expf(-v)); }
+#define TL_RNN_RELU 0
+#define TL_RNN_TANH 1
+#define TL_RNN_SIGMOID 2
+#define TL_RNN_AFFINE 3
+#define TL_RNN_LEAKY_RELU 4
+#define TL_RNN_THRESHOLDED_RELU 5
+#define TL_RNN_SCALED_TANH 6
+#define TL_RNN_HARD_SIGMOID 7
+#define TL_RNN_ELU 8
+#define TL_RNN_SOFTSIGN 9
+#define TL_RNN_SOFTPLUS 10
 
-/* gates[j] = bias[j] + sum_i row[i] * wt[i][j] for j < columns */
-static inline void tl_gate_product(const float *row, const float *wt, const float *bias, float *gates,
-                                   int32_t depth, int32_t columns) {
-  int32_t i, j;
-  for (j = 0; j < columns; ++j) gates[j] = bias ? TL_READ_F32(bias + j) : 0.0f;
-  for (i = 0; i < depth; ++i) {
-    const float value = row[i];
-    const float *w = wt + i * columns;
-    for (j = 0; j < columns; ++j) gates[j] += value * TL_READ_F32(w + j);
+/* avr-libc has no expm1f or log1pf (and its float is its double) */
+#ifdef __AVR__
+#define TL_EXPM1F(x) (expf(x) - 1.0f)
+#define TL_LOG1PF(x) logf(1.0f + (x))
+#else
+#define TL_EXPM1F(x) expm1f(x)
+#define TL_LOG1PF(x) log1pf(x)
+#endif
+
+/* activation `which` of the table act[3 * which + {kind, alpha, beta}] */
+static inline float tl_rnn_act(const float *act, int which, float x) {
+  const int kind = (int)TL_READ_F32(act + 3 * which);
+  const float alpha = TL_READ_F32(act + 3 * which + 1), beta = TL_READ_F32(act + 3 * which + 2);
+  switch (kind) {
+    case TL_RNN_RELU: return x < 0.0f ? 0.0f : x;
+    case TL_RNN_TANH: return tanhf(x);
+    case TL_RNN_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case TL_RNN_AFFINE: return alpha * x + beta;
+    case TL_RNN_LEAKY_RELU: return x >= 0.0f ? x : x * alpha;
+    case TL_RNN_THRESHOLDED_RELU: return x > alpha ? x : 0.0f;
+    case TL_RNN_SCALED_TANH: return alpha * tanhf(beta * x);
+    case TL_RNN_HARD_SIGMOID: return tl_clamp_f32(alpha * x + beta, 0.0f, 1.0f);
+    case TL_RNN_ELU: return x >= 0.0f ? x : alpha * TL_EXPM1F(x);
+    case TL_RNN_SOFTSIGN: return x / (fabsf(x) + 1.0f);
+    default: return (x > 0.0f ? x : 0.0f) + TL_LOG1PF(expf(-fabsf(x))); /* softplus */
   }
 }
 
-static inline void tl_onnx_lstm_f32(const float *x, const float *wt, const float *rt, const float *wb,
-                                    const float *rb, float *h, float *c, float *y, float *restrict x_gates,
-                                    float *restrict h_gates, int32_t steps, int32_t batch, int32_t inputs,
-                                    int32_t hidden, int32_t layout) {
-  int32_t t, b, u;
-  for (t = 0; t < steps; ++t)
-    for (b = 0; b < batch; ++b) {
-      const int32_t row = layout ? b * steps + t : t * batch + b;
-      float *hb = h + b * hidden, *cb = c + b * hidden;
-      tl_gate_product(x + row * inputs, wt, wb, x_gates, inputs, 4 * hidden);
-      tl_gate_product(hb, rt, rb, h_gates, hidden, 4 * hidden);
-      for (u = 0; u < hidden; ++u) {
-        const float in = tl_sigmoid_f32(x_gates[u] + h_gates[u]);
-        const float out = tl_sigmoid_f32(x_gates[hidden + u] + h_gates[hidden + u]);
-        const float forget = tl_sigmoid_f32(x_gates[2 * hidden + u] + h_gates[2 * hidden + u]);
-        const float cell = tanhf(x_gates[3 * hidden + u] + h_gates[3 * hidden + u]);
-        cb[u] = forget * cb[u] + in * cell;
-        hb[u] = out * tanhf(cb[u]);
-        y[row * hidden + u] = hb[u];
-      }
-    }
+/* clip <= 0: no clip */
+static inline float tl_rnn_clip(float x, float clip) { return clip > 0.0f ? tl_clamp_f32(x, -clip, clip) : x; }
+
+/* out[j] += sum_k v[k] * wt[k * stride + j] for j < count */
+static inline void tl_rnn_accumulate(float *out, const float *v, const float *wt, int32_t depth, int32_t stride,
+                                     int32_t count) {
+  int32_t k, j;
+  for (k = 0; k < depth; ++k) {
+    const float value = v[k];
+    const float *w = wt + k * stride;
+    for (j = 0; j < count; ++j) out[j] += value * TL_READ_F32(w + j);
+  }
 }
 
-static inline void tl_onnx_gru_f32(const float *x, const float *wt, const float *rt, const float *wb,
-                                   const float *rb, float *h, float *y, float *restrict x_gates,
-                                   float *restrict h_gates, float *restrict reset_h, int32_t steps, int32_t batch,
-                                   int32_t inputs, int32_t hidden, int32_t layout, int32_t linear_before_reset) {
-  int32_t t, b, u, i;
-  for (t = 0; t < steps; ++t)
-    for (b = 0; b < batch; ++b) {
-      const int32_t row = layout ? b * steps + t : t * batch + b;
-      float *hb = h + b * hidden;
-      tl_gate_product(x + row * inputs, wt, wb, x_gates, inputs, 3 * hidden);
-      tl_gate_product(hb, rt, rb, h_gates, hidden, 3 * hidden);
-      if (!linear_before_reset) { /* the candidate reads (r * h) R_h + Rb_h instead */
-        for (u = 0; u < hidden; ++u)
-          reset_h[u] = tl_sigmoid_f32(x_gates[hidden + u] + h_gates[hidden + u]) * hb[u];
-        for (u = 0; u < hidden; ++u) h_gates[2 * hidden + u] = rb ? TL_READ_F32(rb + 2 * hidden + u) : 0.0f;
-        for (i = 0; i < hidden; ++i)
-          for (u = 0; u < hidden; ++u) h_gates[2 * hidden + u] += reset_h[i] * TL_READ_F32(rt + i * 3 * hidden + 2 * hidden + u);
+/* out[j] = init[j] + x . wt[:, j] + h . rt[:, j] for j < count (columns from `column` on) */
+static inline void tl_rnn_gates(float *out, const float *init, const float *x, const float *wt, const float *h,
+                                const float *rt, int32_t depth, int32_t hidden, int32_t stride, int32_t column,
+                                int32_t count) {
+  int32_t j;
+  for (j = 0; j < count; ++j) out[j] = TL_READ_F32(init + j);
+  tl_rnn_accumulate(out, x, wt + column, depth, stride, count);
+  if (h) tl_rnn_accumulate(out, h, rt + column, hidden, stride, count);
+}
+
+/* the time index of the s-th step a direction takes */
+#define TL_RNN_STEP(t, steps, reverse) ((reverse) ? (steps) - 1 - (t) : (t))
+
+/* ONNX RNN: h = f(clip(x W^T + h R^T + Wb + Rb)); gates: hidden floats */
+static inline void tl_rnn_f32(const float *x, float *y, float *h, float *gates, const float *w, const float *r,
+                              const float *bias, const float *act, float clip, int32_t steps, int32_t batches,
+                              int32_t depth, int32_t hidden, int reverse, int32_t x_step, int32_t x_batch,
+                              int32_t y_step, int32_t y_batch, int32_t s_batch) {
+  int32_t b, s, u;
+  for (b = 0; b < batches; ++b) {
+    float *hb = h + b * s_batch;
+    for (s = 0; s < steps; ++s) {
+      const int32_t t = TL_RNN_STEP(s, steps, reverse);
+      const float *xr = x + t * x_step + b * x_batch;
+      float *yr = y + t * y_step + b * y_batch;
+      tl_rnn_gates(gates, bias, xr, w, hb, r, depth, hidden, hidden, 0, hidden);
+      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = tl_rnn_act(act, 0, tl_rnn_clip(gates[u], clip));
+    }
+  }
+}
+
+/* ONNX GRU (gates z, r, h); gates: 5 * hidden floats (z, r, the candidate's input part, r . h
+ * or the recurrent part, its product) */
+static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, const float *w, const float *r,
+                              const float *bias, const float *wb_h, const float *rb_h, const float *act, float clip,
+                              int linear_before_reset, int32_t steps, int32_t batches, int32_t depth, int32_t hidden,
+                              int reverse, int32_t x_step, int32_t x_batch, int32_t y_step, int32_t y_batch,
+                              int32_t s_batch) {
+  const int32_t stride = 3 * hidden;
+  float *from_x = gates + 2 * hidden, *reset_h = gates + 3 * hidden, *from_h = gates + 4 * hidden;
+  int32_t b, s, u;
+  for (b = 0; b < batches; ++b) {
+    float *hb = h + b * s_batch;
+    for (s = 0; s < steps; ++s) {
+      const int32_t t = TL_RNN_STEP(s, steps, reverse);
+      const float *xr = x + t * x_step + b * x_batch;
+      float *yr = y + t * y_step + b * y_batch;
+      tl_rnn_gates(gates, bias, xr, w, hb, r, depth, hidden, stride, 0, 2 * hidden);
+      for (u = 0; u < 2 * hidden; ++u) gates[u] = tl_rnn_act(act, 0, tl_rnn_clip(gates[u], clip));
+      tl_rnn_gates(from_x, wb_h, xr, w, NULL, r, depth, hidden, stride, 2 * hidden, hidden);
+      if (linear_before_reset) {
+        tl_rnn_gates(from_h, rb_h, hb, r, NULL, r, hidden, hidden, stride, 2 * hidden, hidden);
+        for (u = 0; u < hidden; ++u) from_x[u] += from_h[u] * gates[hidden + u];
+      } else {
+        for (u = 0; u < hidden; ++u) {
+          reset_h[u] = gates[hidden + u] * hb[u];
+          from_h[u] = 0.0f;
+        }
+        tl_rnn_accumulate(from_h, reset_h, r + 2 * hidden, hidden, stride, hidden);
+        for (u = 0; u < hidden; ++u) from_x[u] = from_h[u] + from_x[u] + TL_READ_F32(rb_h + u);
       }
       for (u = 0; u < hidden; ++u) {
-        const float update = tl_sigmoid_f32(x_gates[u] + h_gates[u]);
-        const float reset = tl_sigmoid_f32(x_gates[hidden + u] + h_gates[hidden + u]);
-        const float candidate = tanhf(x_gates[2 * hidden + u] +
-                                      (linear_before_reset ? reset * h_gates[2 * hidden + u] : h_gates[2 * hidden + u]));
-        reset_h[u] = (1.0f - update) * candidate + update * hb[u];
-      }
-      for (u = 0; u < hidden; ++u) {
-        hb[u] = reset_h[u];
-        y[row * hidden + u] = hb[u];
+        const float candidate = tl_rnn_act(act, 1, tl_rnn_clip(from_x[u], clip));
+        yr[u] = hb[u] = candidate + (hb[u] - candidate) * gates[u];
       }
     }
+  }
+}
+
+/* ONNX LSTM (gates i, o, f, c); peep (i, o, f: 3 * hidden) may be NULL; gates: 4 * hidden floats */
+static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c, float *gates, const float *w,
+                                    const float *r, const float *bias, const float *peep, const float *act,
+                                    float clip, int input_forget, int32_t steps, int32_t batches, int32_t depth,
+                                    int32_t hidden, int reverse, int32_t x_step, int32_t x_batch, int32_t y_step,
+                                    int32_t y_batch, int32_t s_batch) {
+  int32_t b, s, u;
+  for (b = 0; b < batches; ++b) {
+    float *hb = h + b * s_batch;
+    float *cb = c + b * s_batch;
+    for (s = 0; s < steps; ++s) {
+      const int32_t t = TL_RNN_STEP(s, steps, reverse);
+      const float *xr = x + t * x_step + b * x_batch;
+      float *yr = y + t * y_step + b * y_batch;
+      tl_rnn_gates(gates, bias, xr, w, hb, r, depth, hidden, 4 * hidden, 0, 4 * hidden);
+      for (u = 0; u < hidden; ++u) {
+        float i_raw = gates[u], o_raw = gates[hidden + u], f_raw = gates[2 * hidden + u];
+        float i, f, state;
+        if (peep) {
+          i_raw += TL_READ_F32(peep + u) * cb[u];
+          f_raw += TL_READ_F32(peep + 2 * hidden + u) * cb[u];
+        }
+        i = tl_rnn_act(act, 0, tl_rnn_clip(i_raw, clip));
+        f = input_forget ? 1.0f - i : tl_rnn_act(act, 0, tl_rnn_clip(f_raw, clip));
+        state = f * cb[u] + i * tl_rnn_act(act, 1, tl_rnn_clip(gates[3 * hidden + u], clip));
+        cb[u] = state;
+        if (peep) o_raw += TL_READ_F32(peep + hidden + u) * state;
+        yr[u] = hb[u] = tl_rnn_act(act, 0, tl_rnn_clip(o_raw, clip)) * tl_rnn_act(act, 2, state);
+      }
+    }
+  }
+}
+
+/* a state's initial value from a constant array (which may be in program memory) */
+static inline void tl_rnn_load_f32(float *state, const float *constant, int32_t count) {
+  int32_t k;
+  for (k = 0; k < count; ++k) state[k] = TL_READ_F32(constant + k);
+}
+
+/* zero `steps` steps of y (the frames of a stream before its start) */
+static inline void tl_rnn_zero_steps(float *y, int32_t steps, int32_t batches, int32_t hidden, int32_t y_step,
+                                     int32_t y_batch) {
+  int32_t t, b, u;
+  for (t = 0; t < steps; ++t)
+    for (b = 0; b < batches; ++b)
+      for (u = 0; u < hidden; ++u) y[t * y_step + b * y_batch + u] = 0.0f;
+}
+
+/* streaming: how many of this push's `pulse` frames come before the stream's start (`delay`
+ * frames in), the position advancing (it stops counting once past the delay) */
+static inline int32_t tl_stream_skip(int32_t *position, int32_t delay, int32_t pulse) {
+  int32_t skip = delay - *position;
+  skip = skip < 0 ? 0 : (skip > pulse ? pulse : skip);
+  if (*position < delay) *position += pulse;
+  return skip;
 }
 
 #endif /* TL_RNN_H */

@@ -1,73 +1,123 @@
-/* tl_svdf.h: TFLite's SVDF. The memory (batch x filters x memory_size, in the context) shifts
- * by one frame per invoke, takes the feature projection of the new input as its last frame,
- * and is reduced against the time weights; `rank` filters sum into each unit. Integer SVDF
- * follows the interpreter (TFLite Micro's int8 memory with a zero point, or TFLite's int16). */
+/* tl_svdf.h: TFLite SVDF, a rank-decomposed dense layer over a memory of past projections.
+ *
+ * The memory (TFLite's variable tensor) lives in the context: memory[b][f][m] for batch b,
+ * filter f and the last `frames` frames, oldest first. A call shifts each filter's frames by
+ * one (a memmove of frames - 1 elements: the reduction that follows reads them all anyway, and
+ * contiguous constant-length loops vectorise, which a ring's two split loops did not), writes
+ * the projection of the input on the filter (wf[f][d], filter-major) as the newest frame, and
+ * reduces each filter's frames against its time weights (wt[f][m]); `rank` consecutive
+ * filters sum into one output unit.
+ *
+ * Integer SVDF follows the interpreter (TFLite Micro's kernel for int8 memory with a zero
+ * point, TFLite's for int16 memory): the input zero point is folded into fbias[f] on the host
+ * (-x_zero * sum_d wf[f][d]) and the memory zero point with the bias into ubias[u]
+ * (bias[u] - m_zero * sum of the unit's time weights). */
 #ifndef TL_SVDF_H
 #define TL_SVDF_H
 
 #include <string.h>
 
 #include "tl_common.h"
+#include "tl_fully_connected.h"
 
-static inline void tl_svdf_f32(const float *x, const float *features, const float *times, const float *bias,
-                               float *memory, float *y, int32_t batches, int32_t depth, int32_t filters,
-                               int32_t memory_size, int32_t rank, float low, float high) {
-  const int32_t units = filters / rank;
-  int32_t b, f, d, m, u;
+/* the projection of one input row on filter f, requantized to the memory's range */
+static inline int32_t tl_svdf_project_s8(const int8_t *x, const int8_t *wf, const int32_t *fbias, int32_t f,
+                                         int32_t depth, int32_t multiplier, int32_t shift, int32_t m_low,
+                                         int32_t m_high, int32_t m_zero) {
+  const int32_t dot = tl_dot_s8(x, wf + f * depth, depth) + TL_READ_S32(fbias + f);
+  return tl_clamp_i32(tl_mbqm(dot, multiplier, shift), m_low, m_high) + m_zero;
+}
+
+static inline int8_t tl_svdf_output_s8(int32_t acc, int32_t multiplier, int32_t shift, int32_t y_zero,
+                                       int32_t low, int32_t high) {
+  return (int8_t)tl_clamp_i32(tl_mbqm(acc, multiplier, shift) + y_zero, low, high);
+}
+
+/* int8 input and output, int8 memory (TFLite Micro) */
+static inline void tl_svdf_s8(const int8_t *x, const int8_t *wf, const int32_t *fbias, const int8_t *wt,
+                              const int32_t *ubias, int8_t *memory, int8_t *y, int32_t batches,
+                              int32_t depth, int32_t filters, int32_t frames, int32_t rank, int32_t multiplier1,
+                              int32_t shift1, int32_t m_zero, int32_t multiplier2, int32_t shift2, int32_t y_zero,
+                              int32_t low, int32_t high) {
+  int32_t b, f, m;
   for (b = 0; b < batches; ++b) {
+    int8_t *rows = memory + b * filters * frames;
     for (f = 0; f < filters; ++f) {
-      float *row = memory + (b * filters + f) * memory_size;
-      float projected = 0.0f;
-      memmove(row, row + 1, (size_t)(memory_size - 1) * sizeof *row);
-      for (d = 0; d < depth; ++d) projected += x[b * depth + d] * TL_READ_F32(features + f * depth + d);
-      row[memory_size - 1] = projected;
+      int8_t *row = rows + f * frames;
+      memmove(row, row + 1, (size_t)(frames - 1) * sizeof *row);
+      /* out of int8 (the zero point pushed it over) the value wraps, as in C and TFLite Micro */
+      row[frames - 1] = (int8_t)tl_svdf_project_s8(x + b * depth, wf, fbias, f, depth, multiplier1, shift1, -128,
+                                                   127, m_zero);
     }
-    for (u = 0; u < units; ++u) {
-      float total = bias ? TL_READ_F32(bias + u) : 0.0f;
-      for (f = u * rank; f < (u + 1) * rank; ++f) {
-        const float *row = memory + (b * filters + f) * memory_size;
-        float sum = 0.0f;
-        for (m = 0; m < memory_size; ++m) sum += row[m] * TL_READ_F32(times + f * memory_size + m);
-        total += sum;
+    for (f = 0; f < filters; f += rank) {
+      int32_t acc = TL_READ_S32(ubias + f / rank);
+      int32_t r;
+      for (r = f; r < f + rank; ++r) {
+        const int8_t *frame = rows + r * frames;
+        const int8_t *w = wt + r * frames;
+        for (m = 0; m < frames; ++m) acc += frame[m] * TL_READ_S8(w + m);
       }
-      y[b * units + u] = tl_clamp_f32(total, low, high);
+      y[b * (filters / rank) + f / rank] = tl_svdf_output_s8(acc, multiplier2, shift2, y_zero, low, high);
     }
   }
 }
 
-#define TL_SVDF_Q(name, state_type, state_low, state_high)                                                       \
-  static inline void name(const int8_t *x, const int8_t *features, const int8_t *times, const int32_t *bias,    \
-                          state_type *memory, int8_t *y, int32_t batches, int32_t depth, int32_t filters,       \
-                          int32_t memory_size, int32_t rank, int32_t x_zero, int32_t state_zero,                \
-                          int32_t first_multiplier, int32_t first_shift, int32_t second_multiplier,             \
-                          int32_t second_shift, int32_t y_zero, int32_t low, int32_t high) {                    \
-    const int32_t units = filters / rank;                                                                       \
-    int32_t b, f, d, m, u;                                                                                      \
-    for (b = 0; b < batches; ++b) {                                                                             \
-      for (f = 0; f < filters; ++f) {                                                                           \
-        state_type *row = memory + (b * filters + f) * memory_size;                                             \
-        int32_t dot = 0, projected;                                                                             \
-        memmove(row, row + 1, (size_t)(memory_size - 1) * sizeof *row);                                         \
-        for (d = 0; d < depth; ++d)                                                                             \
-          dot += ((int32_t)x[b * depth + d] - x_zero) * (int32_t)TL_READ_S8(features + f * depth + d);          \
-        projected = tl_clamp_i32(tl_mbqm(dot, first_multiplier, first_shift), state_low, state_high) +           \
-                    state_zero;                                                                                 \
-        /* out of the state type's range (a zero point pushed it over) it wraps, as in C and TFLite */           \
-        row[memory_size - 1] = (state_type)projected;                                                           \
-      }                                                                                                         \
-      for (u = 0; u < units; ++u) {                                                                             \
-        int32_t acc = bias ? TL_READ_S32(bias + u) : 0;                                                         \
-        for (f = u * rank; f < (u + 1) * rank; ++f) {                                                           \
-          const state_type *row = memory + (b * filters + f) * memory_size;                                     \
-          for (m = 0; m < memory_size; ++m)                                                                     \
-            acc += ((int32_t)row[m] - state_zero) * (int32_t)TL_READ_S8(times + f * memory_size + m);           \
-        }                                                                                                       \
-        y[b * units + u] = (int8_t)tl_clamp_i32(tl_mbqm(acc, second_multiplier, second_shift) + y_zero, low, high); \
-      }                                                                                                         \
-    }                                                                                                           \
+/* int8 input and output, int16 memory (TFLite) */
+static inline void tl_svdf_s8_s16(const int8_t *x, const int8_t *wf, const int32_t *fbias, const int8_t *wt,
+                                  const int32_t *ubias, int16_t *memory, int8_t *y, int32_t batches,
+                                  int32_t depth, int32_t filters, int32_t frames, int32_t rank, int32_t multiplier1,
+                                  int32_t shift1, int32_t m_zero, int32_t multiplier2, int32_t shift2,
+                                  int32_t y_zero, int32_t low, int32_t high) {
+  int32_t b, f, m;
+  for (b = 0; b < batches; ++b) {
+    int16_t *rows = memory + b * filters * frames;
+    for (f = 0; f < filters; ++f) {
+      int16_t *row = rows + f * frames;
+      memmove(row, row + 1, (size_t)(frames - 1) * sizeof *row);
+      row[frames - 1] = (int16_t)tl_svdf_project_s8(x + b * depth, wf, fbias, f, depth, multiplier1, shift1,
+                                                    -32768, 32767, m_zero);
+    }
+    for (f = 0; f < filters; f += rank) {
+      int32_t acc = TL_READ_S32(ubias + f / rank);
+      int32_t r;
+      for (r = f; r < f + rank; ++r) {
+        const int16_t *frame = rows + r * frames;
+        const int8_t *w = wt + r * frames;
+        for (m = 0; m < frames; ++m) acc += (int32_t)frame[m] * TL_READ_S8(w + m);
+      }
+      y[b * (filters / rank) + f / rank] = tl_svdf_output_s8(acc, multiplier2, shift2, y_zero, low, high);
+    }
   }
+}
 
-TL_SVDF_Q(tl_svdf_s8, int8_t, -128, 127)
-TL_SVDF_Q(tl_svdf_s16, int16_t, -32768, 32767)
+/* float; bias may be NULL; the fused activation is a clamp to [low, high] */
+static inline void tl_svdf_f32(const float *x, const float *wf, const float *wt, const float *bias, float *memory,
+                               float *y, int32_t batches, int32_t depth, int32_t filters,
+                               int32_t frames, int32_t rank, float low, float high) {
+  int32_t b, f, m, d;
+  for (b = 0; b < batches; ++b) {
+    float *rows = memory + b * filters * frames;
+    const float *row = x + b * depth;
+    for (f = 0; f < filters; ++f) {
+      float dot = 0.0f;
+      for (d = 0; d < depth; ++d) dot += row[d] * TL_READ_F32(wf + f * depth + d);
+      memmove(rows + f * frames, rows + f * frames + 1, (size_t)(frames - 1) * sizeof *rows);
+      rows[f * frames + frames - 1] = dot;
+    }
+    for (f = 0; f < filters; f += rank) {
+      float acc = 0.0f;
+      int32_t r;
+      for (r = f; r < f + rank; ++r) {
+        const float *frame = rows + r * frames;
+        const float *w = wt + r * frames;
+        float sum = 0.0f;
+        for (m = 0; m < frames; ++m) sum += frame[m] * TL_READ_F32(w + m);
+        acc += sum;
+      }
+      if (bias) acc += TL_READ_F32(bias + f / rank);
+      y[b * (filters / rank) + f / rank] = tl_clamp_f32(acc, low, high);
+    }
+  }
+}
 
 #endif /* TL_SVDF_H */

@@ -1,7 +1,8 @@
-"""Ops with memory across invocations: TFLite SVDF (float, int8 with an int8 or int16 memory)
-and UNIDIRECTIONAL_SEQUENCE_LSTM (float, int8 8x8_16). Their memories and states live in the
-context (``NAME_reset`` restores their initial values), as TFLite's variable tensors do;
-kernels in ``tl_svdf.h`` and ``tl_lstm.h``."""
+"""Recurrent TFLite ops whose state is a variable tensor: SVDF (``tl_svdf.h``) and
+UNIDIRECTIONAL_SEQUENCE_LSTM (``tl_lstm.h``). The state lives in the context, persists
+across invocations as TFLite's variable tensors do, and ``NAME_reset`` restores its
+initial value.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -9,14 +10,25 @@ import numpy as np
 from ...datum import DatumType
 from ...ops.tfl.common import integer_limits, zero_of
 from ...ops.tfl.fixedpoint_functions import int16_table
-from ...ops.tfl.lstm import GATES, SLOTS, UnidirectionalSequenceLstm
+from ...ops.tfl.lstm import SLOTS, UnidirectionalSequenceLstm, _LstmState
 from ...ops.tfl.svdf import Svdf
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from .fused import TFLITE_CLAMPS
+from .fused import finish_tflite_activation, tflite_float_activation
 
-HEADER = "tl_svdf.h"
-LSTM_HEADER = "tl_lstm.h"
+INT32 = 1 << 31
+#: integer LSTMs on the host look their gate functions up in tables (tests turn it off)
+HOST_TABLES = True
+
+
+def fits_int32(bound: int, what: str) -> None:
+    """Refuse an accumulator whose worst case leaves int32 (the interpreter computes in int64)."""
+    if bound >= INT32:
+        raise Unsupported(f"{what} may leave the int32 range (bound {bound})")
+
+
+def requant_pair(requantizer) -> tuple[int, int]:
+    return int(requantizer.multipliers[0]), int(requantizer.shifts[0])
 
 
 @emitter(Svdf)
@@ -25,84 +37,164 @@ def svdf(e: Emit) -> None:
     x, y = e.input(0), e.output(0)
     features = e.const_input(1, "the feature weights")
     times = e.const_input(2, "the time weights")
-    bias = e.const_input(3, "the bias").reshape(-1) if op.has_bias else None
+    bias = e.const_input(3, "the bias") if op.has_bias else None
     batches, depth = x.shape
-    filters, memory_size = times.shape
-    initial = np.asarray(op.initial_state)
-    e.use(HEADER)
+    filters, frames = times.shape
+    units = filters // op.rank
+    initial = np.asarray(op.initial_state).reshape(-1)
+    e.use("tl_fully_connected.h")
+    e.use("tl_svdf.h")
     if x.dtype == DatumType.F32:
-        if op.activation not in TFLITE_CLAMPS:
-            raise Unsupported(f"SVDF with the fused activation {op.activation}")
-        memory = e.state("memory", DatumType.F32, initial.size, initial.reshape(-1).astype(np.float32))
-        low, high = (np.float32(v) for v in TFLITE_CLAMPS[op.activation])
+        low, high = tflite_float_activation(e, op.activation, y)
+        memory = e.state("memory", DatumType.F32, initial.size, initial.astype(np.float32))
+        bias_name = e.constant("bias", bias.reshape(-1).astype(np.float32)) if bias is not None else "NULL"
         e.call("tl_svdf_f32", x, e.constant("features", features.astype(np.float32)),
-               e.constant("times", times.astype(np.float32)),
-               e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL", memory, y, batches, depth,
-               filters, memory_size, op.rank, low, high)
+               e.constant("times", times.astype(np.float32)), bias_name, memory, y, batches, depth, filters,
+               frames, op.rank, np.float32(low), np.float32(high))
+        finish_tflite_activation(e, op.activation, y)
         return
-    state_dtype = DatumType.from_numpy(initial.dtype)
-    if x.dtype != DatumType.I8 or state_dtype not in (DatumType.I8, DatumType.I16) or y.dtype != DatumType.I8:
-        raise Unsupported(f"SVDF on {x.dtype} with a {state_dtype} memory (int8 with int8 or int16 memory)")
-    first, second = op._scales
+    if x.dtype != DatumType.I8 or y.dtype != DatumType.I8:
+        raise Unsupported(f"integer SVDF from {x.dtype} to {y.dtype} (int8 only)")
+    memory_dtype = DatumType.from_numpy(initial.dtype)
+    if memory_dtype not in (DatumType.I8, DatumType.I16):
+        raise Unsupported(f"an SVDF memory of {memory_dtype} (int8 or int16)")
+    x_zero, m_zero = zero_of(op.iq(0)), zero_of(op.state_q)
+    features = features.astype(np.int64)
+    times = times.astype(np.int64)
+    m_low, m_high = integer_limits(memory_dtype)
+    fbias = -x_zero * features.sum(axis=1)
+    ubias = (bias.astype(np.int64) if bias is not None else np.zeros(units, np.int64)) \
+        - m_zero * times.sum(axis=1).reshape(units, op.rank).sum(axis=1)
+    fits_int32(int(np.abs(fbias).max()) + depth * 128 * 128, "the feature projection")
+    fits_int32(int(np.abs(ubias).max()) + op.rank * frames * 128 * max(-m_low, m_high), "the time reduction")
+    first, second = (requant_pair(r) for r in op._scales)
     low, high = integer_limits(y.dtype)
-    memory = e.state("memory", state_dtype, initial.size, initial.reshape(-1))
-    e.call("tl_svdf_s8" if state_dtype == DatumType.I8 else "tl_svdf_s16", x,
-           e.constant("features", features, DatumType.I8), e.constant("times", times, DatumType.I8),
-           e.constant("bias", bias.astype(np.int64), DatumType.I32) if bias is not None else "NULL", memory, y,
-           batches, depth, filters, memory_size, op.rank, zero_of(op.iq(0)), zero_of(op.state_q),
-           int(first.multipliers[0]), int(first.shifts[0]), int(second.multipliers[0]), int(second.shifts[0]),
-           zero_of(op.oq(0)), low, high)
+    memory = e.state("memory", memory_dtype, initial.size, initial)
+    kernel = "tl_svdf_s8" if memory_dtype == DatumType.I8 else "tl_svdf_s8_s16"
+    e.call(kernel, x, e.constant("features", features, DatumType.I8), e.constant("fbias", fbias, DatumType.I32),
+           e.constant("times", times, DatumType.I8), e.constant("ubias", ubias, DatumType.I32), memory, y,
+           batches, depth, filters, frames, op.rank, *first, m_zero, *second, zero_of(op.oq(0)), low, high)
+
+
+# UNIDIRECTIONAL_SEQUENCE_LSTM ---------------------------------------------------------------------
+ACTIVATION_CODES = {"NONE": 0, "RELU": 1, "RELU6": 2, "RELU_N1_TO_1": 3, "TANH": 4}
+
+
+def lstm_weights(e: Emit, op: UnidirectionalSequenceLstm, slot: int) -> np.ndarray | None:
+    index = op._index(slot)
+    return None if index is None else e.const_input(index, SLOTS[slot])
 
 
 @emitter(UnidirectionalSequenceLstm)
 def lstm(e: Emit) -> None:
     op: UnidirectionalSequenceLstm = e.op
     x, y = e.input(0), e.output(0)
-    if any(slot in op.slots for slot in (9, 10, 11, 16, 17)):
-        raise Unsupported("an LSTM with peepholes or a projection")
-    if op.activation != "TANH":
-        raise Unsupported(f"an LSTM with the {op.activation} activation")
-    values = {slot: e.const_input(index, SLOTS[slot]) for index, slot in enumerate(op.slots) if index > 0}
-    gates = [offset for offset in range(4) if 1 + offset in values]
-    cifg = int(0 not in gates)
-    units = values[5 + gates[0]].shape[0]
-    depth = values[1 + gates[0]].shape[1]
+    if op.activation not in ACTIVATION_CODES:
+        raise Unsupported(f"the LSTM activation {op.activation}")
+    weights = {slot: lstm_weights(e, op, slot) for slot in range(1, 18)}
+    offsets = [offset for offset in range(4) if weights[1 + offset] is not None]
+    if offsets not in ([0, 1, 2, 3], [1, 2, 3]) or any(weights[5 + o] is None for o in offsets):
+        raise Unsupported("an LSTM without the forget, cell and output gates' weights")
+    units, depth = weights[5 + offsets[0]].shape[0], weights[1 + offsets[0]].shape[1]
+    outputs = weights[5 + offsets[0]].shape[1]
     steps, batches = (x.shape[0], x.shape[1]) if op.time_major else (x.shape[1], x.shape[0])
-    h0, c0 = (np.asarray(s) for s in op.initial_states)
-    e.use(LSTM_HEADER)
-    e.uses_math()
-    wx = np.concatenate([values[1 + g] for g in gates])  # (gates * units, depth)
-    wh = np.concatenate([values[5 + g] for g in gates])  # (gates * units, units)
+    shape = dict(batches=batches, steps=steps, depth=depth, units=units, outputs=outputs)
+    e.use("tl_fully_connected.h")
+    e.use("tl_recurrent.h")
+    e.use("tl_lstm.h")
     if x.dtype == DatumType.F32:
-        bias = np.concatenate([values.get(12 + g, np.zeros(units)) for g in gates]).astype(np.float32)
-        h = e.state("h", DatumType.F32, h0.size, h0.reshape(-1).astype(np.float32))
-        c = e.state("c", DatumType.F32, c0.size, c0.reshape(-1).astype(np.float32))
-        e.call("tl_lstm_f32", x, e.constant("wx", np.ascontiguousarray(wx.T.astype(np.float32))),
-               e.constant("bias", bias), e.constant("wh", np.ascontiguousarray(wh.T.astype(np.float32))), h, c, y,
-               e.scratch("gates", DatumType.F32, len(gates) * units), steps, batches, depth, units, cifg,
-               int(op.time_major), np.float32(op.cell_clip))
-        return
-    if x.dtype != DatumType.I8:
-        raise Unsupported(f"an LSTM on {x.dtype}")
+        lstm_float(e, op, weights, offsets, shape)
+    elif x.dtype == DatumType.I8:
+        lstm_integer(e, op, weights, offsets, shape)
+    else:
+        raise Unsupported(f"an LSTM on {x.dtype} (float32 and int8)")
+
+
+def lstm_float(e: Emit, op, weights: dict, offsets: list[int], shape: dict) -> None:
+    e.uses_math()
+    units, outputs = shape["units"], shape["outputs"]
+    wx = np.ascontiguousarray(np.concatenate([weights[1 + o] for o in offsets]).astype(np.float32).T)
+    wh = np.ascontiguousarray(np.concatenate([weights[5 + o] for o in offsets]).astype(np.float32).T)
+    bias = np.concatenate([weights[12 + o] if weights[12 + o] is not None else np.zeros(units, np.float32)
+                           for o in offsets]).astype(np.float32)
+    peepholes = [e.constant(f"peephole_{gate}", weights[slot].astype(np.float32))
+                 if weights[slot] is not None else "NULL" for gate, slot in (("input", 9), ("forget", 10),
+                                                                             ("output", 11))]
+    proj = e.constant("projection", weights[16].astype(np.float32)) if weights[16] is not None else "NULL"
+    proj_bias = e.constant("projection_bias", weights[17].astype(np.float32)) if weights[17] is not None else "NULL"
+    h = e.state("h", DatumType.F32, shape["batches"] * outputs, np.asarray(op.initial_states[0], np.float32))
+    c = e.state("c", DatumType.F32, shape["batches"] * units, np.asarray(op.initial_states[1], np.float32))
+    gates = e.scratch("gates", DatumType.F32, len(offsets) * units)
+    e.call("tl_lstm_f32", e.input(0), e.output(0), h, c, gates, e.constant("wx", wx), e.constant("wh", wh),
+           e.constant("bias", bias), *peepholes, proj, proj_bias, shape["batches"], shape["steps"], shape["depth"],
+           units, outputs, op.time_major, len(offsets) == 3, ACTIVATION_CODES[op.activation],
+           np.float32(op.cell_clip), np.float32(op.proj_clip))
+
+
+def lstm_integer(e: Emit, op, weights: dict, offsets: list[int], shape: dict) -> None:
+    """TFLite's 8x8_16 kernel, its constants prepared by the interpreter's own code."""
+    if e.output(0).dtype != DatumType.I8:
+        raise Unsupported(f"an integer LSTM with {e.output(0).dtype} output (int8 only)")
+    units, outputs, depth = shape["units"], shape["outputs"], shape["depth"]
     params = op._integer
-    x_zero, h_zero = zero_of(op.iq(0)), zero_of(op.state_q[0])
-    names = [GATES[g] for g in gates]
-    bx = np.concatenate([values.get(12 + g, np.zeros(units, np.int64)).astype(np.int64)
-                         - x_zero * values[1 + g].astype(np.int64).sum(axis=1) for g in gates])
-    bh = np.concatenate([-h_zero * values[5 + g].astype(np.int64).sum(axis=1) for g in gates])
-    if max(np.abs(bx).max(initial=0), np.abs(bh).max(initial=0)) >= 1 << 31:
-        raise Unsupported("the folded LSTM biases leave the int32 range")
-    requant = {side: [params[f"{side}_{name}"] for name in names] for side in ("x", "h")}
-    h = e.state("h", DatumType.I8, h0.size, h0.reshape(-1))
-    c = e.state("c", DatumType.I16, c0.size, c0.reshape(-1))
-    hidden = params["hidden"]
-    e.call("tl_lstm_s8", x, e.constant("wx", wx, DatumType.I8), e.constant("bx", bx, DatumType.I32),
-           e.constant("wh", wh, DatumType.I8), e.constant("bh", bh, DatumType.I32),
-           *(e.constant(f"{side}_{what}", np.array([getattr(r, what)[0] for r in requant[side]]), DatumType.I32)
-             for side in ("x", "h") for what in ("multipliers", "shifts")),
-           h, c, y, e.scratch("gates", DatumType.I16, len(gates) * units),
-           e.constant("sigmoid", int16_table("logistic", 3), DatumType.I16),
-           e.constant("tanh", int16_table("tanh", 3), DatumType.I16),
-           e.constant("cell_tanh", int16_table("tanh", 15 + params["cell_scale"]), DatumType.I16),
-           steps, batches, depth, units, cifg, int(op.time_major), 30 + params["cell_scale"], params["cell_clip"],
-           int(hidden.multipliers[0]), int(hidden.shifts[0]), zero_of(op.hidden_q))
+    cell_scale = params["cell_scale"]
+    if not -15 <= cell_scale <= -3:
+        raise Unsupported(f"a cell state scale of 2^{cell_scale} (2^-15 to 2^-3)")
+    inputs = [None] * len(op.slots)
+    for slot, value in weights.items():
+        if value is not None:
+            inputs[op._index(slot)] = value
+    prepared = _LstmState(op)._prepare(inputs)
+    gate_count = len(prepared["gates"])
+    wx, wh = np.rint(prepared["wx"].T), np.rint(prepared["wh"].T)
+    if np.abs(wx).max() > 127 or np.abs(wh).max() > 127 or wx.min() < -128 or wh.min() < -128:
+        raise Unsupported("LSTM weights outside int8")
+    fits_int32(128 * 128 * max(depth, outputs) + int(max(np.abs(prepared["bx"]).max(), np.abs(prepared["bh"]).max())),
+               "a gate's accumulator")
+    rq = []
+    for gate in range(gate_count):
+        column = gate * units
+        rq += [prepared["rx"].multipliers[column], prepared["rx"].shifts[column],
+               prepared["rh"].multipliers[column], prepared["rh"].shifts[column]]
+    peepholes, prq = [], []
+    for gate in ("input", "forget", "output"):
+        found = prepared["peepholes"].get(gate)
+        if found is None:
+            peepholes.append("NULL")
+            prq += [0, 0]
+            continue
+        _, values, requantizer = found
+        if np.abs(values).max() > 32767:
+            raise Unsupported(f"the {gate} peephole weights leave int16")
+        peepholes.append(e.constant(f"peephole_{gate}", values, DatumType.I16))
+        prq += list(requant_pair(requantizer))
+    h = e.state("h", DatumType.I8, shape["batches"] * outputs, np.asarray(op.initial_states[0], np.int8))
+    c = e.state("c", DatumType.I16, shape["batches"] * units, np.asarray(op.initial_states[1], np.int16))
+    gates = e.scratch("gates", DatumType.I16, gate_count * units)
+    hidden_m, hidden_s = requant_pair(params["hidden"])
+    if "projection" in prepared:
+        hidden = e.scratch("hidden", DatumType.I8, units)
+        projection, bias = prepared["projection"]
+        fits_int32(int(np.abs(bias).max(initial=0)) + units * 128 * 128, "the projection's accumulator")
+        proj = e.constant("projection", np.rint(projection.T), DatumType.I8)
+        pb = e.constant("projection_bias", bias, DatumType.I32)
+        proj_m, proj_s = requant_pair(params["projection"])
+    else:
+        hidden, proj, pb, proj_m, proj_s = "NULL", "NULL", "NULL", 0, 0
+    e.call("tl_lstm_s8", e.input(0), e.output(0), h, c, gates, hidden, e.constant("wx", wx, DatumType.I8),
+           e.constant("bx", prepared["bx"], DatumType.I32), e.constant("wh", wh, DatumType.I8),
+           e.constant("bh", prepared["bh"], DatumType.I32), e.constant("requant", np.asarray(rq), DatumType.I32),
+           *peepholes, e.constant("peephole_requant", np.asarray(prq), DatumType.I32), proj, pb, shape["batches"],
+           shape["steps"], depth, units, outputs, op.time_major, gate_count == 3, 15 + cell_scale, 30 + cell_scale,
+           params["cell_clip"], hidden_m, hidden_s, zero_of(op.hidden_q), proj_m, proj_s, zero_of(op.state_q[0]),
+           params["proj_clip"], *lstm_tables(e, cell_scale))
+
+
+def lstm_tables(e: Emit, cell_scale: int) -> list[str]:
+    """The gate functions as tables of every int16 input on the host (128 KiB each, a lookup 3x
+    faster than the arithmetic); computed on microcontrollers (NULL)."""
+    if e.target.name != "host" or not HOST_TABLES:
+        return ["NULL"] * 3
+    return [e.constant(role, int16_table(function, bits), DatumType.I16)
+            for role, function, bits in (("sigmoid", "logistic", 3), ("tanh", "tanh", 3),
+                                         ("cell_tanh", "tanh", 15 + cell_scale))]

@@ -1,132 +1,171 @@
-"""ONNX LSTM and GRU (forward, float, default activations) and their streaming form, the
-pulsed ``CarriedStateOp`` whose state lives in the context; kernels in ``tl_rnn.h``."""
+"""ONNX RNN, GRU and LSTM (float), batch and streaming (``tl_rnn.h``).
+
+A batch op runs each direction over the whole sequence, its states in the ``Y_h``
+(``Y_c``) outputs, which start from ``initial_h`` (``initial_c``) or zeros. A pulsed
+model's recurrent op (:class:`~tractile.pulse.recurrent.CarriedStateOp`, forward only)
+keeps its states in the context from one push to the next; ``NAME_reset`` restores the
+initial states. Frames that come before the stream's start (its delay) leave the state
+untouched and give zeros, as in the interpreter.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...datum import DatumType
-from ...ops.recurrent import GRU, LSTM, Recurrent
+from ...ops.recurrent import GRU, LSTM, RNN, Recurrent
 from ...pulse.recurrent import CarriedStateOp
 from ..emit import Emit
-from ..program import CTensor
+from ..program import CONST
 from ..registry import Unsupported, emitter
 
 HEADER = "tl_rnn.h"
+KINDS = ("relu", "tanh", "sigmoid", "affine", "leakyrelu", "thresholdedrelu", "scaledtanh", "hardsigmoid", "elu",
+         "softsign", "softplus")
 
 
-def check_lowerable(op: Recurrent, x: CTensor) -> None:
-    if not isinstance(op, (LSTM, GRU)):
-        raise Unsupported(f"{op.name} (LSTM and GRU are compiled)")
-    if x.dtype != DatumType.F32 or op.direction != "forward":
-        raise Unsupported(f"a {op.direction} {op.name} on {x.dtype} (forward float32 is compiled)")
-    defaults = {"LSTM": ("sigmoid", "tanh", "tanh"), "GRU": ("sigmoid", "tanh")}[op.name]
-    if tuple(a.kind for a in op.activations) != defaults or op.clip is not None:
-        raise Unsupported(f"{op.name} with other activations or a clip")
-    if "sequence_lens" in op.optional_inputs or "P" in op.optional_inputs or getattr(op, "input_forget", False):
-        raise Unsupported(f"{op.name} with sequence_lens, peepholes or input_forget")
+@dataclass
+class Strides:
+    """Element strides of X, Y and the states for one layout (see tl_rnn.h)."""
+
+    x_step: int
+    x_batch: int
+    y_step: int
+    y_batch: int
+    s_batch: int
+    y_direction: int
+    s_direction: int
 
 
-def weights(e: Emit, op: Recurrent) -> tuple[str, str, str, str]:
-    """Transposed W and R, and the W and R halves of B (NULL when absent)."""
-    w, r = e.const_input(1, "W")[0], e.const_input(2, "R")[0]
-    optional = dict(zip(op.optional_inputs, range(3, 3 + len(op.optional_inputs))))
-    wb = rb = "NULL"
-    if "B" in optional:
-        bias = e.const_input(optional["B"], "B")[0].astype(np.float32)
-        half = bias.size // 2
-        wb, rb = e.constant("wb", bias[:half]), e.constant("rb", bias[half:])
-    return (e.constant("wt", np.ascontiguousarray(w.T.astype(np.float32))),
-            e.constant("rt", np.ascontiguousarray(r.T.astype(np.float32))), wb, rb)
+def strides(op: Recurrent, steps: int, batch: int, depth: int, hidden: int) -> Strides:
+    dirs = op.num_directions
+    if op.layout:
+        return Strides(depth, steps * depth, dirs * hidden, steps * dirs * hidden, dirs * hidden, hidden, hidden)
+    return Strides(batch * depth, depth, dirs * batch * hidden, hidden, hidden, batch * hidden, batch * hidden)
 
 
-def initial_state(e: Emit, op: Recurrent, name: str, target: str, count: int) -> str:
-    """C that sets ``target`` (count floats) to the op's initial state ``name`` (zeros if absent)."""
-    if name in op.optional_inputs:
-        source = e.input(3 + op.optional_inputs.index(name))
-        source.used = True
-        return f"memcpy({target}, {source.var}, {count} * sizeof(float));"
-    return f"memset({target}, 0, {count} * sizeof(float));"
+def activation_table(op: Recurrent, direction: int) -> np.ndarray:
+    count = len(op.default_activations)
+    rows = []
+    for activation in op.activations[direction * count:(direction + 1) * count]:
+        rows += [KINDS.index(activation.kind), activation.alpha or 0.0, activation.beta or 0.0]
+    return np.asarray(rows, np.float32)
 
 
-def run_kernel(e: Emit, op: Recurrent, x: str, y: str, h: str, c: str | None, steps, batch: int, inputs: int,
-               hidden: int) -> None:
-    wt, rt, wb, rb = weights(e, op)
+class Prepared:
+    """The op's constant parameters, checked, and its shapes."""
+
+    def __init__(self, e: Emit, op: Recurrent):
+        x = e.input(0)
+        if x.dtype != DatumType.F32:
+            raise Unsupported(f"{op.name} on {x.dtype} (float32 only)")
+        self.w = e.const_input(1, "W").astype(np.float32)
+        self.r = e.const_input(2, "R").astype(np.float32)
+        slots = {name: 3 + index for index, name in enumerate(op.optional_inputs)}
+        self.bias = e.const_input(slots["B"], "B").astype(np.float32) if "B" in slots else None
+        self.peep = e.const_input(slots["P"], "P").astype(np.float32) if "P" in slots else None
+        self.slots = slots
+        if "sequence_lens" in slots:
+            lengths = e.const_input(slots["sequence_lens"], "sequence_lens")
+            steps = x.shape[1 if op.layout else 0]
+            if np.any(np.asarray(lengths) < steps):
+                raise Unsupported("sequence_lens shorter than the sequence")
+        self.hidden = self.r.shape[2]
+        self.depth = self.w.shape[2]
+        self.steps, self.batch = (x.shape[1], x.shape[0]) if op.layout else (x.shape[0], x.shape[1])
+        self.gates = op.gate_count * self.hidden
+
+    def constants(self, e: Emit, op: Recurrent, d: int) -> list:
+        """The kernel's constant arguments after x, y, states and scratch, for direction ``d``."""
+        suffix = f"_{d}" if op.num_directions > 1 else ""
+        bias = self.bias[d] if self.bias is not None else np.zeros(2 * self.gates, np.float32)
+        folded = (bias[:self.gates] + bias[self.gates:]).astype(np.float32)
+        w = e.constant("W" + suffix, np.ascontiguousarray(self.w[d].T))
+        r = e.constant("R" + suffix, np.ascontiguousarray(self.r[d].T))
+        table = e.constant("activations" + suffix, activation_table(op, d))
+        clip = np.float32(op.clip or 0.0)
+        if isinstance(op, GRU):
+            h = self.hidden
+            return [w, r, e.constant("bias" + suffix, folded), e.constant("Wbh" + suffix, bias[2 * h:3 * h]),
+                    e.constant("Rbh" + suffix, bias[self.gates + 2 * h:]), table, clip, op.linear_before_reset]
+        if isinstance(op, LSTM):
+            peep = e.constant("P" + suffix, self.peep[d]) if self.peep is not None else "NULL"
+            return [w, r, e.constant("bias" + suffix, folded), peep, table, clip, op.input_forget]
+        return [w, r, e.constant("bias" + suffix, folded), table, clip]
+
+
+def kernel_of(op: Recurrent) -> tuple[str, int]:
+    """(kernel, scratch blocks of hidden floats)."""
     if isinstance(op, LSTM):
-        e.line(f"tl_onnx_lstm_f32({x}, {wt}, {rt}, {wb}, {rb}, {h}, {c}, {y}, "
-               f"{e.scratch('x_gates', DatumType.F32, 4 * hidden)}, {e.scratch('h_gates', DatumType.F32, 4 * hidden)}, "
-               f"{steps}, {batch}, {inputs}, {hidden}, {op.layout});")
-        e.set_kernel("tl_onnx_lstm_f32")
-    else:
-        e.line(f"tl_onnx_gru_f32({x}, {wt}, {rt}, {wb}, {rb}, {h}, {y}, "
-               f"{e.scratch('x_gates', DatumType.F32, 3 * hidden)}, {e.scratch('h_gates', DatumType.F32, 3 * hidden)}, "
-               f"{e.scratch('reset_h', DatumType.F32, hidden)}, {steps}, {batch}, {inputs}, {hidden}, {op.layout}, "
-               f"{int(op.linear_before_reset)});")
-        e.set_kernel("tl_onnx_gru_f32")
+        return "tl_onnx_lstm_f32", 4
+    if isinstance(op, GRU):
+        return "tl_gru_f32", 5
+    if isinstance(op, RNN):
+        return "tl_rnn_f32", 1
+    raise Unsupported(f"{op.name} has no C kernel")
 
 
-@emitter(Recurrent)
+def offset(pointer: str, elements: int | str) -> str:
+    return pointer if elements == 0 else f"{pointer} + {elements}"
+
+
+@emitter(RNN, GRU, LSTM)
 def recurrent(e: Emit) -> None:
     op: Recurrent = e.op
-    x = e.input(0)
-    check_lowerable(op, x)
-    steps, batch = (x.shape[1], x.shape[0]) if op.layout else (x.shape[0], x.shape[1])
-    inputs, hidden = x.shape[2], e.const_input(2, "R").shape[2]
+    p = Prepared(e, op)
+    kernel, blocks = kernel_of(op)
+    s = strides(op, p.steps, p.batch, p.depth, p.hidden)
     e.use(HEADER)
-    e.use("tl_common.h")
     e.uses_math()
-    h = e.scratch("h", DatumType.F32, batch * hidden)
-    c = e.scratch("c", DatumType.F32, batch * hidden) if isinstance(op, LSTM) else None
-    e.line(initial_state(e, op, "initial_h", h, batch * hidden))
-    if c is not None:
-        e.line(initial_state(e, op, "initial_c", c, batch * hidden))
-    y = e.output(0)
-    x.used = y.used = True
-    run_kernel(e, op, x.var, y.var, h, c, steps, batch, inputs, hidden)
-    for slot, state in ((1, h), (2, c)):
-        if state is not None and slot < len(e.node.outputs):
-            target = e.output(slot)
-            target.used = True
-            e.line(f"memcpy({target.var}, {state}, {batch * hidden} * sizeof(float));")
+    states = [e.output(1 + k) for k in range(len(op.state_names))]
+    for name, state in zip(op.state_names, states):
+        given = e.input(p.slots[name]) if name in p.slots else None
+        if given is not None and given.storage == CONST:
+            e.line(f"tl_rnn_load_f32({e.arg(state)}, {e.arg(given)}, {state.count});")
+        elif given is not None:
+            e.line(f"memcpy({e.arg(state)}, {e.arg(given)}, {state.nbytes});")
+        else:
+            e.line(f"memset({e.arg(state)}, 0, {state.nbytes});")
+    scratch = e.scratch("gates", DatumType.F32, blocks * p.hidden)
+    for d in range(op.num_directions):
+        reverse = d == 1 or op.direction == "reverse"
+        pointers = [offset(e.arg(t), d * s.s_direction) for t in states]
+        e.call(kernel, e.input(0), offset(e.arg(e.output(0)), d * s.y_direction), *pointers, scratch,
+               *p.constants(e, op, d), p.steps, p.batch, p.depth, p.hidden, reverse, s.x_step, s.x_batch,
+               s.y_step, s.y_batch, s.s_batch)
 
 
 @emitter(CarriedStateOp)
-def carried_recurrent(e: Emit) -> None:
-    """A streamed LSTM/GRU: h and c carried in the context from push to push; the first
-    ``delay`` frames (before the stream started) are skipped and give zeros."""
+def carried_state(e: Emit) -> None:
     op: CarriedStateOp = e.op
     inner = op.inner
-    x, y = e.input(0), e.output(0)
-    if not isinstance(inner, Recurrent) or op.source != 0 or op.outputs != (0,):
-        raise Unsupported(f"streaming {inner.name}")
-    check_lowerable(inner, x)
-    steps, batch = (x.shape[1], x.shape[0]) if inner.layout else (x.shape[0], x.shape[1])
-    inputs, hidden = x.shape[2], e.const_input(2, "R").shape[2]
-    if op.delay and inner.layout and batch > 1:
-        raise Unsupported("a late batch-first stream of several sequences")
+    if not isinstance(inner, (RNN, GRU, LSTM)) or op.source != 0 or tuple(op.outputs) != (0,):
+        raise Unsupported(f"streaming {inner.name} (the compiler streams ONNX RNN, GRU and LSTM)")
+    if inner.direction != "forward":
+        raise Unsupported(f"a {inner.direction} {inner.name} in a stream")
+    p = Prepared(e, inner)
+    kernel, blocks = kernel_of(inner)
+    s = strides(inner, p.steps, p.batch, p.depth, p.hidden)
     e.use(HEADER)
-    e.use("tl_common.h")
     e.uses_math()
-    h = e.state("h", DatumType.F32, batch * hidden)
-    c = e.state("c", DatumType.F32, batch * hidden) if isinstance(inner, LSTM) else None
-    started = e.state("started", DatumType.I32, 1)
-    x.used = y.used = True
+    states = []
+    for name in inner.state_names:
+        initial = np.zeros(p.batch * p.hidden, np.float32)
+        if name in p.slots:
+            initial = np.asarray(e.const_input(p.slots[name], f"{name} of a streamed {inner.name}"),
+                                 np.float32).reshape(-1)
+        states.append(e.state(name.replace("initial_", ""), DatumType.F32, initial.size, initial))
+    scratch = e.scratch("gates", DatumType.F32, blocks * p.hidden)
+    x, y = e.arg(e.input(0)), e.arg(e.output(0))
+    tail = [p.depth, p.hidden, 0, s.x_step, s.x_batch, s.y_step, s.y_batch, s.s_batch]
+    if op.delay <= 0:
+        e.call(kernel, x, y, *states, scratch, *p.constants(e, inner, 0), p.steps, p.batch, *tail)
+        return
+    position = e.state("position", DatumType.I32, 1)
     e.line("{")
-    if op.delay:
-        position = e.state("position", DatumType.I32, 1)
-        e.line(f"  const int32_t skip = {position}[0] >= {op.delay} ? 0 : ({op.delay} - {position}[0] < {steps} ? "
-               f"{op.delay} - {position}[0] : {steps});\n"
-               f"  {position}[0] = {position}[0] < (1 << 30) ? {position}[0] + {steps} : {position}[0];\n"
-               f"  memset({y.var}, 0, (size_t)skip * {batch * hidden} * sizeof(float));\n"
-               f"  if (skip < {steps}) {{")
-        x_at, y_at, count = f"{x.var} + skip * {batch * inputs}", f"{y.var} + skip * {batch * hidden}", \
-            f"{steps} - skip"
-    else:
-        e.line("  {")
-        x_at, y_at, count = x.var, y.var, str(steps)
-    e.line(f"    if (!{started}[0]) {{\n      {started}[0] = 1;")
-    e.line("      " + initial_state(e, inner, "initial_h", h, batch * hidden))
-    if c is not None:
-        e.line("      " + initial_state(e, inner, "initial_c", c, batch * hidden))
-    e.line("    }")
-    run_kernel(e, inner, x_at, y_at, h, c, count, batch, inputs, hidden)
-    e.line("  }\n}")
+    e.line(f"  const int32_t skip = tl_stream_skip({position}, {op.delay}, {p.steps});")
+    e.line(f"  tl_rnn_zero_steps({y}, skip, {p.batch}, {p.hidden}, {s.y_step}, {s.y_batch});")
+    e.call(kernel, f"{x} + skip * {s.x_step}", f"{y} + skip * {s.y_step}", *states, scratch,
+           *p.constants(e, inner, 0), f"{p.steps} - skip", p.batch, *tail)
+    e.line("}")
