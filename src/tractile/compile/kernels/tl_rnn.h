@@ -2,11 +2,13 @@
  *
  * Weights keep ONNX's gate order, transposed (depth-major, so the products vectorise over
  * gate rows without reordering any sum): wt[i][gate * hidden + u] and rt[k][gate * hidden + u];
- * bias holds Wb + Rb per gate row (GRU's hidden gate keeps them apart: wb_h and rb_h). Tensors are addressed through element strides so one kernel
- * serves both layouts and both directions: x[t * x_step + b * x_batch + i],
- * y[t * y_step + b * y_batch + u], and the states h[b * s_batch + u] (c likewise), which
- * hold the initial states on entry and the final ones on return. A reverse direction
- * walks time backwards. `gates` is a scratch of gate_count * hidden floats (GRU: 5 * hidden). Activations are (kind, alpha, beta) triples, kinds as TL_RNN_*. */
+ * bias holds Wb + Rb per gate row (GRU's hidden gate keeps them apart: wb_h and rb_h).
+ * Tensors are addressed through element strides so one kernel serves both layouts and both
+ * directions: x[t * x_step + b * x_batch + i], y[t * y_step + b * y_batch + u], and the
+ * states h[b * s_batch + u] (c likewise), which hold the initial states on entry and the
+ * final ones on return. A reverse direction walks time backwards. `gates` is a scratch of
+ * gate_count * hidden floats (GRU: 5 * hidden). Activations are (kind, alpha, beta) triples,
+ * kinds as TL_RNN_*. */
 #ifndef TL_RNN_H
 #define TL_RNN_H
 

@@ -4,8 +4,9 @@ A batch op runs each direction over the whole sequence, its states in the ``Y_h`
 (``Y_c``) outputs, which start from ``initial_h`` (``initial_c``) or zeros. A pulsed
 model's recurrent op (:class:`~tractile.pulse.recurrent.CarriedStateOp`, forward only)
 keeps its states in the context from one push to the next; ``NAME_reset`` restores the
-initial states. Frames that come before the stream's start (its delay) leave the state
-untouched and give zeros, as in the interpreter.
+initial states (computed initial states are taken at the stream's first real frame). Frames
+that come before the stream's start (its delay) leave the state untouched and give zeros, as
+in the interpreter.
 """
 from __future__ import annotations
 
@@ -149,23 +150,36 @@ def carried_state(e: Emit) -> None:
     s = strides(inner, p.steps, p.batch, p.depth, p.hidden)
     e.use(HEADER)
     e.uses_math()
-    states = []
+    states, loads = [], []
     for name in inner.state_names:
+        given = e.input(p.slots[name]) if name in p.slots else None
         initial = np.zeros(p.batch * p.hidden, np.float32)
-        if name in p.slots:
-            initial = np.asarray(e.const_input(p.slots[name], f"{name} of a streamed {inner.name}"),
-                                 np.float32).reshape(-1)
-        states.append(e.state(name.replace("initial_", ""), DatumType.F32, initial.size, initial))
+        if given is not None and given.value is not None:
+            initial = np.asarray(given.value, np.float32).reshape(-1)
+        state = e.state(name.replace("initial_", ""), DatumType.F32, initial.size, initial)
+        if given is not None and given.value is None:  # computed: taken at the stream's first real frame
+            loads.append(f"memcpy({state}, {e.arg(given)}, {given.nbytes});")
+        states.append(state)
     scratch = e.scratch("gates", DatumType.F32, blocks * p.hidden)
     x, y = e.arg(e.input(0)), e.arg(e.output(0))
     tail = [p.depth, p.hidden, 0, s.x_step, s.x_batch, s.y_step, s.y_batch, s.s_batch]
-    if op.delay <= 0:
-        e.call(kernel, x, y, *states, scratch, *p.constants(e, inner, 0), p.steps, p.batch, *tail)
-        return
-    position = e.state("position", DatumType.I32, 1)
+    skip = "0"
     e.line("{")
-    e.line(f"  const int32_t skip = tl_stream_skip({position}, {op.delay}, {p.steps});")
-    e.line(f"  tl_rnn_zero_steps({y}, skip, {p.batch}, {p.hidden}, {s.y_step}, {s.y_batch});")
-    e.call(kernel, f"{x} + skip * {s.x_step}", f"{y} + skip * {s.y_step}", *states, scratch,
-           *p.constants(e, inner, 0), f"{p.steps} - skip", p.batch, *tail)
+    if op.delay > 0:
+        position = e.state("position", DatumType.I32, 1)
+        skip = "skip"
+        e.line(f"  const int32_t skip = tl_stream_skip({position}, {op.delay}, {p.steps});")
+        e.line(f"  tl_rnn_zero_steps({y}, skip, {p.batch}, {p.hidden}, {s.y_step}, {s.y_batch});")
+    if loads:
+        started = e.state("started", DatumType.I32, 1)
+        e.line(f"  if (!*{started} && {skip} < {p.steps}) {{")
+        e.line(f"    *{started} = 1;")
+        for line in loads:
+            e.line(f"    {line}")
+        e.line("  }")
+    if op.delay > 0:
+        e.call(kernel, f"{x} + skip * {s.x_step}", f"{y} + skip * {s.y_step}", *states, scratch,
+               *p.constants(e, inner, 0), f"{p.steps} - skip", p.batch, *tail)
+    else:
+        e.call(kernel, x, y, *states, scratch, *p.constants(e, inner, 0), p.steps, p.batch, *tail)
     e.line("}")
