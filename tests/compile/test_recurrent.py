@@ -128,6 +128,11 @@ def test_svdf_reset_restores_the_initial_memory(compile_cache):
     assert not all(np.array_equal(first[0], other) for other in first[1:4])
 
 
+def test_float_svdf_with_a_fused_tanh(compile_cache):
+    check_against_interpreter(svdf_model("f32", activation="TANH"), compile_cache, runs=20, stateful=True,
+                              name="svdf_tanh")
+
+
 def keyword_svdfs(first: int, last: int, zero_bias: bool) -> tuple[TypedModel, list]:
     """SVDFs ``first`` to ``last`` of keyword_scrambled_8bit (with the layers between them)."""
     model = shared_model("keyword_scrambled_8bit")
