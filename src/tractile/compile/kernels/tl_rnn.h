@@ -2,12 +2,13 @@
  *
  * Weights keep ONNX's gate order, transposed (depth-major, so the products vectorise over
  * gate rows without reordering any sum): wt[i][gate * hidden + u] and rt[k][gate * hidden + u];
- * bias holds Wb + Rb per gate row (GRU's hidden gate keeps them apart: wb_h and rb_h).
+ * wb and rb are ONNX's two biases (NULL: zeros), added to the input and the recurrent products
+ * before these are summed (onnxruntime's order, within rounding of it over long recurrences).
  * Tensors are addressed through element strides so one kernel serves both layouts and both
  * directions: x[t * x_step + b * x_batch + i], y[t * y_step + b * y_batch + u], and the
  * states h[b * s_batch + u] (c likewise), which hold the initial states on entry and the
  * final ones on return. A reverse direction walks time backwards. `gates` is a scratch of
- * gate_count * hidden floats (GRU: 5 * hidden). Activations are (kind, alpha, beta) triples,
+ * 2 * gate_count * hidden floats (GRU: 7 * hidden). Activations are (kind, alpha, beta) triples,
  * kinds as TL_RNN_*. */
 #ifndef TL_RNN_H
 #define TL_RNN_H
@@ -59,10 +60,11 @@ static inline float tl_rnn_act(const float *act, int which, float x) {
 /* clip <= 0: no clip */
 static inline float tl_rnn_clip(float x, float clip) { return clip > 0.0f ? tl_clamp_f32(x, -clip, clip) : x; }
 
-/* out[j] += sum_k v[k] * wt[k * stride + j] for j < count */
-static inline void tl_rnn_accumulate(float *out, const float *v, const float *wt, int32_t depth, int32_t stride,
-                                     int32_t count) {
+/* out[j] = init[j] (0 when init is NULL) + sum_k v[k] * wt[k * stride + j] for j < count */
+static inline void tl_rnn_product(float *out, const float *init, const float *v, const float *wt, int32_t depth,
+                                  int32_t stride, int32_t count) {
   int32_t k, j;
+  for (j = 0; j < count; ++j) out[j] = init ? TL_READ_F32(init + j) : 0.0f;
   for (k = 0; k < depth; ++k) {
     const float value = v[k];
     const float *w = wt + k * stride;
@@ -70,92 +72,78 @@ static inline void tl_rnn_accumulate(float *out, const float *v, const float *wt
   }
 }
 
-/* out[j] = init[j] + x . wt[:, j] + h . rt[:, j] for j < count (columns from `column` on) */
-static inline void tl_rnn_gates(float *out, const float *init, const float *x, const float *wt, const float *h,
-                                const float *rt, int32_t depth, int32_t hidden, int32_t stride, int32_t column,
-                                int32_t count) {
-  int32_t j;
-  for (j = 0; j < count; ++j) out[j] = TL_READ_F32(init + j);
-  tl_rnn_accumulate(out, x, wt + column, depth, stride, count);
-  if (h) tl_rnn_accumulate(out, h, rt + column, hidden, stride, count);
-}
-
 /* the time index of the s-th step a direction takes */
 #define TL_RNN_STEP(t, steps, reverse) ((reverse) ? (steps) - 1 - (t) : (t))
 
-/* ONNX RNN: h = f(clip(x W^T + h R^T + Wb + Rb)); gates: hidden floats */
+/* ONNX RNN: h = f(clip((x W^T + Wb) + (h R^T + Rb))); gates: 2 * hidden floats */
 static inline void tl_rnn_f32(const float *x, float *y, float *h, float *gates, const float *w, const float *r,
-                              const float *bias, const float *act, float clip, int32_t steps, int32_t batches,
-                              int32_t depth, int32_t hidden, int reverse, int32_t x_step, int32_t x_batch,
-                              int32_t y_step, int32_t y_batch, int32_t s_batch) {
+                              const float *wb, const float *rb, const float *act, float clip, int32_t steps,
+                              int32_t batches, int32_t depth, int32_t hidden, int reverse, int32_t x_step,
+                              int32_t x_batch, int32_t y_step, int32_t y_batch, int32_t s_batch) {
+  float *from_h = gates + hidden;
   int32_t b, s, u;
   for (b = 0; b < batches; ++b) {
     float *hb = h + b * s_batch;
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
-      const float *xr = x + t * x_step + b * x_batch;
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_gates(gates, bias, xr, w, hb, r, depth, hidden, hidden, 0, hidden);
-      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = tl_rnn_act(act, 0, tl_rnn_clip(gates[u], clip));
+      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, hidden, hidden);
+      tl_rnn_product(from_h, rb, hb, r, hidden, hidden, hidden);
+      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = tl_rnn_act(act, 0, tl_rnn_clip(gates[u] + from_h[u], clip));
     }
   }
 }
 
-/* ONNX GRU (gates z, r, h); gates: 5 * hidden floats (z, r, the candidate's input part, r . h
- * or the recurrent part, its product) */
+/* ONNX GRU (gates z, r, h); gates: 7 * hidden floats (the input parts, the recurrent parts, r . h) */
 static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, const float *w, const float *r,
-                              const float *bias, const float *wb_h, const float *rb_h, const float *act, float clip,
-                              int linear_before_reset, int32_t steps, int32_t batches, int32_t depth, int32_t hidden,
-                              int reverse, int32_t x_step, int32_t x_batch, int32_t y_step, int32_t y_batch,
-                              int32_t s_batch) {
+                              const float *wb, const float *rb, const float *act, float clip, int linear_before_reset,
+                              int32_t steps, int32_t batches, int32_t depth, int32_t hidden, int reverse,
+                              int32_t x_step, int32_t x_batch, int32_t y_step, int32_t y_batch, int32_t s_batch) {
   const int32_t stride = 3 * hidden;
-  float *from_x = gates + 2 * hidden, *reset_h = gates + 3 * hidden, *from_h = gates + 4 * hidden;
+  float *from_h = gates + 3 * hidden, *reset_h = gates + 6 * hidden;
   int32_t b, s, u;
   for (b = 0; b < batches; ++b) {
     float *hb = h + b * s_batch;
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
-      const float *xr = x + t * x_step + b * x_batch;
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_gates(gates, bias, xr, w, hb, r, depth, hidden, stride, 0, 2 * hidden);
-      for (u = 0; u < 2 * hidden; ++u) gates[u] = tl_rnn_act(act, 0, tl_rnn_clip(gates[u], clip));
-      tl_rnn_gates(from_x, wb_h, xr, w, NULL, r, depth, hidden, stride, 2 * hidden, hidden);
-      if (linear_before_reset) {
-        tl_rnn_gates(from_h, rb_h, hb, r, NULL, r, hidden, hidden, stride, 2 * hidden, hidden);
-        for (u = 0; u < hidden; ++u) from_x[u] += from_h[u] * gates[hidden + u];
-      } else {
-        for (u = 0; u < hidden; ++u) {
-          reset_h[u] = gates[hidden + u] * hb[u];
-          from_h[u] = 0.0f;
-        }
-        tl_rnn_accumulate(from_h, reset_h, r + 2 * hidden, hidden, stride, hidden);
-        for (u = 0; u < hidden; ++u) from_x[u] = from_h[u] + from_x[u] + TL_READ_F32(rb_h + u);
+      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, stride, stride);
+      tl_rnn_product(from_h, rb, hb, r, hidden, stride, linear_before_reset ? stride : 2 * hidden);
+      for (u = 0; u < 2 * hidden; ++u) gates[u] = tl_rnn_act(act, 0, tl_rnn_clip(gates[u] + from_h[u], clip));
+      if (!linear_before_reset) { /* the candidate reads (r . h) R_h + Rb_h */
+        for (u = 0; u < hidden; ++u) reset_h[u] = gates[hidden + u] * hb[u];
+        tl_rnn_product(from_h + 2 * hidden, rb ? rb + 2 * hidden : NULL, reset_h, r + 2 * hidden, hidden, stride,
+                       hidden);
       }
       for (u = 0; u < hidden; ++u) {
-        const float candidate = tl_rnn_act(act, 1, tl_rnn_clip(from_x[u], clip));
+        const float recurrent = linear_before_reset ? gates[hidden + u] * from_h[2 * hidden + u]
+                                                    : from_h[2 * hidden + u];
+        const float candidate = tl_rnn_act(act, 1, tl_rnn_clip(gates[2 * hidden + u] + recurrent, clip));
         yr[u] = hb[u] = candidate + (hb[u] - candidate) * gates[u];
       }
     }
   }
 }
 
-/* ONNX LSTM (gates i, o, f, c); peep (i, o, f: 3 * hidden) may be NULL; gates: 4 * hidden floats */
+/* ONNX LSTM (gates i, o, f, c); peep (i, o, f: 3 * hidden) may be NULL; gates: 8 * hidden floats */
 static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c, float *gates, const float *w,
-                                    const float *r, const float *bias, const float *peep, const float *act,
-                                    float clip, int input_forget, int32_t steps, int32_t batches, int32_t depth,
-                                    int32_t hidden, int reverse, int32_t x_step, int32_t x_batch, int32_t y_step,
-                                    int32_t y_batch, int32_t s_batch) {
+                                    const float *r, const float *wb, const float *rb, const float *peep,
+                                    const float *act, float clip, int input_forget, int32_t steps, int32_t batches,
+                                    int32_t depth, int32_t hidden, int reverse, int32_t x_step, int32_t x_batch,
+                                    int32_t y_step, int32_t y_batch, int32_t s_batch) {
+  float *from_h = gates + 4 * hidden;
   int32_t b, s, u;
   for (b = 0; b < batches; ++b) {
     float *hb = h + b * s_batch;
     float *cb = c + b * s_batch;
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
-      const float *xr = x + t * x_step + b * x_batch;
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_gates(gates, bias, xr, w, hb, r, depth, hidden, 4 * hidden, 0, 4 * hidden);
+      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, 4 * hidden, 4 * hidden);
+      tl_rnn_product(from_h, rb, hb, r, hidden, 4 * hidden, 4 * hidden);
       for (u = 0; u < hidden; ++u) {
-        float i_raw = gates[u], o_raw = gates[hidden + u], f_raw = gates[2 * hidden + u];
+        float i_raw = gates[u] + from_h[u], o_raw = gates[hidden + u] + from_h[hidden + u];
+        float f_raw = gates[2 * hidden + u] + from_h[2 * hidden + u];
         float i, f, state;
         if (peep) {
           i_raw += TL_READ_F32(peep + u) * cb[u];
@@ -163,7 +151,7 @@ static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c
         }
         i = tl_rnn_act(act, 0, tl_rnn_clip(i_raw, clip));
         f = input_forget ? 1.0f - i : tl_rnn_act(act, 0, tl_rnn_clip(f_raw, clip));
-        state = f * cb[u] + i * tl_rnn_act(act, 1, tl_rnn_clip(gates[3 * hidden + u], clip));
+        state = f * cb[u] + i * tl_rnn_act(act, 1, tl_rnn_clip(gates[3 * hidden + u] + from_h[3 * hidden + u], clip));
         cb[u] = state;
         if (peep) o_raw += TL_READ_F32(peep + hidden + u) * state;
         yr[u] = hb[u] = tl_rnn_act(act, 0, tl_rnn_clip(o_raw, clip)) * tl_rnn_act(act, 2, state);

@@ -80,30 +80,30 @@ class Prepared:
     def constants(self, e: Emit, op: Recurrent, d: int) -> list:
         """The kernel's constant arguments after x, y, states and scratch, for direction ``d``."""
         suffix = f"_{d}" if op.num_directions > 1 else ""
-        bias = self.bias[d] if self.bias is not None else np.zeros(2 * self.gates, np.float32)
-        folded = (bias[:self.gates] + bias[self.gates:]).astype(np.float32)
         w = e.constant("W" + suffix, np.ascontiguousarray(self.w[d].T))
         r = e.constant("R" + suffix, np.ascontiguousarray(self.r[d].T))
+        wb = rb = "NULL"
+        if self.bias is not None:
+            wb, rb = e.constant("Wb" + suffix, self.bias[d][:self.gates]), e.constant("Rb" + suffix,
+                                                                                     self.bias[d][self.gates:])
         table = e.constant("activations" + suffix, activation_table(op, d))
         clip = np.float32(op.clip or 0.0)
         if isinstance(op, GRU):
-            h = self.hidden
-            return [w, r, e.constant("bias" + suffix, folded), e.constant("Wbh" + suffix, bias[2 * h:3 * h]),
-                    e.constant("Rbh" + suffix, bias[self.gates + 2 * h:]), table, clip, op.linear_before_reset]
+            return [w, r, wb, rb, table, clip, op.linear_before_reset]
         if isinstance(op, LSTM):
             peep = e.constant("P" + suffix, self.peep[d]) if self.peep is not None else "NULL"
-            return [w, r, e.constant("bias" + suffix, folded), peep, table, clip, op.input_forget]
-        return [w, r, e.constant("bias" + suffix, folded), table, clip]
+            return [w, r, wb, rb, peep, table, clip, op.input_forget]
+        return [w, r, wb, rb, table, clip]
 
 
 def kernel_of(op: Recurrent) -> tuple[str, int]:
     """(kernel, scratch blocks of hidden floats)."""
     if isinstance(op, LSTM):
-        return "tl_onnx_lstm_f32", 4
+        return "tl_onnx_lstm_f32", 8
     if isinstance(op, GRU):
-        return "tl_gru_f32", 5
+        return "tl_gru_f32", 7
     if isinstance(op, RNN):
-        return "tl_rnn_f32", 1
+        return "tl_rnn_f32", 2
     raise Unsupported(f"{op.name} has no C kernel")
 
 
