@@ -200,7 +200,16 @@ class Graph(Generic[F]):
     # checks ------------------------------------------------------------------------------
     def check_consistency(self) -> None:
         """Raise if any wire is dangling, any successor list is stale or the graph has a cycle."""
-        for index, node in enumerate(self.nodes):
+        self.check_nodes(range(len(self.nodes)))
+        for outlet in [*self.inputs, *self.outputs]:
+            self._outlet(outlet)
+        self.eval_order()
+
+    def check_nodes(self, node_ids: Iterable[int]) -> None:
+        """The wiring checks of :meth:`check_consistency` for some nodes only (what a rewrite
+        touched), in time proportional to their edges rather than to the graph."""
+        for index in node_ids:
+            node = self.nodes[index]
             if node.id != index:
                 raise TractileError(f"node {node} stored at index {index}")
             for slot, outlet in enumerate(node.inputs):
@@ -211,9 +220,6 @@ class Graph(Generic[F]):
                     target = self.nodes[inlet.node]
                     if inlet.slot >= len(target.inputs) or target.inputs[inlet.slot] != OutletId(index, slot):
                         raise TractileError(f"{node} output {slot} lists stale successor {inlet}")
-        for outlet in [*self.inputs, *self.outputs]:
-            self._outlet(outlet)
-        self.eval_order()
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__}: inputs {self.inputs}, outputs {self.outputs}"]

@@ -97,12 +97,14 @@ class ModelPatch:
         return patch
 
     # application ----------------------------------------------------------------------------
-    def apply(self, model=None) -> None:
-        """Apply to the target model, in place."""
+    def apply(self, model=None) -> set[int]:
+        """Apply to the target model, in place; returns the ids of the nodes whose wiring changed."""
         from .ops.io import Source
 
         model = self.target if model is None else model
+        touched: set[int] = set(self.obliterated)
         for node_id in self.obliterated:
+            touched.update(o.node for o in model.nodes[node_id].inputs)
             node = model.nodes[node_id]
             for slot, outlet in enumerate(node.inputs):
                 model.outlet_successors(outlet).remove(InletId(node_id, slot))
@@ -118,16 +120,20 @@ class ModelPatch:
             inputs = [mapping[o] for o in node.inputs]
             facts = [o.fact for o in node.outputs]
             new_id = model.add_node(node.name, node.op, facts)
+            touched.add(new_id)
             for slot, outlet in enumerate(inputs):
                 model.add_edge(outlet, InletId(new_id, slot))
+                touched.add(outlet.node)
             for slot in range(len(facts)):
                 mapping[OutletId(node.id, slot)] = OutletId(new_id, slot)
         for old, by in self.shunts:
             new = mapping[by]
             if new == old:
                 continue
+            touched.update((old.node, new.node))
             for inlet in list(model.outlet_successors(old)):
                 model.add_edge(new, inlet)
+                touched.add(inlet.node)
             carried = model.outlet_labels.get(old)  # the value keeps its source name on its new wire
             if carried is not None and new not in model.outlet_labels and new not in model.outputs:
                 model.outlet_labels[new] = carried
@@ -138,6 +144,7 @@ class ModelPatch:
                     model.outlet_labels[new] = label
         if hasattr(model, "_plan_cache"):
             model._plan_cache = None
+        return touched
 
 
 class _Tap:

@@ -16,8 +16,8 @@ def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 
     """Run ``passes`` over a compacted copy of ``model`` until a round changes nothing.
 
     Each round visits the nodes in evaluation order with every pass. A patch is
-    applied at once, then the graph's consistency is checked, so a faulty rewrite
-    is caught where it happens. ``trace``, if given, collects ``(pass, node, label)``.
+    applied at once, then the wiring of the nodes it touched is checked, so a faulty
+    rewrite is caught where it happens; the whole graph (cycles included) once a round. ``trace``, if given, collects ``(pass, node, label)``.
     """
     model = model.compact()
     for _ in range(max_rounds):
@@ -33,11 +33,12 @@ def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 
                     raise with_node_context(error, node, model.node_input_facts(node_id)) from None
                 if patch is None:
                     continue
-                patch.apply(model)
-                model.check_consistency()
+                model.check_nodes(patch.apply(model))  # the whole graph is checked once per round
                 applied += 1
                 if trace is not None:
                     trace.append((pass_name, node.name, patch.label))
+        if applied:
+            model.check_consistency()
         model = model.compact()
         if not applied:
             break
