@@ -104,13 +104,17 @@ class InferenceModel(_ModelBase):
             analyse(self, obstinate=obstinate)
         return self
 
-    def into_typed(self) -> "TypedModel":
-        """Analyse, then convert to a TypedModel (statically known values become constants)."""
+    def into_typed(self, input_facts: Sequence[TypedFact] | None = None) -> "TypedModel":
+        """Analyse, then convert to a TypedModel (statically known values become constants).
+
+        ``input_facts`` (typed facts of the inputs, as a control-flow op passes to its bodies)
+        replace the analysed input facts, so inputs whose rank is only known at run time can
+        be typed."""
         from .infer.typed import into_typed
 
         self.analyse()
         with fresh_symbols_scope(self.symbols):
-            return into_typed(self)
+            return into_typed(self, input_facts)
 
     def into_optimized(self) -> "TypedModel":
         return self.into_typed().into_optimized()
