@@ -1,0 +1,84 @@
+"""silero-vad (both ONNX files of the pip package) run chunk by chunk against onnxruntime.
+
+The files hold If nodes on the sample rate and on run-time shapes (squeeze-if-size-1 patterns
+whose branches differ in rank). With the chunk shape given they load as they are (``sr`` a
+run-time input); with ``values={"sr": 16000}`` the sample-rate If folds away as well.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+
+import tractile  # noqa: E402
+from tractile import AnalysisError  # noqa: E402
+
+from ..speech import CHUNK, CONTEXT, chunks, silero_vad_files, speech_like  # noqa: E402
+
+FILES = silero_vad_files()
+CHUNKS = 120
+#: the speech probability must match to 1e-5; the LSTM state holds cell values up to ~9,
+#: where float32 sums differ between engines by a few 1e-5 (onnxruntime itself is 1.4e-5 away
+#: from a float64 run of the same model on this signal; tractile 1e-5)
+STATE_TOLERANCE = dict(rtol=1e-5, atol=5e-5)
+
+
+def model_path(name: str):
+    if name not in FILES:
+        pytest.skip("silero_vad is not installed (pip install silero-vad): its ONNX files are the test data")
+    return str(FILES[name])
+
+
+def reference_session(path: str):
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+@pytest.mark.parametrize("name", ["silero_vad.onnx", "silero_vad_16k_op15.onnx"])
+@pytest.mark.parametrize("specialised", [True, False], ids=["sr-value", "sr-input"])
+def test_chunked_16k_run_matches_onnxruntime(name: str, specialised: bool):
+    path = model_path(name)
+    facts = {"input": f"1,{CONTEXT + CHUNK},f32", "state": "2,1,128,f32"}
+    model = tractile.load(path, inputs=facts, values={"sr": 16000} if specialised else None)
+    assert model.input_names() == (["input", "state"] if specialised else ["input", "state", "sr"])
+    if specialised:
+        assert not any(n.op.name == "If" for n in model.nodes)
+    ours = model.plan().state(check_facts=True)
+    reference = reference_session(path)
+    sr = np.array(16000, np.int64)
+    state = expected_state = np.zeros((2, 1, 128), np.float32)
+    probabilities = []
+    audio = speech_like(CHUNKS * CHUNK / 16000)
+    for count, x in enumerate(chunks(audio), 1):
+        prob, state = ours.run([x, state] if specialised else [x, state, sr])
+        expected, expected_state = reference.run(None, {"input": x, "state": expected_state, "sr": sr})
+        np.testing.assert_allclose(prob, expected, rtol=0, atol=1e-5, err_msg=f"chunk {count}")
+        np.testing.assert_allclose(state, expected_state, **STATE_TOLERANCE, err_msg=f"chunk {count}")
+        probabilities.append(float(expected[0, 0]))
+    assert count >= 100
+    # the signal is real-looking enough for the detector to switch both ways
+    assert min(probabilities) < 0.1 and max(probabilities) > 0.5
+
+
+def test_8k_chunks_of_the_multi_rate_file():
+    path = model_path("silero_vad.onnx")
+    model = tractile.load(path, inputs={"input": "1,288,f32", "state": "2,1,128,f32"}, values={"sr": 8000})
+    reference = reference_session(path)
+    state = expected_state = np.zeros((2, 1, 128), np.float32)
+    audio = speech_like(3.0, rate=8000)
+    for x in chunks(audio, 256, 32):
+        prob, state = model.run([x, state])
+        expected, expected_state = reference.run(None, {"input": x, "state": expected_state,
+                                                        "sr": np.array(8000, np.int64)})
+        np.testing.assert_allclose(prob, expected, rtol=0, atol=1e-5)
+        np.testing.assert_allclose(state, expected_state, **STATE_TOLERANCE)
+
+
+def test_without_shapes_the_rank_dependent_branch_is_named():
+    path = model_path("silero_vad_16k_op15.onnx")
+    # the squeeze-if-one-frame If yields rank 2 or 3 depending on the chunk length: the LSTM
+    # after it needs to know which, and the error says so and where
+    with pytest.raises(AnalysisError, match=r"LSTM.*depends on data"):
+        tractile.load(path)
