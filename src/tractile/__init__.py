@@ -72,7 +72,7 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
     _apply_facts(model, inputs, outputs=False)
     _apply_facts(model, outputs, outputs=True)
     if values:
-        model = model.with_input_values(values, optimize=False) if isinstance(model, TypedModel) \
+        model = model.with_input_values(values, optimize=optimize) if isinstance(model, TypedModel) \
             else model.with_input_values(values)
     if not optimize:
         return model

@@ -179,7 +179,11 @@ class TypedModel(_ModelBase):
         model = self.compact()
         replace_inputs_by_values(model, values)
         model.refresh_facts()
-        return model.into_optimized() if optimize else model
+        if not optimize:
+            return model
+        model = model.declutter()  # folds what the values decide (an If inlined: facts after it refreshed)
+        model.refresh_facts()
+        return model.into_optimized()
 
     def refresh_facts(self) -> None:
         """Recompute every node's output facts from its inputs (after an input fact changed)."""
