@@ -26,6 +26,8 @@ from tractile.formats.tflite import load_tflite  # noqa: E402
 from tractile.formats.tflite.writer import write_model  # noqa: E402
 
 MODELS = ROOT.parent / "shared" / "models" / "tflite"
+#: what follows this line in the accuracy page is written by hand and kept when it is regenerated
+HAND_WRITTEN = "<!-- written by hand below: kept by bench/accuracy_tflite.py -->"
 
 
 def reference(data: bytes):
@@ -147,7 +149,10 @@ def main(argv=None) -> int:
         classifier_row("keyword_scrambled_8bit", "random (TFLite Micro)", args.runs, flavour="micro"),
         "",
     ]
-    Path(args.output).write_text("\n".join(lines))
+    output = Path(args.output)
+    kept = output.read_text().partition(HAND_WRITTEN) if output.exists() else ("", "", "")
+    text = "\n".join(lines) + (HAND_WRITTEN + kept[2] if kept[1] else "")
+    output.write_text(text)
     print("\n".join(lines))
     return 0
 

@@ -38,7 +38,7 @@ def _apply_facts(model, specs: FactSpecs, outputs: bool) -> None:
 
 
 def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: bool = True,
-         format: str | None = None, compile: str | None = None):
+         format: str | None = None, compile: str | None = None, values: Mapping[str | int, Any] | None = None):
     """Load a model file (or bytes, or an ``onnx.ModelProto``).
 
     ``inputs``: facts for the model inputs, by name or position: ``"N,3,224,224,f32"``
@@ -53,6 +53,10 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
     ``compile="auto"`` runs every maximal run of nodes the C compiler supports as one compiled
     function (built once for this machine with the system C compiler, cached), and the rest in
     the interpreter (see docs/COMPILE.md). Shapes must then be concrete where it compiles.
+
+    ``values``: inputs whose value is known, by name or position (``{"sr": 16000}``): they
+    become constants and stop being inputs, so an If on them folds away (see
+    ``with_input_values``).
     """
     kind = format or _guess_format(source)
     if kind == "onnx":
@@ -67,6 +71,9 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
         raise TractileError(f"unknown model format {kind!r}: tractile reads .onnx and .tflite files")
     _apply_facts(model, inputs, outputs=False)
     _apply_facts(model, outputs, outputs=True)
+    if values:
+        model = model.with_input_values(values, optimize=optimize) if isinstance(model, TypedModel) \
+            else model.with_input_values(values)
     if not optimize:
         return model
     model = model.into_optimized()

@@ -34,6 +34,10 @@ class AnalysisError(TractileError):
         self.node = node
 
 
+class UnknownRankError(AnalysisError):
+    """An op needs the rank of a value whose rank is only known at run time."""
+
+
 class RunError(TractileError):
     """A run was given inputs that do not match the model, or hit a resource limit."""
 

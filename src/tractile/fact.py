@@ -8,7 +8,7 @@ import numpy as np
 
 from .datum import DatumType
 from .dim import Dim, TDim, dim_symbols, is_concrete, to_dim, volume
-from .errors import AnalysisError, TractileError
+from .errors import AnalysisError, TractileError, UnknownRankError
 
 
 @dataclass(frozen=True)
@@ -67,15 +67,22 @@ class TypedFact:
     the (partial) :class:`InferenceFact` of what it holds and ``dtype`` the element's
     datum type (None when unknown). ``element`` None means it holds nothing yet (an empty
     sequence). Build them with :meth:`TypedFact.container`.
+
+    A tensor whose rank depends on data (If branches of different ranks, a Reshape to a
+    run-time shape of run-time length) has ``shape`` None at construction
+    (:meth:`TypedFact.unknown_rank`): ``has_rank`` is False, ``max_rank`` bounds the rank
+    when known, and reading ``shape`` or ``rank`` raises :class:`UnknownRankError` (an
+    :class:`AnalysisError`), which is how an op that needs a rank says so.
     """
 
-    __slots__ = ("dtype", "shape", "konst", "qparams", "sym_value", "kind", "element")
+    __slots__ = ("dtype", "_shape", "konst", "qparams", "sym_value", "kind", "element", "max_rank")
 
-    def __init__(self, dtype: DatumType, shape: Sequence, konst: np.ndarray | None = None,
+    def __init__(self, dtype: DatumType, shape: Sequence | None, konst: np.ndarray | None = None,
                  qparams: QParams | None = None, sym_value: np.ndarray | None = None,
-                 kind: str = TENSOR, element: "InferenceFact | None" = None):
+                 kind: str = TENSOR, element: "InferenceFact | None" = None, max_rank: int | None = None):
         self.dtype = dtype
-        self.shape = tuple(to_dim(d) for d in shape)
+        self._shape = None if shape is None else tuple(to_dim(d) for d in shape)
+        self.max_rank = max_rank if shape is None else None
         self.konst = konst
         self.qparams = qparams
         self.sym_value = sym_value
@@ -89,6 +96,24 @@ class TypedFact:
         if kind not in CONTAINER_KINDS:
             raise TractileError(f"unknown container kind {kind!r}")
         return TypedFact(element.dtype if element is not None else dtype, (), kind=kind, element=element)
+
+    @staticmethod
+    def unknown_rank(dtype: DatumType, max_rank: int | None = None,
+                     qparams: QParams | None = None) -> "TypedFact":
+        """A tensor whose rank is only known at run time (at most ``max_rank`` when given)."""
+        return TypedFact(dtype, None, qparams=qparams, max_rank=max_rank)
+
+    @property
+    def shape(self) -> tuple:
+        if self._shape is None:
+            raise UnknownRankError(f"the rank of {self} depends on data (known only at run time) and this op "
+                                   "needs it; giving the inputs' shapes or values when loading may fix it")
+        return self._shape
+
+    @property
+    def has_rank(self) -> bool:
+        """False for a tensor whose rank is only known at run time."""
+        return self._shape is not None
 
     @property
     def is_tensor(self) -> bool:
@@ -112,7 +137,7 @@ class TypedFact:
         return volume(self.shape)
 
     def is_concrete(self) -> bool:
-        return all(is_concrete(d) for d in self.shape)
+        return self._shape is not None and all(is_concrete(d) for d in self._shape)
 
     def concrete_shape(self) -> tuple[int, ...] | None:
         """The shape as ints; None if symbolic, or if the wire holds a sequence or optional."""
@@ -121,25 +146,27 @@ class TypedFact:
         return self.shape if self.is_concrete() else None
 
     def symbols(self) -> set[str]:
-        return dim_symbols(self.shape)
+        return dim_symbols(self._shape) if self._shape is not None else set()
 
     def known_value(self) -> np.ndarray | None:
         """The constant value, or else the symbolic value, or None."""
         return self.konst if self.konst is not None else self.sym_value
 
     def without_value(self) -> "TypedFact":
-        return TypedFact(self.dtype, self.shape, None, self.qparams, kind=self.kind, element=self.element)
+        return TypedFact(self.dtype, self._shape, None, self.qparams, kind=self.kind, element=self.element,
+                         max_rank=self.max_rank)
 
     def with_shape(self, shape: Sequence) -> "TypedFact":
         return TypedFact(self.dtype, shape, None, self.qparams)
 
     def with_dtype(self, dtype: DatumType) -> "TypedFact":
-        return TypedFact(dtype, self.shape, None, None)
+        return TypedFact(dtype, self._shape, None, None, max_rank=self.max_rank)
 
     def same_type_and_shape(self, other: "TypedFact") -> bool:
         if self.kind != other.kind or (self.kind != TENSOR and self.element != other.element):
             return False
-        return self.dtype == other.dtype and self.shape == other.shape and self.qparams == other.qparams
+        return (self.dtype == other.dtype and self._shape == other._shape and self.qparams == other.qparams
+                and self.max_rank == other.max_rank)
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, TypedFact) or not self.same_type_and_shape(other):
@@ -153,7 +180,12 @@ class TypedFact:
     def __str__(self) -> str:
         if self.kind != TENSOR:
             return _container_text(self.kind, self.element, self.dtype)
-        text = ",".join([*(str(d) for d in self.shape), str(self.dtype)])
+        if self._shape is None:
+            bound = f"<={self.max_rank}" if self.max_rank is not None else ""
+            dims = [f"rank?{bound}"]
+        else:
+            dims = [str(d) for d in self._shape]
+        text = ",".join([*dims, str(self.dtype)])
         if self.qparams is not None:
             text += f" {self.qparams}"
         if self.known_value() is not None:
@@ -241,6 +273,8 @@ class InferenceFact:
     def from_typed(fact: TypedFact) -> "InferenceFact":
         if fact.kind != TENSOR:
             return InferenceFact.container(fact.kind, fact.element, fact.dtype)
+        if not fact.has_rank:
+            return InferenceFact(fact.dtype, ShapeFactoid.unknown())
         return InferenceFact(fact.dtype, ShapeFactoid.closed(fact.shape), fact.known_value())
 
     @staticmethod

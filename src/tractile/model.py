@@ -96,6 +96,15 @@ class InferenceModel(_ModelBase):
         self._typed_cache = None
         return self
 
+    def with_input_values(self, values: Mapping[str | int, Any]) -> "InferenceModel":
+        """Specialise for known input values (by name or position), in place: each becomes a
+        constant, so what it decides (an If on a sample rate, a shape) folds away."""
+        from .specialize import replace_inputs_by_values
+
+        replace_inputs_by_values(self, values)
+        self._typed_cache = None
+        return self
+
     def analyse(self, obstinate: bool = False) -> "InferenceModel":
         """Propagate facts forward and backward until nothing changes (in place)."""
         from .infer.analyse import analyse
@@ -104,13 +113,17 @@ class InferenceModel(_ModelBase):
             analyse(self, obstinate=obstinate)
         return self
 
-    def into_typed(self) -> "TypedModel":
-        """Analyse, then convert to a TypedModel (statically known values become constants)."""
+    def into_typed(self, input_facts: Sequence[TypedFact] | None = None) -> "TypedModel":
+        """Analyse, then convert to a TypedModel (statically known values become constants).
+
+        ``input_facts`` (typed facts of the inputs, as a control-flow op passes to its bodies)
+        replace the analysed input facts, so inputs whose rank is only known at run time can
+        be typed."""
         from .infer.typed import into_typed
 
         self.analyse()
         with fresh_symbols_scope(self.symbols):
-            return into_typed(self)
+            return into_typed(self, input_facts)
 
     def into_optimized(self) -> "TypedModel":
         return self.into_typed().into_optimized()
@@ -156,6 +169,21 @@ class TypedModel(_ModelBase):
         self.set_outlet_fact(outlet, fact)
         self.refresh_facts()
         return self
+
+    def with_input_values(self, values: Mapping[str | int, Any], optimize: bool = True) -> "TypedModel":
+        """A copy specialised for known input values (by name or position): each becomes a
+        constant; with ``optimize`` the copy is decluttered and optimized, so an If on a known
+        condition folds away."""
+        from .specialize import replace_inputs_by_values
+
+        model = self.compact()
+        replace_inputs_by_values(model, values)
+        model.refresh_facts()
+        if not optimize:
+            return model
+        model = model.declutter()  # folds what the values decide (an If inlined: facts after it refreshed)
+        model.refresh_facts()
+        return model.into_optimized()
 
     def refresh_facts(self) -> None:
         """Recompute every node's output facts from its inputs (after an input fact changed)."""

@@ -29,6 +29,37 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                              "'name=N,3,224,224,f32'; symbols (N, T) stay symbolic. Repeat per input.")
     parser.add_argument("-o", "--output-fact", action="append", default=[], metavar="FACT",
                         help="hint about an output, same syntax; analysis propagates it backwards")
+    add_value_argument(parser)
+
+
+def add_value_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--value", action="append", default=[], metavar="NAME=V",
+                        help="value of an input known when loading (e.g. --value sr=16000, a list: "
+                             "--value axes=0,2): the input becomes a constant, so an If on it folds away. "
+                             "Repeat per input.")
+
+
+def parse_value_args(items: list[str]) -> dict:
+    """``NAME=V`` items as {name: value}: ints, floats, true/false, comma-separated for a list."""
+    values = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise TractileError(f"--value expects NAME=V (e.g. sr=16000), got {item!r}")
+        parts = [_literal(part.strip(), item) for part in text.split(",")]
+        values[name.strip()] = parts[0] if len(parts) == 1 and "," not in text else parts
+    return values
+
+
+def _literal(text: str, item: str):
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    raise TractileError(f"--value {item!r}: {text!r} is not a number or true/false")
 
 
 def parse_fact_args(items: list[str]) -> dict | list:
@@ -50,7 +81,8 @@ def load_at_stage(args, stage: str = "optimize"):
     from .. import load
 
     model = load(args.model, inputs=parse_fact_args(args.input_fact),
-                 outputs=parse_fact_args(args.output_fact), optimize=False)
+                 outputs=parse_fact_args(args.output_fact), optimize=False,
+                 values=parse_value_args(getattr(args, "value", [])))
     if stage == "load":
         return model
     model = model.analyse()

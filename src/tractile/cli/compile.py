@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .common import console, parse_fact_args
+from .common import add_value_argument, console, parse_fact_args, parse_value_args
 
 DESCRIPTION = """\
 Lower a model (ONNX or TFLite) whose shapes are concrete to portable C99: NAME.h (the context
@@ -24,6 +24,7 @@ def register(subparsers) -> None:
     parser.add_argument("-i", "--input-fact", action="append", default=[], metavar="FACT",
                         help="fact of an input, e.g. '1,40,100,f32' (in input order) or 'name=1,40,100,f32'; "
                              "every symbol must get a value. Repeat per input.")
+    add_value_argument(parser)
     parser.add_argument("--name", default=None, help="C prefix of the generated names (default: the file's stem)")
     parser.add_argument("--opt", choices=("speed", "size"), default="speed",
                         help="what --build optimizes for (-O3 -march=native, or -Os); default speed")
@@ -63,7 +64,7 @@ def run(args) -> int:
     from ..compile.report import report_table, summary_lines
 
     name = identifier(args.name or Path(args.model).stem, 60)
-    model = load(args.model, inputs=parse_fact_args(args.input_fact))
+    model = load(args.model, inputs=parse_fact_args(args.input_fact), values=parse_value_args(args.value))
     macros = None
     if args.pulse:
         from .stream import _pulse_option, _stream_symbol

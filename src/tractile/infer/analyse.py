@@ -33,7 +33,7 @@ def fold_limit(inputs: list[InferenceFact]) -> int:
 
 
 def _forget_fresh(fact: TypedFact) -> InferenceFact:
-    if not fact.is_tensor:
+    if not fact.is_tensor or not fact.has_rank:
         return InferenceFact.from_typed(fact)
     dims = tuple(None if is_fresh(d) else d for d in fact.shape)
     value = fact.known_value()

@@ -83,6 +83,8 @@ class RankExpr(_PortExpr):
         return solver.fact(self.port).rank
 
     def set(self, solver, value) -> bool:
+        if isinstance(value, TDim):  # a rank known only at run time (a shape of run-time length)
+            return False
         shape = ShapeFactoid((None,) * int(value), False)
         return solver.refine(self.port, InferenceFact(None, shape), f"{self.where()} rank")
 

@@ -15,7 +15,7 @@ def _describe_missing(fact: InferenceFact) -> str:
     return f"its shape is not fully known ({fact})"
 
 
-def into_typed(model) -> "TypedModel":  # noqa: F821 - forward reference
+def into_typed(model, input_facts=None) -> "TypedModel":  # noqa: F821 - forward reference
     """Build a TypedModel from an analysed model.
 
     Wires whose value analysis found (and that are not model inputs) become
@@ -28,9 +28,13 @@ def into_typed(model) -> "TypedModel":  # noqa: F821 - forward reference
     typed.symbols = model.symbols
     typed.properties = dict(model.properties)
     mapping: dict[OutletId, OutletId] = {}
-    for outlet in model.inputs:
+    for index, outlet in enumerate(model.inputs):
         node = model.nodes[outlet.node]
         fact = model.outlet_fact(outlet)
+        given = input_facts[index] if input_facts is not None else None
+        if given is not None and given.is_tensor and not given.has_rank:
+            mapping[outlet] = typed.add_source(node.name, given)
+            continue
         if not fact.is_complete():
             raise AnalysisError(
                 f'input "{node.name}": {_describe_missing(fact)}; give it when loading, e.g. '

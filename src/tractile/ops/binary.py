@@ -144,6 +144,10 @@ class BinaryOp(Op):
                                 f"({a}; {b})")
         check_accepts(self, self.accepts, a, "first operand")
         check_accepts(self, self.accepts, b, "second operand")
+        if not (a.has_rank and b.has_rank):
+            from .dynrank import broadcast_fact
+
+            return [broadcast_fact(self.result_type(a.dtype, b.dtype), [a, b])]
         shape = broadcast_shapes(a.shape, b.shape)
         fact = TypedFact(self.result_type(a.dtype, b.dtype), shape)
         return [value_fact(fact, symbolic_result(self, [a, b]))]

@@ -34,7 +34,7 @@ class Cast(Op):
         expect_inputs(inputs, 1, self)
         if self.round_mode not in ROUND_MODES:
             raise AnalysisError(f"Cast round_mode must be one of {', '.join(ROUND_MODES)}, got {self.round_mode!r}")
-        fact = TypedFact(self.to, inputs[0].shape)
+        fact = inputs[0].with_dtype(self.to)
         if inputs[0].sym_value is not None and self.to.is_integer:
             fact.sym_value = inputs[0].sym_value
         return [fact]
@@ -201,7 +201,7 @@ class Identity(Op):
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
         f = inputs[0]
-        if not f.is_tensor:  # a sequence or an optional passes through as it is
+        if not f.is_tensor or not f.has_rank:  # sequences, optionals, run-time ranks pass through
             return [f]
         return [TypedFact(f.dtype, f.shape, f.konst, f.qparams, f.sym_value)]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..datum import DatumType
-from ..dim import TDim, dim_symbols, fresh_symbol
+from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError, TractileError
 from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact, generalize
 from ..graph import InletId
@@ -120,7 +120,7 @@ class Body:
         for outlet, fact in zip(clone.inputs, facts):
             clone.set_outlet_fact(outlet, InferenceFact.from_typed(fact))
         try:
-            return clone.into_typed()
+            return clone.into_typed(input_facts=facts)
         except AnalysisError as error:
             raise AnalysisError(f"in {self.label}: {error}") from None
 
@@ -203,14 +203,14 @@ def input_symbols(facts: list[TypedFact]) -> set[str]:
     known: set[str] = set()
     for fact in facts:
         if fact.kind == TENSOR:
-            known |= dim_symbols(fact.shape)
+            known |= fact.symbols()
     return known
 
 
 def outer_fact(fact: TypedFact, known: set[str], keep_value: bool = False) -> TypedFact:
     """A body output fact as seen outside: dims on symbols private to the body become fresh."""
-    if fact.kind != TENSOR:
-        return fact
+    if fact.kind != TENSOR or not fact.has_rank:
+        return fact.without_value() if fact.kind == TENSOR else fact
     shape = [d if not isinstance(d, TDim) or d.symbols() <= known else fresh_symbol() for d in fact.shape]
     if keep_value and list(shape) == list(fact.shape):
         return TypedFact(fact.dtype, shape, fact.konst, fact.qparams, fact.sym_value)
@@ -230,12 +230,18 @@ def merge_facts(a: TypedFact, b: TypedFact, what: str) -> TypedFact:
         raise AnalysisError(f"{what}: a {a.kind} ({a}) and a {b.kind} ({b}) cannot be merged")
     if a.dtype != b.dtype:
         raise AnalysisError(f"{what}: datum types differ ({a} and {b})")
-    if a.rank != b.rank:
-        raise AnalysisError(f"{what}: ranks differ ({a} and {b}); tractile needs a known rank")
+    if not a.has_rank or not b.has_rank or a.rank != b.rank:
+        return TypedFact.unknown_rank(a.dtype, _max_rank(a, b), a.qparams if a.qparams == b.qparams else None)
     shape = [x if x == y else fresh_symbol() for x, y in zip(a.shape, b.shape)]
     if shape == list(a.shape) and a.konst is not None and b.konst is not None and a == b:
         return a
     return TypedFact(a.dtype, shape, None, a.qparams if a.qparams == b.qparams else None)
+
+
+def _max_rank(*facts: TypedFact) -> int | None:
+    """A bound on the rank of a value that may be any of ``facts`` (None: unbounded)."""
+    bounds = [f.rank if f.has_rank else f.max_rank for f in facts]
+    return None if any(b is None for b in bounds) else max(bounds)
 
 
 def scalar_flag(value: np.ndarray, what: str) -> bool:

@@ -17,6 +17,7 @@ from ..fact import TypedFact, is_symbolic_value
 from ..patch import ModelPatch
 from .axes import resolve_axes
 from .base import Op, check_alloc, expect_inputs
+from .dynrank import shifted_bound
 from .nn import normalize_axis
 
 
@@ -60,6 +61,8 @@ class Shape(Op):
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
+        if not inputs[0].has_rank:
+            return [TypedFact(DatumType.I64, (fresh_symbol(),))]
         dims = list(inputs[0].shape[self._range(inputs[0].rank)])
         return [value_fact(dims)]
 
@@ -84,6 +87,8 @@ class Size(Op):
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
+        if not inputs[0].has_rank:
+            return [TypedFact(DatumType.I64, ())]
         count = volume(inputs[0].shape)
         if isinstance(count, TDim):
             return [TypedFact(DatumType.I64, (), sym_value=np.asarray(count, dtype=object))]
@@ -147,9 +152,14 @@ class Reshape(Op):
     def output_facts(self, inputs):
         expect_inputs(inputs, 2, self)
         data, shape = inputs
+        if shape.rank == 1 and not isinstance(shape.shape[0], int):
+            return [TypedFact.unknown_rank(data.dtype)]  # a shape of run-time length
         target = shape_value(shape, "Reshape's shape")
         if target is None:
             dims = [fresh_symbol() for _ in range(shape.shape[0])]
+        elif not data.has_rank:
+            dims = [fresh_symbol() if isinstance(v, int) and (v == -1 or v == 0 and not self.allowzero) else v
+                    for v in target]
         else:
             dims = reshaped_dims(data.shape, target, self.allowzero)
         fact = TypedFact(data.dtype, dims)
@@ -175,8 +185,10 @@ class Reshape(Op):
             raise RunError(f"cannot reshape an input of shape {data.shape} to {target}") from None
 
     def declutter(self, model, node):
-        data = model.outlet_fact(node.inputs[0])
-        out = node.outputs[0].fact.shape
+        data, fact = model.outlet_fact(node.inputs[0]), node.outputs[0].fact
+        if not (data.has_rank and fact.has_rank):
+            return None
+        out = fact.shape
         if data.shape == out:
             return ModelPatch.shunt_one_op(model, node, f"no-op reshape {node.name}")
         if model.outlet_fact(node.inputs[1]).konst is not None:
@@ -259,7 +271,11 @@ class Squeeze(Op):
         try:
             axes = _axes_of(inputs, 1, "Squeeze")
         except _UnknownAxes:
+            if not x.has_rank:
+                return [TypedFact.unknown_rank(x.dtype, x.max_rank)]
             return [TypedFact(x.dtype, [fresh_symbol() for _ in range(x.rank - inputs[1].shape[0])])]
+        if not x.has_rank:
+            return [TypedFact.unknown_rank(x.dtype, shifted_bound(x, -len(axes or [])))]
         if axes is None:
             axes = [i for i, d in enumerate(x.shape) if d == 1]
         axes = sorted({normalize_axis(a, x.rank, "Squeeze axis") for a in axes})
@@ -298,7 +314,11 @@ class Unsqueeze(Op):
         try:
             axes = _axes_of(inputs, 1, "Unsqueeze")
         except _UnknownAxes:
+            if not x.has_rank:
+                return [TypedFact.unknown_rank(x.dtype, shifted_bound(x, inputs[1].shape[0]))]
             return [TypedFact(x.dtype, [fresh_symbol() for _ in range(x.rank + inputs[1].shape[0])])]
+        if not x.has_rank:
+            return [TypedFact.unknown_rank(x.dtype, shifted_bound(x, len(axes)))]
         rank = x.rank + len(axes)
         axes = sorted(normalize_axis(a, rank, "Unsqueeze axis") for a in axes)
         if len(set(axes)) != len(axes):

@@ -52,7 +52,7 @@ class UnaryOp(Op):
         expect_inputs(inputs, 1, self)
         fact = inputs[0]
         check_accepts(self, self.accepts, fact)
-        return [TypedFact(self.output_type or fact.dtype, fact.shape)]
+        return [fact.with_dtype(self.output_type or fact.dtype)]
 
     def rules(self, s, inputs, outputs):
         s.equals_shape(inputs[0], outputs[0])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..errors import AnalysisError, with_node_context
+from ..errors import AnalysisError, UnknownRankError, with_node_context
 from ..graph import Node
 from ..patch import ModelPatch, _Obliterated
 
@@ -29,6 +29,8 @@ def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 
                     continue
                 try:
                     patch = rewrite(model, node)
+                except UnknownRankError:
+                    patch = None  # a rewrite that needs a rank does not apply to a run-time rank
                 except AnalysisError as error:
                     raise with_node_context(error, node, model.node_input_facts(node_id)) from None
                 if patch is None:

@@ -34,6 +34,10 @@ def check_step_outputs(step, results, bindings: dict[str, int]) -> None:
         expected = fact.dtype.np
         if value.dtype != expected and not (fact.dtype == DatumType.STRING and value.dtype.kind in "OUS"):
             raise RunError(f"{node_label(node)}: output {slot} has datum type {value.dtype}, fact says {fact}")
+        if not fact.has_rank:
+            if fact.max_rank is not None and value.ndim > fact.max_rank:
+                raise RunError(f"{node_label(node)}: output {slot} has shape {value.shape}, fact says {fact}")
+            continue
         if value.ndim != len(fact.shape):
             raise RunError(f"{node_label(node)}: output {slot} has shape {value.shape}, fact says {fact}")
         for axis, (dim, actual) in enumerate(zip(fact.shape, value.shape)):

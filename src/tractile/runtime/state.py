@@ -55,7 +55,7 @@ class SimpleState:
         on any mismatch, to say what is wrong.
         """
         general = self._check_input
-        if fact.kind != TENSOR or not all(isinstance(d, int) for d in fact.shape) \
+        if fact.kind != TENSOR or not fact.is_concrete() \
                 or fact.dtype == DatumType.STRING:
             return lambda value, bindings: general(name, fact, value, bindings)
         dtype, shape = fact.dtype.np, tuple(fact.shape)
@@ -82,6 +82,10 @@ class SimpleState:
         if value.dtype != expected and not (fact.dtype == DatumType.STRING and value.dtype.kind in "OUS"):
             raise RunError(f'input "{name}": expected {fact} but got datum type {value.dtype}'
                            f" (convert it with .astype(np.{expected.name}))")
+        if not fact.has_rank:  # a rank that depends on data: only a bound to check
+            if fact.max_rank is not None and value.ndim > fact.max_rank:
+                raise RunError(f'input "{name}": expected {fact} but got shape {value.shape}')
+            return value
         if value.ndim != len(fact.shape):
             raise RunError(f'input "{name}": expected rank {len(fact.shape)} ({fact}) '
                            f"but got shape {value.shape}")

@@ -204,6 +204,12 @@ def first_divergence(model, reference: ReferenceRun, inputs: list[np.ndarray],
     return None, len(wires)
 
 
+def fixed_inputs(model) -> dict[str, np.ndarray]:
+    """Inputs of the file that the model was specialised for (``with_input_values``): the
+    reference engine still needs them."""
+    return dict(model.properties.get("input_values", {}))
+
+
 def compare_with_reference(decluttered, path: str, engine: str, inputs: list[np.ndarray],
                            tolerance: Tolerance = Tolerance(), per_node: bool = False,
                            optimized=None, runner=None) -> CompareReport:
@@ -216,7 +222,7 @@ def compare_with_reference(decluttered, path: str, engine: str, inputs: list[np.
     """
     optimized = decluttered.optimize() if optimized is None else optimized
     inputs = list(inputs)
-    named = dict(zip(optimized.input_names(), inputs))
+    named = {**fixed_inputs(optimized), **dict(zip(optimized.input_names(), inputs))}
     notes = []
     try:
         reference = run_reference(engine, path, named, every_value=per_node)
@@ -273,7 +279,7 @@ def compare_streaming(optimized, path: str, engine: str, inputs: list[np.ndarray
     """Stream whole ``inputs`` through ``pulsed`` (the streaming form of ``optimized``) and compare
     what it emits, delay dropped, with the reference engine run on the whole inputs."""
     inputs = list(inputs)
-    reference = run_reference(engine, path, dict(zip(optimized.input_names(), inputs)))
+    reference = run_reference(engine, path, {**fixed_inputs(optimized), **dict(zip(optimized.input_names(), inputs))})
     ours = stream_through(pulsed, inputs)
     outputs, missing = output_differences(optimized, ours, reference, tolerance)
     report = CompareReport(engine, tolerance, outputs, unmatched_outputs=missing, notes=list(reference.notes))

@@ -202,10 +202,6 @@ EXPLANATIONS = {
     "Bernoulli": "random draws: the suite's expected values come from NumPy's global generator, and the "
                  "ONNX test generator itself notes that they cannot match across implementations "
                  "(shapes and datum types do match)",
-    "AffineGrid": "this expanded function body holds an If whose branches return tensors of different ranks "
-                  "(a scalar and a 1-element vector); a typed fact cannot express a rank that depends on a "
-                  "run-time condition, so analysis refuses it with a clear error (the native AffineGrid "
-                  "kernel passes the same cases)",
 }
 
 
