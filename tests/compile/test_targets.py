@@ -232,3 +232,18 @@ def test_a_firmware_too_big_for_the_board_says_by_how_much(tmp_path):
     model = tractile.load(shared_model("tflite/person_detect.tflite"))
     with pytest.raises(TractileError, match=r"does not fit lm3s6965evb: its \w+ overflows by \d+ B \(the model alone"):
         verify(model, "cortex-m3", board="lm3s6965evb", runs=6, folder=tmp_path)
+
+
+def test_a_model_with_several_outputs_verifies_each_of_them(tmp_path):
+    """The console numbers the hex lines of a run across its outputs: a second output must
+    not overwrite the first's lines (it did when each output restarted the count)."""
+    needs_board("cortex-m3", "lm3s6965evb")
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"])]
+    graph = helper.make_graph(nodes, "two", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 60])],
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("b", TensorProto.FLOAT, None)])
+    model = tractile.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    report = verify(model, "cortex-m3", board="lm3s6965evb", runs=3, folder=tmp_path)
+    assert report["verified"], report["first_difference"]

@@ -201,7 +201,8 @@ def main_source(program: Program, profile: bool) -> str:
         args.append(f"out{index}")
     copies = "\n".join(f"    TL_COPY_INPUT(in{i}, tl_input{i} + (size_t)run * {max(t.count, 1)}, sizeof in{i});"
                        for i, t in enumerate(program.inputs))
-    prints = "\n".join(f"    put_bytes(run, out{i}, sizeof out{i});" for i in range(len(program.outputs)))
+    prints = "\n".join(["    part = 0;"] + [f"    put_bytes(run, out{i}, sizeof out{i}, &part);"
+                                            for i in range(len(program.outputs))])
     node_count = len(program.nodes)
     profile_dump = (f"  for (node = 0; node < {node_count}; ++node) {{\n"
                     "    tl_write(\"n \"); put_u64((uint64_t)node); tl_write(\" \"); "
@@ -230,11 +231,12 @@ static void put_u64(uint64_t value) {{
   tl_write(text + at);
 }}
 
-static void put_bytes(int run, const void *data, size_t count) {{
+/* one output's bytes in lines of hex, numbered on from *part (the outputs of a run follow each other) */
+static void put_bytes(int run, const void *data, size_t count, size_t *part) {{
   static const char digits[] = "0123456789abcdef";
   const uint8_t *bytes = (const uint8_t *)data;
   char text[2 * 48 + 2];
-  size_t at = 0, part = 0, i;
+  size_t at = 0, i;
   for (i = 0; i < count; ++i) {{
     text[at++] = digits[bytes[i] >> 4];
     text[at++] = digits[bytes[i] & 15];
@@ -244,7 +246,7 @@ static void put_bytes(int run, const void *data, size_t count) {{
       tl_write("o ");
       put_u64((uint64_t)run);
       tl_write(" ");
-      put_u64((uint64_t)part++);
+      put_u64((uint64_t)(*part)++);
       tl_write(" ");
       tl_write(text);
       at = 0;
@@ -263,7 +265,7 @@ static size_t stack_peak(uintptr_t top, uintptr_t floor) {{
 int main(void) {{
   uint64_t ticks = 0, start;
   uintptr_t top, floor;
-  size_t peak = 0;
+  size_t peak = 0, part;
   volatile uint8_t *paint;
   int run, status;
 {"  int node;" if profile_dump else ""}
