@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .const_fold import fold_constants
 from .driver import op_declutter, op_optimize, run_passes
+from .fold_affine import fold_affine_chain
 from .fold_batchnorm import fold_batchnorm, merge_constant_adds, push_mul_above_add
 from .fuse import fuse_activation, fuse_bias
 
@@ -11,6 +12,7 @@ DECLUTTER_PASSES = [
     ("declutter", op_declutter),
     ("fold-constants", fold_constants),
     ("fold-batchnorm", fold_batchnorm),
+    ("fold-affine-chain", fold_affine_chain),
     ("push-mul-above-add", push_mul_above_add),
     ("merge-constant-adds", merge_constant_adds),
 ]

@@ -167,7 +167,8 @@ def push_mul_above_add(model, node) -> ModelPatch | None:
     x, shift, scale, add = found
     patch = ModelPatch(model, f"push {node.name} above {add.name}")
     scaled = patch.wire_node(node.name, Mul(), [patch.tap(x), patch.add_const(f"{node.name}.b", scale)])[0]
-    moved = patch.add_const(f"{add.name}.ab", (shift * scale).astype(node.outputs[0].fact.dtype.np))
+    with np.errstate(all="ignore"):  # an overflowing product is what the model computes too
+        moved = patch.add_const(f"{add.name}.ab", (shift * scale).astype(node.outputs[0].fact.dtype.np))
     return _replace_pair(patch, node, add, patch.wire_node(add.name, Add(), [scaled, moved])[0])
 
 
@@ -178,5 +179,6 @@ def merge_constant_adds(model, node) -> ModelPatch | None:
         return None
     x, first, second, add = found
     patch = ModelPatch(model, f"merge {add.name} into {node.name}")
-    total = patch.add_const(f"{node.name}.sum", (first + second).astype(node.outputs[0].fact.dtype.np))
+    with np.errstate(all="ignore"):
+        total = patch.add_const(f"{node.name}.sum", (first + second).astype(node.outputs[0].fact.dtype.np))
     return _replace_pair(patch, node, add, patch.wire_node(node.name, Add(), [patch.tap(x), total])[0])

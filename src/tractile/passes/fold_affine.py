@@ -1,0 +1,91 @@
+"""A chain of Mul and Add by constants (``((x * a + b) * c + d) ...``) becomes one Mul and
+one Add, in one rewrite however long the chain: exporters leave such chains (normalisations,
+rescalings), and rewriting them a pair at a time would take a round of passes per link."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import OutletId
+from ..ops.binary import Add, Mul
+from ..patch import ModelPatch
+
+
+def _affine_link(model, node):
+    """(data input, constant, "mul" or "add") of a float Mul/Add by a constant that keeps the
+    data's shape; else None."""
+    if type(node.op) not in (Add, Mul) or len(node.inputs) != 2:
+        return None
+    out = node.outputs[0].fact
+    if not out.dtype.is_float:
+        return None
+    for slot in (0, 1):
+        data, other = model.outlet_fact(node.inputs[slot]), model.outlet_fact(node.inputs[1 - slot])
+        if other.konst is not None and data.konst is None and data.shape == out.shape:
+            if np.ndim(other.konst) > len(out.shape):
+                return None
+            return node.inputs[slot], np.asarray(other.konst), "mul" if type(node.op) is Mul else "add"
+    return None
+
+
+def fold_affine_chain(model, node) -> ModelPatch | None:
+    """At the last link of a chain of at least three affine links, the whole chain as x * s + t."""
+    link = _affine_link(model, node)
+    if link is None:
+        return None
+    successors = node.outputs[0].successors
+    if len(successors) == 1 and OutletId(node.id, 0) not in model.outputs and \
+            _affine_link(model, model.nodes[successors[0].node]) is not None:
+        return None  # not the end of the chain
+    chain = [(node, link)]
+    data = link[0]
+    while True:
+        producer = model.nodes[data.node]
+        above = _affine_link(model, producer)
+        if above is None or len(producer.outputs[0].successors) != 1 or data in model.outputs:
+            break
+        chain.append((producer, above))
+        data = above[0]
+    if len(chain) < 3:
+        return None
+    chain.reverse()  # from the data's side down to ``node``
+    dtype = node.outputs[0].fact.dtype.np
+    windows = [chain[i:i + WINDOW] for i in range(0, len(chain), WINDOW)]
+    folded = [_combined(window, dtype) for window in windows]
+    if not any(combined is not None and len(window) > 2 for window, combined in zip(windows, folded)):
+        return None  # nothing gets shorter
+    patch = ModelPatch(model, f"fold the {len(chain)} Mul/Add by constants ending at {node.name}")
+    current = patch.tap(data)
+    for window, combined in zip(windows, folded):
+        last = window[-1][0]
+        if combined is None:  # this stretch overflows when folded: kept as it is
+            for member, (_, constant, kind) in window:
+                op = Mul() if kind == "mul" else Add()
+                current = patch.wire_node(member.name, op, [current, patch.add_const(f"{member.name}.c",
+                                                                                    constant)])[0]
+            continue
+        scale, shift = combined
+        current = patch.wire_node(f"{last.name}.scale", Mul(), [current, patch.add_const(f"{last.name}.s", scale)])[0]
+        current = patch.wire_node(last.name, Add(), [current, patch.add_const(f"{last.name}.t", shift)])[0]
+    patch.shunt(OutletId(node.id, 0), current)
+    for member, _ in chain:
+        patch.obliterate(member.id)
+    return patch
+
+
+#: links folded together at most: long chains fold in stretches, so one that overflows as a
+#: whole still folds where it can
+WINDOW = 64
+
+
+def _combined(window, dtype):
+    """(scale, shift) with x * scale + shift equal to the window's links, or None if it overflows."""
+    scale, shift = np.ones((), dtype), np.zeros((), dtype)
+    with np.errstate(all="ignore"):
+        for _, (_, constant, kind) in window:
+            if kind == "mul":
+                scale, shift = scale * constant, shift * constant
+            else:
+                shift = shift + constant
+    if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(shift))):
+        return None  # folding would turn x = 0 into 0 * inf = NaN
+    return scale.astype(dtype), shift.astype(dtype)
