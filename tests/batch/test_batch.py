@@ -136,7 +136,7 @@ def test_cli_prints_a_summary_and_fails_on_failed_inputs(corpus, tmp_path, capsy
                        "--workers", "2"])
     printed = capsys.readouterr().out
     assert status == 1 and "broken.npz" in printed and "done now" in printed
-    assert cli_main(["batch", str(model), "--inputs", str(data / "nothing" / "*"), "--out", str(tmp_path / "o")]) == 1
+    assert cli_main(["batch", str(model), "--inputs", str(data / "nothing" / "*"), "--out", str(tmp_path / "o")]) == 2
 
 
 def test_the_ray_engine_gives_the_local_results_even_when_a_worker_dies(corpus, tmp_path):

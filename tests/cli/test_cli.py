@@ -56,7 +56,7 @@ def test_run_with_given_inputs(demo_model, tmp_path, capsys):
 
 
 def test_symbol_without_value_is_a_clear_error(demo_model, capsys):
-    assert main(["run", str(demo_model)]) == 1
+    assert main(["run", str(demo_model)]) == 2
     err = capsys.readouterr().err
     assert "symbol(s) N" in err and "-i" in err
 
@@ -64,7 +64,7 @@ def test_symbol_without_value_is_a_clear_error(demo_model, capsys):
 def test_errors_are_reported_not_raised(tmp_path, capsys):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"garbage")
-    assert main(["dump", str(bad)]) == 1
+    assert main(["dump", str(bad)]) == 2
     assert "ModelFormatError" in capsys.readouterr().err
 
 

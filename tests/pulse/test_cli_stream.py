@@ -42,8 +42,8 @@ def test_stream_of_a_given_input_saves_the_streamed_output(kws_path, tmp_path, c
 
 
 def test_stream_errors_name_the_node_and_the_reason(kws_path, capsys):
-    assert main(["stream", str(kws_path), "-i", "1,40,T,f32", "--pulse", "7"]) == 1
+    assert main(["stream", str(kws_path), "-i", "1,40,T,f32", "--pulse", "7"]) == 2
     error = capsys.readouterr().err
     assert 'AnalysisError: node' in error and '"p" (MaxPool)' in error and "multiple of 2" in error
-    assert main(["stream", str(kws_path), "-i", "1,40,T,f32", "--pulse", "0"]) == 1
+    assert main(["stream", str(kws_path), "-i", "1,40,T,f32", "--pulse", "0"]) == 2
     assert "--pulse expects a number of frames" in capsys.readouterr().err

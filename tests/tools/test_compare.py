@@ -104,7 +104,7 @@ def test_unknown_engine_and_broken_reference(demo_model, tmp_path, capsys):
 
     with pytest.raises(tractile.TractileError, match="unknown reference engine"):
         run_reference("tensorflow", str(demo_model), {})
-    assert main(["compare", str(demo_model), "--with", "tflite", "-i", "1,1,28,28,f32"]) == 1
+    assert main(["compare", str(demo_model), "--with", "tflite", "-i", "1,1,28,28,f32"]) == 2
     assert "the TFLite interpreter cannot load" in capsys.readouterr().err
 
 

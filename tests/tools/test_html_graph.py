@@ -142,7 +142,7 @@ def test_tflite_model_page(tmp_path):
 
 def test_missing_kiwisolver_is_a_clear_error(demo_model, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "kiwisolver", None)
-    assert main(["dump", str(demo_model), "-i", "1,1,28,28,f32", "--html", str(tmp_path / "g.html")]) == 1
+    assert main(["dump", str(demo_model), "-i", "1,1,28,28,f32", "--html", str(tmp_path / "g.html")]) == 2
     assert "tractile[viz]" in capsys.readouterr().err
 
 

@@ -69,12 +69,12 @@ def test_plot_draws_op_shares(demo_model, tmp_path, capsys):
 def test_plot_without_matplotlib_is_a_clear_error(demo_model, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     code = main(["profile", str(demo_model), "-i", "1,1,28,28,f32", "--iters", "1", "--plot", str(tmp_path / "p.png")])
-    assert code == 1
+    assert code == 2
     assert "tractile[viz]" in capsys.readouterr().err
 
 
 def test_bad_iteration_count(demo_model, capsys):
-    assert main(["profile", str(demo_model), "-i", "1,1,28,28,f32", "--iters", "0"]) == 1
+    assert main(["profile", str(demo_model), "-i", "1,1,28,28,f32", "--iters", "0"]) == 2
     assert "--iters must be at least 1" in capsys.readouterr().err
 
 

@@ -22,9 +22,9 @@ def test_compare_streamed_outputs_with_onnxruntime(streaming_onnx, capsys):
 
 
 def test_compare_streaming_refuses_per_node(streaming_onnx, capsys):
-    assert main(["compare", str(streaming_onnx), "--pulse", "4", "--set", "T=8", "--per-node"]) == 1
+    assert main(["compare", str(streaming_onnx), "--pulse", "4", "--set", "T=8", "--per-node"]) == 2
     assert "without --pulse" in capsys.readouterr().err
-    assert main(["compare", str(streaming_onnx), "--pulse", "0"]) == 1
+    assert main(["compare", str(streaming_onnx), "--pulse", "0"]) == 2
     assert "--pulse expects FRAMES" in capsys.readouterr().err
 
 

@@ -160,10 +160,8 @@ class SimpleState:
                         values[slot] = result
                     for slot in frees:
                         values[slot] = None
-        except TractileError as error:
-            raise _at_node(error, plan.steps[index]) from None
-        except (ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, MemoryError) as error:
-            raise _at_node(RunError(f"{type(error).__name__}: {error}"), plan.steps[index]) from error
+        except STEP_ERRORS as error:
+            raise step_error(error, plan.steps[index]) from (None if isinstance(error, TractileError) else error)
         return values, fed
 
     def _run_checked(self, values: list, bindings: dict[str, int]) -> None:
@@ -182,8 +180,8 @@ class SimpleState:
         for index, step in enumerate(self.plan.steps):
             try:
                 results = self._program[index][0]([values[i] for i in step.inputs])
-            except TractileError as error:
-                raise _at_node(error, step) from None
+            except STEP_ERRORS as error:
+                raise step_error(error, step) from (None if isinstance(error, TractileError) else error)
             check_step_outputs(step, results, bindings)
             for slot, result in zip(step.outputs, results):
                 values[slot] = result
@@ -225,6 +223,17 @@ def order_inputs(names: Sequence[str], inputs, what: str = "the model") -> tuple
         if value is None:
             raise RunError(f'input "{name}" is None: give an array')
     return inputs, False
+
+
+#: what an op may raise on bad run-time data; both run paths turn it into an error naming the node
+STEP_ERRORS = (TractileError, ValueError, IndexError, KeyError, TypeError, ZeroDivisionError, MemoryError)
+
+
+def step_error(error: Exception, step) -> TractileError:
+    """The error of a failing step, as the user sees it: a TractileError naming the node."""
+    if not isinstance(error, TractileError):
+        error = RunError(f"{type(error).__name__}: {error}")
+    return _at_node(error, step)
 
 
 def _at_node(error: TractileError, step) -> TractileError:
