@@ -37,6 +37,7 @@ def parse_fact(spec) -> InferenceFact:
             items = items[:-1]
         except TractileError:
             dtype = None
+            _refuse_a_misspelt_datum_type(items[-1], spec)
     open_rank = bool(items) and items[-1] in ("..", "...")
     if open_rank:
         items = items[:-1]
@@ -45,3 +46,20 @@ def parse_fact(spec) -> InferenceFact:
     except TractileError as error:
         raise TractileError(f"cannot read fact {spec!r}: {error}") from None
     return InferenceFact(dtype, ShapeFactoid(dims, open_rank))
+
+
+def _refuse_a_misspelt_datum_type(item: str, spec: str) -> None:
+    """A last item that reads like a datum type but is none (``flt``, ``f23``) is a typo, not a
+    symbolic dim: say so now rather than let it become a dimension far away."""
+    import difflib
+    import re
+
+    if not re.fullmatch(r"[a-z][a-z0-9]*", item):
+        return
+    names = sorted({d.value for d in DatumType} | {"float", "float32", "float16", "int8", "int16", "int32", "int64",
+                                                     "uint8", "bool", "double", "string"})
+    close = difflib.get_close_matches(item, names, n=3, cutoff=0.6)
+    if close or re.fullmatch(r"[fiu]\d+", item):
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        raise TractileError(f"cannot read fact {spec!r}: {item!r} is not a datum type{hint}; the datum type comes "
+                            "last, e.g. '1,3,224,224,f32'")

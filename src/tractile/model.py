@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .dim import SymbolFactory, fresh_symbols_scope
+from .dim import SymbolFactory, TDim, fresh_symbols_scope
 from .errors import AnalysisError, TractileError, with_node_context
 from .fact import InferenceFact, TypedFact, parse_fact, unify
 from .graph import Graph, OutletId
@@ -82,7 +82,9 @@ class InferenceModel(_ModelBase):
     def set_input_fact(self, which: int | str, spec) -> "InferenceModel":
         """Replace what is known of an input (``"N,3,224,224,f32"``, ``(shape, dtype)``, a fact)."""
         outlet = self.inputs[self._port(which, False)]
-        self.set_outlet_fact(outlet, parse_fact(spec))
+        fact = parse_fact(spec)
+        _check_against_declared(self.input_names()[self.inputs.index(outlet)], self.outlet_fact(outlet), fact)
+        self.set_outlet_fact(outlet, fact)
         self._typed_cache = None
         return self
 
@@ -265,3 +267,33 @@ class TypedModel(_ModelBase):
 
     def _runnable(self) -> "TypedModel":
         return self
+
+
+def _check_against_declared(name: str, declared: InferenceFact, given: InferenceFact) -> None:
+    """Refuse an input fact that contradicts the model's declared shape: another rank, or a
+    declared symbol given at another axis (``1,40,T`` for a model declared ``1,T,40``). Fixed
+    dims may be overridden (a model exported with batch 1 run with a batch of N)."""
+    known = declared.shape
+    if known is None or given.shape is None or known.open or given.shape.open:
+        return
+    declared_dims, given_dims = list(known.dims), list(given.shape.dims)
+    if not declared_dims or not given_dims:
+        return
+    problems = []
+    if len(declared_dims) != len(given_dims):
+        problems.append(f"{len(given_dims)} dims given, {len(declared_dims)} declared")
+    else:
+        where = {str(d): axis for axis, d in enumerate(declared_dims) if _is_symbol(d)}
+        for axis, (want, got) in enumerate(zip(declared_dims, given_dims)):
+            if want is None or got is None:
+                continue
+            if _is_symbol(got) and where.get(str(got), axis) != axis:
+                problems.append(f"{got} is axis {where[str(got)]}, given at axis {axis}")
+    if problems:
+        shown = lambda fact: ",".join("?" if d is None else str(d) for d in fact.shape.dims)  # noqa: E731
+        raise TractileError(f'input "{name}": the fact {shown(given)} contradicts the model\'s declared shape '
+                            f"{shown(declared)} ({'; '.join(problems)})")
+
+
+def _is_symbol(dim) -> bool:
+    return isinstance(dim, TDim) and len(dim.symbols()) == 1 and str(dim) in dim.symbols()

@@ -58,7 +58,7 @@ def test_run_with_given_inputs(demo_model, tmp_path, capsys):
 def test_symbol_without_value_is_a_clear_error(demo_model, capsys):
     assert main(["run", str(demo_model)]) == 2
     err = capsys.readouterr().err
-    assert "symbol(s) N" in err and "-i" in err
+    assert "dims N need values" in err and "-i image=1,1,28,28,f32" in err
 
 
 def test_errors_are_reported_not_raised(tmp_path, capsys):

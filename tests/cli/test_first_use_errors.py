@@ -70,3 +70,36 @@ def test_checked_runs_name_the_failing_node_as_plain_runs_do():
         with pytest.raises(tractile.RunError, match=r'"broken_node".*IndexError'):
             model.plan().state(check_facts=checked).run([np.zeros(3, np.float32)])
 
+
+
+def kws_model(tmp_path):
+    from onnx import TensorProto, helper, save
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "kws",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "T", 40])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "kws.onnx")
+    return str(tmp_path / "kws.onnx")
+
+
+def test_every_unbound_symbol_is_named_with_an_example_from_the_model(tmp_path, capsys):
+    path = kws_model(tmp_path)
+    one_line_error(capsys, ["run", path], "B, T need values", "-i x=1,100,40,f32", "--set B=1 --set T=100")
+    one_line_error(capsys, ["run", path, "--set", "B=2"], "T need values", "-i x=2,100,40,f32")
+
+
+def test_a_fact_contradicting_the_declared_shape_names_both(tmp_path, capsys):
+    path = kws_model(tmp_path)
+    one_line_error(capsys, ["run", path, "-i", "1,40,T,f32"], "1,40,T", "B,T,40")
+    with pytest.raises(tractile.TractileError, match="T is axis 1, given at axis 2"):
+        tractile.load(path, inputs=["1,40,T,f32"])
+    with pytest.raises(tractile.TractileError, match="2 dims given, 3 declared"):
+        tractile.load(path, inputs=["1,40,f32"])
+    assert tractile.load(path, inputs=["1,T,40,f32"]).input_facts[0].shape[2] == 40
+
+
+@pytest.mark.parametrize("spec", ["N,1,28,28,flt", "1,T,f23", "1,2,i9"])
+def test_a_misspelt_datum_type_is_a_parse_error(spec):
+    with pytest.raises(tractile.TractileError, match="is not a datum type"):
+        tractile.parse_fact(spec)
+    assert str(tractile.parse_fact("1,batch")) == "1,batch,?"

@@ -97,6 +97,26 @@ def load_at_stage(args, stage: str = "optimize"):
     return model.optimize()
 
 
+def random_inputs(model, rng: np.random.Generator, bindings: dict[str, int]) -> list[np.ndarray]:
+    """Random tensors for every input; when symbols have no value, one error naming all of them
+    with an example built from the model's own inputs."""
+    from ..dim import TDim
+
+    names, facts = model.input_names(), model.input_facts
+    unbound = sorted({s for f in facts for d in f.shape if isinstance(d, TDim) for s in d.symbols()} - set(bindings))
+    if unbound:
+        example = {s: (1 if any(f.shape and isinstance(f.shape[0], TDim) and s in f.shape[0].symbols() for f in facts)
+                       else 100) for s in unbound}
+        specs = []
+        for name, fact in zip(names, facts):
+            dims = [str(d.eval({**example, **bindings})) if isinstance(d, TDim) else str(d) for d in fact.shape]
+            specs.append(f"-i {name}={','.join(dims)},{fact.dtype.value}")
+        declared = "; ".join(f"{n}: {f}" for n, f in zip(names, facts))
+        raise TractileError(f"the input dims {', '.join(unbound)} need values ({declared}): give them with "
+                            f"{' '.join(specs)}, or with {' '.join(f'--set {s}={v}' for s, v in example.items())}")
+    return [random_input(fact, rng, bindings) for fact in facts]
+
+
 def random_input(fact, rng: np.random.Generator, bindings: dict[str, int]) -> np.ndarray:
     """A random tensor matching ``fact`` (symbols take their value from ``bindings``)."""
     from ..dim import eval_dim

@@ -14,7 +14,7 @@ from .common import (
     console,
     load_at_stage,
     parse_bindings,
-    random_input,
+    random_inputs,
     report_mismatches,
     summarize,
 )
@@ -60,7 +60,7 @@ def make_inputs(model, args) -> list[np.ndarray]:
         return _load_arrays(args.input, names, "inputs")
     rng = np.random.default_rng(args.seed)
     bindings = parse_bindings(args.set)
-    return [random_input(f, rng, bindings) for f in model.input_facts]
+    return random_inputs(model, rng, bindings)
 
 
 def compare_outputs(names, got, expected, rtol, atol) -> list[str]:

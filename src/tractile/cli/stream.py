@@ -13,7 +13,7 @@ from .common import (
     console,
     load_at_stage,
     parse_bindings,
-    random_input,
+    random_inputs,
     report_mismatches,
     summarize,
 )
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         bindings = parse_bindings(args.set)
         bindings.setdefault(symbol, args.length)
         rng = np.random.default_rng(args.seed)
-        inputs = [random_input(fact, rng, bindings) for fact in model.input_facts]
+        inputs = random_inputs(model, rng, bindings)
     streams = pulsed.input_streams
     axis, length = next((s.axis, v.shape[s.axis]) for s, v in zip(streams, inputs) if s is not None)
     for name, value, stream in zip(names, inputs, streams):
