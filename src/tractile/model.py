@@ -65,9 +65,11 @@ class _ModelBase(Graph):
 
         return compile_model(self, name=name, opt=opt, inputs=inputs, cache_dir=cache_dir, **options)
 
-    def run(self, inputs: InputValues) -> list[np.ndarray] | dict[str, np.ndarray]:
-        """Run once. A list in gives a list out (output order); a dict in gives a dict by output name."""
-        return self._runnable().plan().run(inputs)
+    def run(self, inputs: InputValues | Sequence[str] | None,
+            feed: Mapping[str, Any] | None = None) -> list[np.ndarray] | dict[str, np.ndarray]:
+        """Run once. A list in gives a list out (output order); a dict in gives a dict by output name.
+        onnxruntime's ``run(output_names, feed)`` (``None`` for every output) gives a list."""
+        return self._runnable().plan().run(inputs, feed)
 
     def _runnable(self) -> "TypedModel":
         raise NotImplementedError

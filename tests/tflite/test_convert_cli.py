@@ -24,6 +24,11 @@ def test_convert_person_detect(tmp_path, optimize, capsys):
         np.testing.assert_array_equal(model.run(inputs)[0], run_reference(interpreter, inputs)[0])
 
 
-def test_convert_refuses_other_formats(tmp_path, capsys):
-    assert main(["convert", str(tmp_path / "model.onnx"), str(tmp_path / "out.tflite")]) != 0
-    assert "convert reads .tflite" in capsys.readouterr().err
+def test_convert_refuses_what_it_cannot_read_or_write(tmp_path, capsys, demo_model):
+    source = shared_model("tflite/person_detect.tflite")
+    assert main(["convert", str(demo_model), str(tmp_path / "out.tflite")]) == 2
+    assert "is an ONNX model: convert writes TFLite models" in capsys.readouterr().err
+    for wrong in ("out.onnx", "out"):
+        assert main(["convert", str(source), str(tmp_path / wrong)]) == 2
+        assert "convert writes TFLite FlatBuffers only" in capsys.readouterr().err
+        assert not (tmp_path / wrong).exists()

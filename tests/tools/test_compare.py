@@ -104,8 +104,10 @@ def test_unknown_engine_and_broken_reference(demo_model, tmp_path, capsys):
 
     with pytest.raises(tractile.TractileError, match="unknown reference engine"):
         run_reference("tensorflow", str(demo_model), {})
-    assert main(["compare", str(demo_model), "--with", "tflite", "-i", "1,1,28,28,f32"]) == 2
-    assert "the TFLite interpreter cannot load" in capsys.readouterr().err
+    disguised = tmp_path / "model.tflite"
+    disguised.write_bytes(b"\x1c\x00\x00\x00TFL3" + bytes(56))
+    with pytest.raises(tractile.TractileError, match="the TFLite interpreter cannot load"):
+        run_reference("tflite", str(disguised), {})
 
 
 def test_quantized_tflite_is_bit_exact_node_by_node(capsys):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..formats.detect import FORMATS
 from .common import console, parse_fact_args
 
 DESCRIPTION = """\
@@ -18,7 +19,7 @@ inputs through the streaming form of the model, P frames at a time, in constant 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("batch", help="run a model over many files (resumable; local or Ray)",
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", help="model file (.onnx or .tflite)")
+    parser.add_argument("model", help=f"model file: {FORMATS}")
     parser.add_argument("--inputs", required=True, action="append", metavar="GLOB",
                         help="input files, a glob ('data/**/*.npy' recurses); repeat for several")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder of the results and the manifest")

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 
 from ..errors import TractileError
+from ..formats.detect import FORMATS
 
 STAGES = ("load", "analyse", "typed", "declutter", "optimize")
 
@@ -23,7 +24,7 @@ def console():
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="model file (.onnx)")
+    parser.add_argument("model", help=f"model file: {FORMATS}")
     parser.add_argument("-i", "--input-fact", action="append", default=[], metavar="FACT",
                         help="fact of an input, tract style: '1,3,224,224,f32' (in input order) or "
                              "'name=N,3,224,224,f32'; symbols (N, T) stay symbolic. Repeat per input.")

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..tools.reference import default_engine
 
     engine = args.engine or default_engine(args.model)
+    check_engine_reads(engine, args.model)
     tolerance = Tolerance(args.rtol, args.atol, args.exact)
     pulse = parse_pulse(args.pulse)
     if pulse and args.per_node:
@@ -62,6 +63,19 @@ def run(args: argparse.Namespace) -> int:
         return 0 if report.ok else 1
     print_report(report, args.model)
     return 0 if report.ok else 1
+
+
+def check_engine_reads(engine: str, model: str) -> None:
+    """Refuse a reference engine that cannot read the model's format, naming the one that can."""
+    from ..formats.detect import detect_format, format_name
+
+    reads = {"onnxruntime": "onnx", "tflite": "tflite"}
+    kind = detect_format(model)
+    if reads.get(engine) != kind:
+        able = [name for name, format in reads.items() if format == kind]
+        advice = f"use --with {able[0]}" if able else "no reference engine reads it"
+        raise TractileError(f"{engine} runs {format_name(reads[engine]).split()[1]} models only and {model} "
+                            f"is {format_name(kind)} model: {advice}")
 
 
 def print_report(report, model_name: str) -> None:

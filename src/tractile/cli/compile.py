@@ -5,6 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
+from ..formats.detect import FORMATS
 from .common import add_value_argument, console, parse_fact_args, parse_value_args
 
 DESCRIPTION = """\
@@ -19,7 +20,7 @@ See docs/COMPILE.md for how to use the files in a C project."""
 def register(subparsers) -> None:
     parser = subparsers.add_parser("compile", help="compile a model to C99 with static memory",
                                    description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", help="model file (.onnx or .tflite)")
+    parser.add_argument("model", help=f"model file: {FORMATS}")
     parser.add_argument("-o", "--out", type=Path, metavar="DIR", help="folder to write the C files into")
     parser.add_argument("-i", "--input-fact", action="append", default=[], metavar="FACT",
                         help="fact of an input, e.g. '1,40,100,f32' (in input order) or 'name=1,40,100,f32'; "

@@ -29,9 +29,18 @@ def register(subparsers) -> None:
 def convert(args: argparse.Namespace) -> int:
     from ..formats.tflite import load_tflite, save_tflite
 
+    from ..formats.detect import detect_format, format_name
+
     out = console()
-    if not str(args.model).lower().endswith(".tflite"):
-        raise TractileError(f"{args.model}: convert reads .tflite models")
+    written = os.path.splitext(str(args.output))[1].lower()
+    if written != ".tflite":
+        what = f"a {written} file" if written else "a file without an extension"
+        raise TractileError(f"{args.output}: convert writes TFLite FlatBuffers only, not {what}; "
+                            "name the output *.tflite")
+    kind = detect_format(args.model)
+    if kind != "tflite":
+        raise TractileError(f"{args.model} is {format_name(kind)} model: convert writes TFLite models made of "
+                            "TFLite ops, so it reads .tflite files only")
     model = load_tflite(args.model, flavour=args.flavour)
     if args.optimize:
         model = model.into_optimized()

@@ -6,6 +6,7 @@ import importlib
 import sys
 
 from ..errors import TractileError
+from ..formats.detect import FORMATS
 
 #: command modules, in --help order; each has ``register(subparsers)``. Modules of
 #: commands still being written may be absent and are then skipped.
@@ -24,7 +25,8 @@ def _commands():
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tractile",
-        description="tractile: load, analyse, optimize and run neural-network models (ONNX) on NumPy.",
+        description="tractile: load, analyse, optimize, stream, compile and run neural-network models on "
+                    f"NumPy. Reads {FORMATS} models.",
         epilog="Run 'tractile COMMAND --help' for the options of a command.")
     from .. import __version__
 

@@ -136,9 +136,10 @@ class CompiledModel:
         """An independent context (one per thread or per stream)."""
         return CompiledState(self)
 
-    def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
-        """Run on this model's own context (state carries over between calls, as in TFLite)."""
-        return self._default.run(inputs)
+    def run(self, inputs: Sequence[Any] | Mapping[str, Any] | None, feed: Mapping[str, Any] | None = None):
+        """Run on this model's own context (state carries over between calls, as in TFLite);
+        onnxruntime's ``run(output_names, feed)`` form too."""
+        return self._default.run(inputs, feed)
 
     def reset(self) -> None:
         self._default.reset()
@@ -177,8 +178,15 @@ class CompiledState:
         count = max(len(self.model.source.program.nodes), 1)
         return self._memory.view(np.uint8)[offset:offset + 8 * count].view(np.uint64) / 1e9
 
-    def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
-        """Run once: a list in gives a list out, a dict in gives a dict by output name."""
+    def run(self, inputs: Sequence[Any] | Mapping[str, Any] | None, feed: Mapping[str, Any] | None = None):
+        """Run once: a list in gives a list out, a dict in gives a dict by output name; onnxruntime's
+        ``run(output_names, feed)`` gives the named outputs (all for None) as a list."""
+        if feed is not None:
+            from ..runtime.state import onnxruntime_call
+
+            names = onnxruntime_call(inputs, feed, self.model.output_names)
+            outputs = self.run(dict(feed))  # type: ignore[arg-type]
+            return [outputs[name] for name in names]
         model = self.model
         if type(inputs) is list and len(inputs) == len(model.input_names):
             ordered, as_dict = inputs, False

@@ -5,7 +5,14 @@ import os
 
 from ..errors import ModelFormatError
 
+#: the formats tractile reads, as help texts name them
+FORMATS = "ONNX (.onnx) or TFLite (.tflite)"
 READS = "tractile reads ONNX (.onnx) and TFLite (.tflite) models"
+
+
+def format_name(kind: str) -> str:
+    """A format as a sentence names it: ``"an ONNX"``, ``"a TFLite"``."""
+    return {"onnx": "an ONNX", "tflite": "a TFLite", "tf": "a TensorFlow"}.get(kind, f"a {kind}")
 
 
 def detect_format(source) -> str:

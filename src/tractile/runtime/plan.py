@@ -84,8 +84,8 @@ class SimplePlan:
 
         return SimpleState(self, check_facts=check_facts)
 
-    def run(self, inputs):
-        return self.state().run(inputs)
+    def run(self, inputs, feed=None):
+        return self.state().run(inputs, feed)
 
     def last_use(self) -> dict[OutletId, int]:
         """For each wire, the index of the last step that reads it (for tools and tests)."""

@@ -109,8 +109,15 @@ class SimpleState:
         return value
 
     # running --------------------------------------------------------------------------------
-    def run(self, inputs: Sequence[Any] | Mapping[str, Any]):
-        """Run the plan. A list in gives a list out; a dict in gives a dict by output name."""
+    def run(self, inputs: Sequence[Any] | Mapping[str, Any] | None, feed: Mapping[str, Any] | None = None):
+        """Run the plan. A list in gives a list out; a dict in gives a dict by output name.
+
+        onnxruntime's form works too: ``run(output_names, feed)`` (``output_names`` a list of
+        names or None for all) gives the listed outputs as a list, in that order."""
+        if feed is not None:
+            names = onnxruntime_call(inputs, feed, self.plan.output_names)
+            outputs = self.run(dict(feed))  # type: ignore[arg-type]
+            return [outputs[name] for name in names]
         plan = self.plan
         if type(inputs) is list and len(inputs) == len(plan.input_slots):
             ordered, as_dict = inputs, False
@@ -316,3 +323,21 @@ def _check_element(fact: InferenceFact | None, value, where: str):
             if isinstance(dim, int) and dim != actual:
                 raise RunError(f"{where}: expected shape ({fact.shape}), got shape {value.shape} (axis {axis})")
     return value
+
+
+def onnxruntime_call(output_names, feed, known: Sequence[str]) -> list[str]:
+    """The outputs asked for by onnxruntime's ``run(output_names, feed)`` form, checked."""
+    if not isinstance(feed, Mapping):
+        raise TractileError("run(output_names, feed): feed must be a dict of input name to array "
+                            f"(onnxruntime's form), got {type(feed).__name__}; or call run(feed)")
+    if output_names is None:
+        return list(known)
+    if isinstance(output_names, str) or not isinstance(output_names, Sequence):
+        raise TractileError("run(output_names, feed): output_names must be a list of output names or None, "
+                            f"got {output_names!r}")
+    unknown = [name for name in output_names if name not in known]
+    if unknown:
+        raise TractileError(f"no output named {', '.join(map(repr, unknown))}; the model's outputs are "
+                            f"{', '.join(map(repr, known))}")
+    return list(output_names)
+
