@@ -103,3 +103,21 @@ def test_a_misspelt_datum_type_is_a_parse_error(spec):
     with pytest.raises(tractile.TractileError, match="is not a datum type"):
         tractile.parse_fact(spec)
     assert str(tractile.parse_fact("1,batch")) == "1,batch,?"
+
+
+def test_input_files_give_the_input_facts_when_no_fact_is_given(demo_model, tmp_path, capsys):
+    import argparse
+
+    from tractile.cli.common import load_at_stage
+
+    x = np.zeros((3, 1, 28, 28), np.float32)
+    for path, saver in ((tmp_path / "x.npz", lambda p: np.savez(p, x)), (tmp_path / "x.npy", lambda p: np.save(p, x))):
+        saver(path)
+        args = argparse.Namespace(model=str(demo_model), input_fact=[], output_fact=[], input=str(path))
+        model = load_at_stage(args, "typed")
+        assert [int(d) for d in model.input_facts[0].shape] == [3, 1, 28, 28]
+        assert main(["run", str(demo_model), "--input", str(path)]) == 0
+        assert "output probs: 3x10 float32" in capsys.readouterr().out
+    args = argparse.Namespace(model=str(demo_model), input_fact=["N,1,28,28,f32"], output_fact=[],
+                              input=str(tmp_path / "x.npz"))
+    assert str(load_at_stage(args, "typed").input_facts[0].shape[0]) == "N"

@@ -77,11 +77,30 @@ def parse_fact_args(items: list[str]) -> dict | list:
     return named or positional
 
 
+def facts_from_input_file(path: str | None) -> dict | list:
+    """Input facts read from an --input file's arrays (by name, or arr_0.. in order), used when no
+    -i is given; nothing when there is no readable file (running reports a missing one)."""
+    import os
+
+    if not path or not os.path.isfile(path):
+        return []
+    try:
+        data = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return []
+    if isinstance(data, np.ndarray):
+        return [data]
+    arrays = {key: data[key] for key in data.files}
+    positional = [f"arr_{i}" for i in range(len(arrays))]
+    return [arrays[key] for key in positional] if set(arrays) == set(positional) else arrays
+
+
 def load_at_stage(args, stage: str = "optimize"):
     """Load the model and run the pipeline up to ``stage``."""
     from .. import load
 
-    model = load(args.model, inputs=parse_fact_args(args.input_fact),
+    facts = parse_fact_args(args.input_fact) or facts_from_input_file(getattr(args, "input", None))
+    model = load(args.model, inputs=facts,
                  outputs=parse_fact_args(args.output_fact), optimize=False,
                  values=parse_value_args(getattr(args, "value", [])))
     if stage == "load":

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import AnalysisError
+from ..errors import AnalysisError, TractileError
 from ..fact import TypedFact
 from ..graph import Node
 from ..ops.base import Op
@@ -41,6 +41,7 @@ class CarriedStateOp(Op):
     delay: int
     outputs: tuple[int, ...]
     output_axes: tuple[int, ...]
+    state_bytes: int = 0
     is_stateless: ClassVar[bool] = False
 
     @property
@@ -80,7 +81,10 @@ class CarriedState(StreamOpState):
         self.carried = None
 
     def memory_bytes(self) -> int:
-        return 0 if self.carried is None else sum(np.asarray(a).nbytes for a in self.carried)
+        """The carried state's bytes; before the first frame, the size it will have."""
+        if self.carried is None:
+            return self.op.state_bytes
+        return sum(np.asarray(a).nbytes for a in self.carried)
 
     def eval(self, inputs):
         op = self.op
@@ -178,13 +182,29 @@ def _carried(ctx: PulseContext, node: Node, wires: list[Wire], source: int, axis
              outputs: list[int], output_axes: list[int]) -> list:
     wires = ctx.aligned(wires, node.name)
     stream = wires[source].stream
-    op = CarriedStateOp(node.op, source, axis, stream.delay, tuple(outputs), tuple(output_axes))
+    op = CarriedStateOp(node.op, source, axis, stream.delay, tuple(outputs), tuple(output_axes),
+                        _final_state_bytes(ctx, node, outputs))
     outlets = ctx.wire_node(node.name, op, [w.outlet for w in wires])
     results: list = [_not_available(f"output {slot} of {node.op.name}") for slot in range(len(node.outputs))]
     for outlet, slot, out_axis in zip(outlets, outputs, output_axes):
         dim = ctx.output_dim(node, slot, out_axis, stream.dim)
         results[slot] = Wire(outlet, Stream(out_axis, dim, stream.delay, stream.pulse))
     return results
+
+
+def _final_state_bytes(ctx: PulseContext, node: Node, streamed: list[int]) -> int:
+    """Bytes of the outputs that are not streamed (the final states, which is what is carried),
+    0 when a size is not known before the stream starts."""
+    total = 0
+    for slot in range(len(node.outputs)):
+        if slot in streamed:
+            continue
+        fact = ctx.output_fact(node, slot)
+        try:
+            total += int(np.prod([int(d) for d in fact.shape])) * fact.dtype.np.itemsize
+        except (TractileError, TypeError, ValueError):
+            return 0
+    return total
 
 
 def _parameters_not_streamed(wires: list[Wire], data: set[int]) -> None:
