@@ -254,12 +254,13 @@ class TypedModel(_ModelBase):
 
         save_tflite(self, path)
 
-    def pulse(self, symbol: str, size: int):
+    def pulse(self, symbol: str, size: int, outputs: Sequence[str | int] | None = None):
         """Streaming form: consume ``size`` frames of the axis whose length is ``symbol`` per push
-        (a :class:`~tractile.pulse.PulsedModel`; see docs/STREAMING.md)."""
+        (a :class:`~tractile.pulse.PulsedModel`; see docs/STREAMING.md). ``outputs`` keeps only
+        those outputs (names or positions), e.g. to drop an LSTM's final states."""
         from .pulse import pulse_model
 
-        return pulse_model(self, symbol, size)
+        return pulse_model(self, symbol, size, outputs)
 
     def profile(self, inputs, warmup: int = 3, iterations: int = 20, progress=None):
         """Time every node over repeated runs (see :class:`tractile.runtime.profile.ProfileReport`)."""

@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     add_model_arguments(parser)
     parser.add_argument("--pulse", required=True, metavar="P",
                         help="frames per chunk along the streamed axis: P, or SYM=P to name the symbol")
+    parser.add_argument("--outputs", metavar="NAMES",
+                        help="stream only these outputs (comma-separated names), dropping the others and what "
+                             "only they need, e.g. an LSTM's final states hn,cn")
     parser.add_argument("--symbol", metavar="SYM",
                         help="the streamed symbol (default: T, or the only symbol in the input facts)")
     parser.add_argument("--input", metavar="NPY", help="input values (.npy for a single input, .npz by name)")
@@ -103,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     model = load_at_stage(args, "optimize")
     symbol, pulse = _pulse_option(args.pulse, args.symbol)
     symbol = _stream_symbol(model, symbol)
-    pulsed = model.pulse(symbol, pulse)
+    kept = [name.strip() for name in args.outputs.split(",") if name.strip()] if args.outputs else None
+    pulsed = model.pulse(symbol, pulse, outputs=kept)
     names = model.input_names()
     if args.input:
         inputs = _load_arrays(args.input, names, "inputs")
@@ -118,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
         where = f"streamed along axis {stream.axis}" if stream else "given whole with every chunk"
         out.print(f"input  [bold]{name}[/bold]: {summarize(value)}  ({where})")
     out.print(f"pulse  {pulse} frames of {symbol} per chunk; {length} frames in {-(-length // pulse)} chunks")
-    for name, stream in zip(model.output_names(), pulsed.output_streams):
+    out_names = pulsed.model.output_names()
+    for name, stream in zip(out_names, pulsed.output_streams):
         out.print(f"output [bold]{name}[/bold]: axis {stream.axis}, {stream.pulse} frame(s) per chunk, "
                   f"delay [bold]{stream.delay}[/bold] frame(s)")
     if args.compiled:
@@ -154,14 +159,14 @@ def run(args: argparse.Namespace) -> int:
         owed = stream.delay + stream.dim.eval({symbol: length}) if isinstance(stream.dim, TDim) \
             else stream.delay + stream.dim
         results.append(joined[(slice(None),) * stream.axis + (slice(stream.delay, owed),)])
-    out_names = model.output_names()
     for name, value in zip(out_names, results):
         out.print(f"output [bold]{name}[/bold]: {summarize(value)}")
     if args.save_output:
         np.savez(args.save_output, **dict(zip(out_names, results)))
     if not args.check:
         return 0
-    expected = model.run(inputs)
+    batch = model.run(dict(zip(names, inputs)))
+    expected = [batch[name] for name in out_names]
     for name, value, reference in zip(out_names, results, expected):
         if value.shape == reference.shape and value.dtype.kind in "fiub":
             largest = float(np.max(np.abs(value.astype(np.float64) - reference.astype(np.float64)), initial=0.0))

@@ -47,14 +47,15 @@ def stream_compiled(out, args, model, pulsed, inputs: list[np.ndarray], axis: in
         frames = stream.dim.eval({symbol: length}) if isinstance(stream.dim, TDim) else stream.dim
         joined = np.concatenate(piece, axis=stream.axis)
         results.append(joined[(slice(None),) * stream.axis + (slice(stream.delay, stream.delay + frames),)])
-    names = model.output_names()
+    names = pulsed.model.output_names()
     for name, value in zip(names, results):
         out.print(f"output [bold]{name}[/bold]: {summarize(value)}")
     if args.save_output:
         np.savez(args.save_output, **dict(zip(names, results)))
     if not args.check:
         return 0
-    expected = model.run(inputs)
+    batch = model.run(dict(zip(model.input_names(), inputs)))
+    expected = [batch[name] for name in names]
     for name, value, reference in zip(names, results, expected):
         if value.shape == reference.shape and value.dtype.kind in "fiub":
             largest = float(np.max(np.abs(value.astype(np.float64) - reference.astype(np.float64)), initial=0.0))

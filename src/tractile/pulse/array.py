@@ -204,9 +204,13 @@ def split(ctx: PulseContext, node: Node) -> list[Wire]:
 @pulsifier(Gather)
 def gather(ctx: PulseContext, node: Node) -> list[Wire]:
     data, indices = ctx.inputs(node)
-    if indices.streamed or data.stream is None:
-        raise AnalysisError("Gather's indices are streamed; only the data can stream")
     axis = normalize_axis(node.op.axis, ctx.input_fact(node, 0).rank, "Gather axis")
+    if indices.streamed and data.streamed:
+        raise AnalysisError("Gather's data and indices are both streamed: a stream of tables has no "
+                            "streaming translation")
+    if indices.streamed:
+        # a lookup (an embedding of streamed token ids): each index picks its row on its own
+        return ctx.keep(node, [data, indices], axis + indices.stream.axis)
     stream = data.stream
     if axis == stream.axis:
         raise AnalysisError("Gather along the streamed axis has no streaming translation")

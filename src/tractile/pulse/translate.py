@@ -201,9 +201,11 @@ def _translate_node(ctx: PulseContext, node: Node) -> None:
         ctx.mapping[outlet] = result
 
 
-def pulse_model(model: TypedModel, symbol: str, pulse: int):
+def pulse_model(model: TypedModel, symbol: str, pulse: int, outputs: Sequence[str | int] | None = None):
     """Translate ``model`` to stream along the axis whose length is ``symbol``, ``pulse`` frames per push.
 
+    ``outputs`` (names or positions) keeps only those outputs, and what only the others need
+    is dropped: e.g. an LSTM's final states, which describe the end of the sequence.
     Returns a :class:`~tractile.pulse.model.PulsedModel`. Raises AnalysisError naming the
     node and the reason when a node cannot stream.
     """
@@ -217,6 +219,8 @@ def pulse_model(model: TypedModel, symbol: str, pulse: int):
         raise TractileError(f"the pulse must be a positive number of frames, got {pulse!r}")
     pulse = int(pulse)
     model = model.into_typed() if not isinstance(model, TypedModel) else model
+    if outputs is not None:
+        model = keep_outputs(model, outputs)
     ctx = PulseContext(model, symbol, pulse)
     input_streams: list[Stream | None] = []
     for outlet in model.inputs:
@@ -248,6 +252,11 @@ def pulse_model(model: TypedModel, symbol: str, pulse: int):
     for outlet, label in zip(model.outputs, model.output_names()):
         wire = ctx.mapping[outlet]
         if isinstance(wire, Unavailable):
+            others = [name for name in model.output_names() if name != label]
+            if others:
+                raise AnalysisError(f'output "{label}": {wire.error}; keep the other outputs with '
+                                    f"pulse(..., outputs={others!r}) (--outputs {','.join(others)} on the "
+                                    "command line)") from None
             raise wire.error
         if wire.stream is None:
             raise AnalysisError(f'output "{label}" does not depend on the streamed input: there is nothing to stream')
@@ -258,3 +267,24 @@ def pulse_model(model: TypedModel, symbol: str, pulse: int):
         target.outlet_labels[outlet] = label
     target.properties = dict(model.properties)
     return PulsedModel(target.compact(), symbol, pulse, input_streams, [w.stream for w in output_wires])
+
+
+def keep_outputs(model: TypedModel, outputs: Sequence[str | int]) -> TypedModel:
+    """A copy of ``model`` whose outputs are ``outputs`` (names or positions), without the nodes
+    only the others needed."""
+    from ..patch import compact
+
+    if isinstance(outputs, (str, int)):
+        outputs = [outputs]
+    names = model.output_names()
+    if not outputs:
+        raise TractileError(f"outputs=[] keeps nothing to stream; the model's outputs are {', '.join(names)}")
+    chosen = []
+    for which in outputs:
+        if isinstance(which, str) and which not in names:
+            raise TractileError(f"no output named {which!r} to keep; the model's outputs are {', '.join(names)}")
+        chosen.append(model._port(which, True))
+    selected = compact(model)
+    selected.outputs = [selected.outputs[i] for i in chosen]
+    return compact(selected)
+
