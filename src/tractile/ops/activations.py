@@ -23,6 +23,7 @@ from .unary import UnaryOp, check_accepts, needs_f32
 class Activation(UnaryOp):
     """An element-wise activation that keeps the datum type (f16/bf16 math runs in f32)."""
 
+    elementwise: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "float"
 
     def eval(self, inputs):
@@ -211,6 +212,7 @@ class Shrink(Activation):
 class PRelu(BinaryOp):
     """``x`` where positive, ``slope * x`` elsewhere; the slope broadcasts to ``x``'s shape."""
 
+    elementwise: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "number"
 
     def output_facts(self, inputs):

@@ -34,6 +34,10 @@ class Op:
     #: inputs that are parameters (kernels, biases...): constant folding may build large
     #: constants for them, since folding enables rewrites and saves recomputing them each run
     weight_inputs: ClassVar[tuple[int, ...]] = ()
+    #: each output element depends only on the input elements at its own (broadcast) position:
+    #: a declaration streaming relies on (the op then streams along any axis); never inherited
+    #: by accident, since a base class (UnaryOp, BinaryOp) leaves it False
+    elementwise: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -211,6 +211,7 @@ def _neutral_operand(op, model, node):
 # arithmetic ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Add(BinaryOp):
+    elementwise: ClassVar[bool] = True
     neutral: ClassVar[float] = 0
     commutative: ClassVar[bool] = True
 
@@ -223,6 +224,7 @@ class Add(BinaryOp):
 
 @dataclass(frozen=True)
 class Sub(BinaryOp):
+    elementwise: ClassVar[bool] = True
     neutral: ClassVar[float] = 0
 
     def compute(self, a, b):
@@ -234,6 +236,7 @@ class Sub(BinaryOp):
 
 @dataclass(frozen=True)
 class Mul(BinaryOp):
+    elementwise: ClassVar[bool] = True
     neutral: ClassVar[float] = 1
     commutative: ClassVar[bool] = True
 
@@ -248,6 +251,7 @@ class Mul(BinaryOp):
 class Div(BinaryOp):
     """Division; integers truncate toward zero (as C, ONNX and TFLite do)."""
 
+    elementwise: ClassVar[bool] = True
     neutral: ClassVar[float] = 1
 
     def compute(self, a, b):
@@ -272,6 +276,7 @@ class Div(BinaryOp):
 class Pow(BinaryOp):
     """``a ** b``; the exponent may have another datum type (the result has the base's)."""
 
+    elementwise: ClassVar[bool] = True
     same_types: ClassVar[bool] = False
     accepts: ClassVar[str | None] = "number"
     neutral: ClassVar[float] = 1
@@ -291,6 +296,8 @@ class Mod(BinaryOp):
     """Remainder: with ``fmod`` the C way (sign of the dividend), else the floor way (sign of
     the divisor, as Python's ``%``)."""
 
+    elementwise: ClassVar[bool] = True
+
     fmod: bool = False
     accepts: ClassVar[str | None] = "number"
 
@@ -307,6 +314,7 @@ class Mod(BinaryOp):
 class Max(BinaryOp):
     """The larger of the operands (NaN if either is NaN)."""
 
+    elementwise: ClassVar[bool] = True
     commutative: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "number"
 
@@ -326,6 +334,7 @@ class Max(BinaryOp):
 class Min(BinaryOp):
     """The smaller of the operands (NaN if either is NaN)."""
 
+    elementwise: ClassVar[bool] = True
     commutative: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "number"
 
@@ -348,6 +357,8 @@ class BitShift(BinaryOp):
     A shift by a negative amount or by the width or more leaves only the sign fill:
     -1 for a right shift of a negative number, 0 otherwise.
     """
+
+    elementwise: ClassVar[bool] = True
 
     left: bool = True
     accepts: ClassVar[str | None] = "integer"

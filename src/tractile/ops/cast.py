@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -25,6 +26,8 @@ class Cast(Op):
     largest finite value instead of giving NaN or infinity; ``round_mode`` (f8e8m0 target)
     picks the power of two a value goes to.
     """
+
+    elementwise: ClassVar[bool] = True
 
     to: DatumType
     saturate: bool = True
@@ -198,6 +201,7 @@ class BitCast(Op):
 
 @dataclass(frozen=True)
 class Identity(Op):
+    elementwise: ClassVar[bool] = True
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
         f = inputs[0]
@@ -219,6 +223,8 @@ class Identity(Op):
 @dataclass(frozen=True)
 class Dropout(Op):
     """Dropout at inference: the data passes unchanged; the optional mask is all true."""
+
+    elementwise: ClassVar[bool] = True
 
     with_mask: bool = False
 

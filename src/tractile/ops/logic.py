@@ -28,6 +28,7 @@ _BOOL = DatumType.BOOL
 class Comparison(BinaryOp):
     """Base: a bool tensor telling where the relation between the operands holds."""
 
+    elementwise: ClassVar[bool] = True
     output_type: ClassVar[DatumType | None] = _BOOL
     #: the signs of ``a - b`` for which the relation holds
     holds_for: ClassVar[frozenset[int]] = frozenset()
@@ -61,7 +62,7 @@ GreaterOrEqual = _comparison("GreaterOrEqual", np.greater_equal, {0, 1}, "``a >=
 
 def _elementwise(name: str, ufunc: np.ufunc, accepts: str, doc: str) -> type:
     return dataclass(frozen=True)(type(name, (BinaryOp,), {
-        "compute": lambda self, a, b: ufunc(a, b), "accepts": accepts,
+        "compute": lambda self, a, b: ufunc(a, b), "accepts": accepts, "elementwise": True,
         "widen_small_floats": False, "__doc__": doc, "__module__": __name__, "__qualname__": name,
     }))
 
@@ -78,6 +79,7 @@ BitwiseXor = _elementwise("BitwiseXor", np.bitwise_xor, "integer", "Bitwise excl
 class Not(UnaryOp):
     """Logical negation of a bool tensor."""
 
+    elementwise: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "bool"
 
     def compute(self, x):
@@ -88,6 +90,7 @@ class Not(UnaryOp):
 class BitwiseNot(UnaryOp):
     """Every bit of an integer tensor flipped."""
 
+    elementwise: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "integer"
 
     def compute(self, x):
@@ -102,6 +105,7 @@ def _as_float(x: np.ndarray) -> np.ndarray:
 class IsNaN(UnaryOp):
     """True where the float input is NaN."""
 
+    elementwise: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "float"
     output_type: ClassVar[DatumType | None] = _BOOL
 
@@ -112,6 +116,8 @@ class IsNaN(UnaryOp):
 @dataclass(frozen=True)
 class IsInf(UnaryOp):
     """True where the float input is infinite (of the signs asked for)."""
+
+    elementwise: ClassVar[bool] = True
 
     detect_positive: bool = True
     detect_negative: bool = True
@@ -131,6 +137,8 @@ class IsInf(UnaryOp):
 @dataclass(frozen=True)
 class Where(Op):
     """``x`` where ``condition`` holds, else ``y``; the three inputs broadcast together."""
+
+    elementwise: ClassVar[bool] = True
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 3, self)

@@ -50,6 +50,8 @@ class ArrayFeatureExtractor(Op):
 class Binarizer(UnaryOp):
     """1 where ``x > threshold``, else 0 (NaN gives 0), in ``x``'s type."""
 
+    elementwise: ClassVar[bool] = True
+
     threshold: float = 0.0
     accepts: ClassVar[str] = "number"
 

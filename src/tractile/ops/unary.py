@@ -90,6 +90,7 @@ def _unary(name: str, fn, accepts: str | None = None, doc: str = "") -> type:
     cls = dataclass(frozen=True)(type(name, (UnaryOp,), {
         "compute": _via_f32(fn),
         "accepts": accepts,
+        "elementwise": True,
         "__doc__": doc or f"Element-wise {name}.",
         "__module__": __name__,
         "__qualname__": name,

@@ -1,25 +1,19 @@
-"""Streaming of element-wise ops: unary math, activations, broadcasting binary ops, casts.
+"""Streaming of element-wise ops: every op that declares ``elementwise`` (unary math,
+activations, broadcasting binary ops, casts, Where...).
 
 They work frame by frame, so they stream as they are: streamed inputs are realigned to
 the latest of their delays, and inputs that are not streamed (weights, constants) must
-broadcast along the streamed axis (size 1 there, or not reaching it).
+broadcast along the streamed axis (size 1 there, or not reaching it). An op that neither
+declares itself element-wise nor has a pulsifier of its own is refused, whatever its class.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from ..errors import AnalysisError
 from ..graph import Node
-from ..ops.binary import BinaryOp
-from ..ops.cast import Cast, Dropout, Identity
-from ..ops.logic import Where
-from ..ops.unary import UnaryOp
+from ..ops.base import Op
 from .registry import pulsifier
 from .stream import Wire
 from .translate import PulseContext
-
-#: attribute names that mean an op works along axes rather than element by element
-_AXIS_FIELDS = ("axis", "axes")
 
 
 def broadcast_axis(ctx: PulseContext, node: Node, wires: list[Wire]) -> int:
@@ -43,13 +37,14 @@ def broadcast_axis(ctx: PulseContext, node: Node, wires: list[Wire]) -> int:
     return axis
 
 
+@pulsifier(Op)
 def pulsify_elementwise(ctx: PulseContext, node: Node) -> list[Wire]:
-    """Keep a frame-wise op: realign its streamed inputs, check the others broadcast."""
+    """Keep an op declared element-wise: realign its streamed inputs, check the others broadcast."""
     op = node.op
-    if dataclasses.is_dataclass(op) and any(f.name in _AXIS_FIELDS for f in dataclasses.fields(op)):
-        raise AnalysisError(f"{op.name} works along an axis and has no streaming translation")
     wires = ctx.inputs(node)
+    if not op.elementwise:
+        stream = next(w.stream for w in wires if isinstance(w, Wire) and w.streamed)
+        raise AnalysisError(f"{op.name} has no streaming translation (its input is streamed along axis "
+                            f"{stream.axis}): it is not declared element-wise (Op.elementwise) and no "
+                            "pulsifier is registered for it")
     return ctx.keep(node, wires, broadcast_axis(ctx, node, wires))
-
-
-pulsifier(UnaryOp, BinaryOp, Where, Cast, Identity, Dropout)(pulsify_elementwise)
