@@ -60,7 +60,11 @@ toolchains:
 conformance: $(VENV)/.test
 	$(BIN)/tractile conformance --failures
 
-bench: $(VENV)/.test
+$(VENV)/.bench: pyproject.toml constraints.txt $(VENV)/.test
+	$(PIP) -e '.[all,test,bench]'
+	touch $@
+
+bench: $(VENV)/.bench
 	$(BIN)/python bench/bench_onnx.py
 
 clean:
