@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 JOBS ?= 2
 
-.PHONY: demo test versions conformance bench clean browser toolchains fuzz
+.PHONY: demo test lint versions conformance bench clean browser toolchains fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,13 @@ demo: $(VENV)/.demo
 	$(BIN)/tractile dump build/demo.onnx -i N,1,28,28,f32
 	$(BIN)/tractile run build/demo.onnx -i 1,1,28,28,f32
 
-test: $(VENV)/.test browser toolchains versions
+test: $(VENV)/.test lint browser toolchains versions
 	$(BIN)/python -m pytest -n $(JOBS) tests
+
+# ruff (rules in pyproject.toml) on everything, mypy on the core packages; make test runs it first
+lint: $(VENV)/.test
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/mypy
 
 # the versions of every oracle and tool chain the tests use: a red run says which one changed
 versions: $(VENV)/.test

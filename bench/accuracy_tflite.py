@@ -70,7 +70,8 @@ def sine_row(name: str, samples: int) -> str:
         else:
             value = np.array([[x]], dtype=np.float32)
         a, b = model.run([value])[0], oracle([value])[0]
-        differ += int(not np.array_equal(a, b)) if a.dtype.kind != "f" else int(abs(float(a.ravel()[0]) - float(b.ravel()[0])) > 1e-5)
+        differ += int(not np.array_equal(a, b)) if a.dtype.kind != "f" \
+            else int(abs(float(a.ravel()[0]) - float(b.ravel()[0])) > 1e-5)
         if fact_out.qparams is not None:
             q = fact_out.qparams
             a = q.scale[0] * (a.astype(np.float64) - q.zero_point[0])

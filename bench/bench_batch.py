@@ -30,9 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args(argv)
     import onnx
+    from builders import tcn
 
     import tractile.batch as batch
-    from builders import tcn
 
     work = Path(tempfile.mkdtemp(prefix="tractile-bench-batch-"))
     onnx.save(tcn(), work / "tcn.onnx")

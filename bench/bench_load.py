@@ -38,7 +38,8 @@ def add_mul_chain(n: int):
 
 
 def unary_chain(n: int):
-    nodes = [helper.make_node("Tanh" if i % 2 else "Relu", ["x" if i == 0 else f"t{i - 1}"], [f"t{i}"]) for i in range(n)]
+    nodes = [helper.make_node("Tanh" if i % 2 else "Relu", ["x" if i == 0 else f"t{i - 1}"], [f"t{i}"])
+             for i in range(n)]
     return graph(nodes, [], f"t{n - 1}", "unary")
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import builders  # noqa: E402
+import builders
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
             progress.update(task, description=f"benchmarking {name}")
             try:
                 results.append(bench_model(name, args.runs, args.threads))
-            except Exception as error:  # noqa: BLE001 - one model failing must not hide the others
+            except Exception as error:
                 console.print(f"[red]{name}: {type(error).__name__}: {str(error).splitlines()[0]}[/red]")
             progress.advance(task)
     table = Table(title=f"tractile vs onnxruntime (median of {args.runs} runs, {os.cpu_count()} cores)")

@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         threadpool_limits(args.threads)
     import onnxruntime as ort
+    from builders import tcn
 
     import tractile
-    from builders import tcn
 
     windows = [int(w) for w in args.windows.split(",")]
     pulses = [int(p) for p in args.pulses.split(",")]

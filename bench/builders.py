@@ -35,7 +35,8 @@ def lstm(hidden: int = 128, steps: int = 100, inputs: int = 128):
     r = (rng.standard_normal((1, 4 * hidden, hidden)) * scale).astype(np.float32)
     b = (rng.standard_normal((1, 8 * hidden)) * scale).astype(np.float32)
     node = helper.make_node("LSTM", ["x", "w", "r", "b"], ["y"], hidden_size=hidden)
-    graph = helper.make_graph([node], "lstm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, inputs])],
+    graph = helper.make_graph([node], "lstm",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, inputs])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [steps, 1, 1, hidden])],
                               [_tensor(w, "w"), _tensor(r, "r"), _tensor(b, "b")])
     x = rng.standard_normal((steps, 1, inputs)).astype(np.float32)

@@ -6,8 +6,8 @@
 """
 from __future__ import annotations
 
-import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .datum import DatumType
 from .dim import TDim, parse_dim, symbol

@@ -10,7 +10,8 @@ given; the model is then analysed and optimized once per distinct input signatur
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from onnx import ModelProto, NodeProto, defs, helper

@@ -95,7 +95,7 @@ class DatumType(enum.Enum):
         return self.is_float or self.is_integer or self in (DatumType.C64, DatumType.C128)
 
     @staticmethod
-    def from_numpy(dtype) -> "DatumType":
+    def from_numpy(dtype) -> DatumType:
         """The DatumType of a NumPy dtype (or of an array)."""
         dtype = np.dtype(getattr(dtype, "dtype", dtype))
         found = _BY_NUMPY.get(dtype)
@@ -113,7 +113,7 @@ class DatumType(enum.Enum):
         return found
 
     @staticmethod
-    def parse(text: str) -> "DatumType":
+    def parse(text: str) -> DatumType:
         """Parse ``f32``, ``float32``, ``i64``, ``int8``...; raise a clear error otherwise."""
         text = text.strip().lower()
         try:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import contextvars
 import itertools
 import re
-from typing import Iterable, Mapping, Union
+from collections.abc import Iterable, Mapping
 
 from .errors import TractileError
-
 
 #: the most terms the canonical form of one dimension may have: more is a hostile or broken
 #: shape expression (a product of n sums expands to 2**n terms), refused rather than computed
@@ -30,7 +29,7 @@ class _FloorDiv:
 
     __slots__ = ("num", "den", "_key")
 
-    def __init__(self, num: "TDim", den: int):
+    def __init__(self, num: TDim, den: int):
         self.num = num
         self.den = den
         self._key = (1, str(num), den)
@@ -45,7 +44,7 @@ class _FloorDiv:
         return f"({self.num})/{self.den}"
 
 
-Atom = Union[str, _FloorDiv]
+Atom = str | _FloorDiv
 
 
 def _atom_key(atom: Atom):
@@ -64,11 +63,11 @@ class TDim:
 
     # construction -------------------------------------------------------------------
     @staticmethod
-    def symbol(name: str) -> "TDim":
+    def symbol(name: str) -> TDim:
         return TDim((((name,), 1),))
 
     @staticmethod
-    def _from_dict(terms: dict) -> "Dim":
+    def _from_dict(terms: dict) -> Dim:
         items = [(mono, coef) for mono, coef in terms.items() if coef != 0]
         if not items:
             return 0
@@ -81,7 +80,7 @@ class TDim:
         return dict(self.terms)
 
     # arithmetic --------------------------------------------------------------------
-    def __add__(self, other) -> "Dim":
+    def __add__(self, other) -> Dim:
         other = _lift(other)
         if other is NotImplemented:
             return other
@@ -92,19 +91,19 @@ class TDim:
 
     __radd__ = __add__
 
-    def __neg__(self) -> "Dim":
+    def __neg__(self) -> Dim:
         return TDim._from_dict({mono: -coef for mono, coef in self.terms})
 
-    def __sub__(self, other) -> "Dim":
+    def __sub__(self, other) -> Dim:
         other = _lift(other)
         if other is NotImplemented:
             return other
         return self + (-other)
 
-    def __rsub__(self, other) -> "Dim":
+    def __rsub__(self, other) -> Dim:
         return (-self) + other
 
-    def __mul__(self, other) -> "Dim":
+    def __mul__(self, other) -> Dim:
         other = _lift(other)
         if other is NotImplemented:
             return other
@@ -121,7 +120,7 @@ class TDim:
 
     __rmul__ = __mul__
 
-    def __floordiv__(self, other) -> "Dim":
+    def __floordiv__(self, other) -> Dim:
         if isinstance(other, TDim):
             exact = self.div_exact(other)
             if exact is None:
@@ -154,23 +153,24 @@ class TDim:
                 inner = mono[0]
                 atom = _FloorDiv(inner.num, inner.den * divisor)
                 return TDim._from_dict(whole) + TDim((((atom,), 1),))
+        assert isinstance(remainder, TDim)  # rest holds a symbolic term
         atom = _FloorDiv(remainder, divisor)
         return TDim._from_dict(whole) + TDim((((atom,), 1),))
 
-    def __rfloordiv__(self, other) -> "Dim":
+    def __rfloordiv__(self, other) -> Dim:
         exact = TDim._from_dict({(): int(other)}) if isinstance(other, int) else other
         if isinstance(exact, int):
             raise TractileError(f"cannot divide {other} by symbolic {self}")
         return exact.__floordiv__(self)
 
-    def __truediv__(self, other) -> "Dim":
+    def __truediv__(self, other) -> Dim:
         """Exact division (``2*T / 2 == T``); raises if the division is not exact."""
         exact = self.div_exact(other)
         if exact is None:
             raise TractileError(f"{self} is not a multiple of {other}")
         return exact
 
-    def div_exact(self, other) -> "Dim | None":
+    def div_exact(self, other) -> Dim | None:
         """``self / other`` if it is a whole expression, else None."""
         if isinstance(other, int):
             if other == 0 or any(coef % other for _, coef in self.terms):
@@ -198,7 +198,7 @@ class TDim:
                 return factor
         return None
 
-    def __mod__(self, other) -> "Dim":
+    def __mod__(self, other) -> Dim:
         return self - (self // other) * other
 
     # comparisons ---------------------------------------------------------------------
@@ -242,7 +242,7 @@ class TDim:
                     found |= atom.num.symbols()
         return found
 
-    def substitute(self, bindings: Mapping[str, "Dim"]) -> "Dim":
+    def substitute(self, bindings: Mapping[str, Dim]) -> Dim:
         """Replace the bound symbols; the result may stay symbolic."""
         total: Dim = 0
         for mono, coef in self.terms:
@@ -265,7 +265,7 @@ class TDim:
 
     # display ---------------------------------------------------------------------------
     def __str__(self) -> str:
-        parts = []
+        parts: list[str] = []
         for mono, coef in sorted(self.terms, key=lambda term: term[0] == ()):
             atoms = "*".join(str(a) for a in mono)
             if not atoms:
@@ -284,10 +284,10 @@ class TDim:
         return f"TDim({self})"
 
 
-Dim = Union[int, TDim]
+Dim = int | TDim
 
 
-def _terms_of(value: "Dim"):
+def _terms_of(value: Dim):
     if isinstance(value, TDim):
         return value.terms
     return (((), value),) if value else ()
@@ -377,7 +377,7 @@ class SymbolFactory:
 
 _FRESH_PREFIX = "_u"
 _fresh_factory: contextvars.ContextVar[SymbolFactory] = contextvars.ContextVar(
-    "tractile_fresh_symbols", default=SymbolFactory(_FRESH_PREFIX))
+    "tractile_fresh_symbols", default=SymbolFactory(_FRESH_PREFIX))  # noqa: B039 - one process-wide default
 
 
 def fresh_symbol() -> TDim:
@@ -408,4 +408,4 @@ class _FreshScope:
         _fresh_factory.reset(self.token)
 
 
-from .dim_parse import parse_dim  # noqa: E402,F401 - re-exported; the parser builds TDims
+from .dim_parse import parse_dim  # noqa: E402 - re-exported; the parser builds TDims

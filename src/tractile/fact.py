@@ -1,8 +1,8 @@
 """Facts about wires: full (:class:`TypedFact`) and partial (:class:`InferenceFact`)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -77,9 +77,9 @@ class TypedFact:
 
     __slots__ = ("dtype", "_shape", "konst", "qparams", "sym_value", "kind", "element", "max_rank")
 
-    def __init__(self, dtype: DatumType, shape: Sequence | None, konst: np.ndarray | None = None,
+    def __init__(self, dtype: DatumType | None, shape: Sequence | None, konst: np.ndarray | None = None,
                  qparams: QParams | None = None, sym_value: np.ndarray | None = None,
-                 kind: str = TENSOR, element: "InferenceFact | None" = None, max_rank: int | None = None):
+                 kind: str = TENSOR, element: InferenceFact | None = None, max_rank: int | None = None):
         self.dtype = dtype
         self._shape = None if shape is None else tuple(to_dim(d) for d in shape)
         self.max_rank = max_rank if shape is None else None
@@ -90,7 +90,7 @@ class TypedFact:
         self.element = element
 
     @staticmethod
-    def container(kind: str, element: "InferenceFact | None", dtype: DatumType | None = None) -> "TypedFact":
+    def container(kind: str, element: InferenceFact | None, dtype: DatumType | None = None) -> TypedFact:
         """The fact of a sequence or optional holding values described by ``element``
         (None: nothing yet, of datum type ``dtype``)."""
         if kind not in CONTAINER_KINDS:
@@ -99,7 +99,7 @@ class TypedFact:
 
     @staticmethod
     def unknown_rank(dtype: DatumType, max_rank: int | None = None,
-                     qparams: QParams | None = None) -> "TypedFact":
+                     qparams: QParams | None = None) -> TypedFact:
         """A tensor whose rank is only known at run time (at most ``max_rank`` when given)."""
         return TypedFact(dtype, None, qparams=qparams, max_rank=max_rank)
 
@@ -120,12 +120,12 @@ class TypedFact:
         return self.kind == TENSOR
 
     @staticmethod
-    def from_array(value: np.ndarray, qparams: QParams | None = None) -> "TypedFact":
+    def from_array(value: np.ndarray, qparams: QParams | None = None) -> TypedFact:
         value = np.asarray(value)
         return TypedFact(DatumType.from_numpy(value.dtype), value.shape, value, qparams)
 
     @staticmethod
-    def dt_shape(dtype: DatumType, shape: Sequence) -> "TypedFact":
+    def dt_shape(dtype: DatumType, shape: Sequence) -> TypedFact:
         return TypedFact(dtype, shape)
 
     @property
@@ -152,17 +152,17 @@ class TypedFact:
         """The constant value, or else the symbolic value, or None."""
         return self.konst if self.konst is not None else self.sym_value
 
-    def without_value(self) -> "TypedFact":
+    def without_value(self) -> TypedFact:
         return TypedFact(self.dtype, self._shape, None, self.qparams, kind=self.kind, element=self.element,
                          max_rank=self.max_rank)
 
-    def with_shape(self, shape: Sequence) -> "TypedFact":
+    def with_shape(self, shape: Sequence) -> TypedFact:
         return TypedFact(self.dtype, shape, None, self.qparams)
 
-    def with_dtype(self, dtype: DatumType) -> "TypedFact":
+    def with_dtype(self, dtype: DatumType) -> TypedFact:
         return TypedFact(dtype, self._shape, None, None, max_rank=self.max_rank)
 
-    def same_type_and_shape(self, other: "TypedFact") -> bool:
+    def same_type_and_shape(self, other: TypedFact) -> bool:
         if self.kind != other.kind or (self.kind != TENSOR and self.element != other.element):
             return False
         return (self.dtype == other.dtype and self._shape == other._shape and self.qparams == other.qparams
@@ -173,7 +173,7 @@ class TypedFact:
             return False
         if (self.konst is None) != (other.konst is None):
             return False
-        return self.konst is None or _values_equal(self.konst, other.konst)
+        return self.konst is None or other.konst is None or _values_equal(self.konst, other.konst)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -188,8 +188,9 @@ class TypedFact:
         text = ",".join([*dims, str(self.dtype)])
         if self.qparams is not None:
             text += f" {self.qparams}"
-        if self.known_value() is not None:
-            text += " " + _value_summary(self.known_value())
+        known = self.known_value()
+        if known is not None:
+            text += " " + _value_summary(known)
         return text
 
     __repr__ = __str__
@@ -219,11 +220,11 @@ class ShapeFactoid:
     open: bool = True
 
     @staticmethod
-    def unknown() -> "ShapeFactoid":
+    def unknown() -> ShapeFactoid:
         return ShapeFactoid((), True)
 
     @staticmethod
-    def closed(dims: Sequence) -> "ShapeFactoid":
+    def closed(dims: Sequence) -> ShapeFactoid:
         return ShapeFactoid(tuple(None if d is None else to_dim(d) for d in dims), False)
 
     @property
@@ -270,7 +271,7 @@ class InferenceFact:
         self.value = value
 
     @staticmethod
-    def from_typed(fact: TypedFact) -> "InferenceFact":
+    def from_typed(fact: TypedFact) -> InferenceFact:
         if fact.kind != TENSOR:
             return InferenceFact.container(fact.kind, fact.element, fact.dtype)
         if not fact.has_rank:
@@ -278,8 +279,8 @@ class InferenceFact:
         return InferenceFact(fact.dtype, ShapeFactoid.closed(fact.shape), fact.known_value())
 
     @staticmethod
-    def container(kind: str, element: "InferenceFact | None" = None, dtype: DatumType | None = None,
-                  nothing: bool = False) -> "InferenceFact":
+    def container(kind: str, element: InferenceFact | None = None, dtype: DatumType | None = None,
+                  nothing: bool = False) -> InferenceFact:
         """A sequence or optional fact; ``element`` describes the values it holds (unknown
         when None, unless ``nothing``: it holds nothing yet, of datum type ``dtype``)."""
         if kind not in CONTAINER_KINDS:
@@ -315,7 +316,7 @@ class InferenceFact:
         if self.value is not None:
             if self.value.dtype == object and is_symbolic_value(self.value):
                 sym = self.value
-            elif self.value.dtype == object and self.dtype != DatumType.STRING:
+            elif self.value.dtype == object and self.dtype not in (DatumType.STRING, None):
                 konst = self.value.astype(self.dtype.np)
             else:
                 konst = self.value
@@ -330,7 +331,7 @@ class InferenceFact:
             return False
         if (self.value is None) != (other.value is None):
             return False
-        return self.value is None or _values_equal(self.value, other.value)
+        return self.value is None or other.value is None or _values_equal(self.value, other.value)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -347,7 +348,11 @@ class InferenceFact:
     __repr__ = __str__
 
 
-from .fact_unify import (  # noqa: E402,F401 - re-exported
-    generalize, unify, unify_dim, unify_dtype, unify_shape,
-)
 from .fact_spec import parse_fact  # noqa: E402,F401 - re-exported
+from .fact_unify import (  # noqa: E402,F401 - re-exported
+    generalize,
+    unify,
+    unify_dim,
+    unify_dtype,
+    unify_shape,
+)

@@ -8,6 +8,7 @@ from .dim import TDim, to_dim
 from .errors import TractileError
 from .fact import InferenceFact, ShapeFactoid, TypedFact
 
+
 def parse_fact(spec) -> InferenceFact:
     """Turn a user's fact spec into an :class:`InferenceFact`.
 
@@ -42,10 +43,10 @@ def parse_fact(spec) -> InferenceFact:
     if open_rank:
         items = items[:-1]
     try:
-        dims = tuple(None if item == "?" else to_dim(item) for item in items)
+        read = tuple(None if item == "?" else to_dim(item) for item in items)
     except TractileError as error:
         raise TractileError(f"cannot read fact {spec!r}: {error}") from None
-    return InferenceFact(dtype, ShapeFactoid(dims, open_rank))
+    return InferenceFact(dtype, ShapeFactoid(read, open_rank))
 
 
 def _refuse_a_misspelt_datum_type(item: str, spec: str) -> None:

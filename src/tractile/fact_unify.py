@@ -6,6 +6,7 @@ from .dim import TDim
 from .errors import AnalysisError
 from .fact import OPTIONAL, InferenceFact, ShapeFactoid, _values_equal
 
+
 def unify_dtype(a: DatumType | None, b: DatumType | None) -> DatumType | None:
     if a is None:
         return b
@@ -54,12 +55,12 @@ def unify(a: InferenceFact, b: InferenceFact) -> InferenceFact:
     try:
         dtype = unify_dtype(a.dtype, b.dtype)
         shape = unify_shape(a.shape, b.shape)
-        value = a.value
+        value, other = a.value, b.value
         if value is None:
-            value = b.value
-        elif b.value is not None and not _values_equal(a.value, b.value):
-            if a.value.dtype == object or b.value.dtype == object:
-                value = a.value if a.value.dtype != object else b.value
+            value = other
+        elif other is not None and not _values_equal(value, other):
+            if value.dtype == object or other.dtype == object:
+                value = value if value.dtype != object else other
             else:
                 raise AnalysisError("values differ")
         return InferenceFact(dtype, shape, value)
@@ -73,10 +74,13 @@ def _unify_containers(a: InferenceFact, b: InferenceFact) -> InferenceFact:
 
     for optional, other in ((a, b), (b, a)):
         if optional.kind == OPTIONAL and other.kind != OPTIONAL and (other.kind is not None or says_tensor(other)):
+            if optional.element is None:
+                return other
             return unify(optional.element, other)  # the optional holds a value
     if (a.kind is not None and b.kind is not None and a.kind != b.kind) or says_tensor(a) or says_tensor(b):
         raise AnalysisError(f"facts {a} and {b} conflict: a {a.kind or 'tensor'} is not a {b.kind or 'tensor'}")
     kind = a.kind or b.kind
+    assert kind is not None
     facts = [f for f in (a, b) if f.kind is not None]
     try:
         dtype = unify_dtype(a.dtype, b.dtype)

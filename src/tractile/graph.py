@@ -1,7 +1,8 @@
 """The graph IR shared by inference and typed models: nodes, outlets, wiring."""
 from __future__ import annotations
 
-from typing import Generic, Iterable, NamedTuple, TypeVar
+from collections.abc import Iterable
+from typing import Generic, NamedTuple, TypeVar
 
 from .errors import TractileError
 

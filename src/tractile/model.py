@@ -5,7 +5,8 @@
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,12 @@ class _ModelBase(Graph):
     def __init__(self) -> None:
         super().__init__()
         self.symbols = SymbolFactory()
+        self._typed_cache: TypedModel | None = None
+        self._plan_cache: Any = None
+
+    def wire_node(self, name: str, op, inputs: Sequence[OutletId]) -> list[OutletId]:
+        """Add a node computing ``op`` on ``inputs``; the facts of its outputs are the level's own."""
+        raise NotImplementedError
 
     def add_source(self, name: str, fact) -> OutletId:
         from .ops.io import Source
@@ -71,7 +78,7 @@ class _ModelBase(Graph):
         onnxruntime's ``run(output_names, feed)`` (``None`` for every output) gives a list."""
         return self._runnable().plan().run(inputs, feed)
 
-    def _runnable(self) -> "TypedModel":
+    def _runnable(self) -> TypedModel:
         raise NotImplementedError
 
 
@@ -81,7 +88,7 @@ class InferenceModel(_ModelBase):
     def wire_node(self, name: str, op, inputs: Sequence[OutletId]) -> list[OutletId]:
         return self._wire(name, op, list(inputs), [InferenceFact() for _ in range(op.nboutputs)])
 
-    def set_input_fact(self, which: int | str, spec) -> "InferenceModel":
+    def set_input_fact(self, which: int | str, spec) -> InferenceModel:
         """Replace what is known of an input (``"N,3,224,224,f32"``, ``(shape, dtype)``, a fact)."""
         outlet = self.inputs[self._port(which, False)]
         fact = parse_fact(spec)
@@ -90,7 +97,7 @@ class InferenceModel(_ModelBase):
         self._typed_cache = None
         return self
 
-    def set_output_fact(self, which: int | str, spec) -> "InferenceModel":
+    def set_output_fact(self, which: int | str, spec) -> InferenceModel:
         """Hint what an output is; analysis can propagate it backwards to the inputs."""
         outlet = self.outputs[self._port(which, True)]
         try:
@@ -100,7 +107,7 @@ class InferenceModel(_ModelBase):
         self._typed_cache = None
         return self
 
-    def with_input_values(self, values: Mapping[str | int, Any]) -> "InferenceModel":
+    def with_input_values(self, values: Mapping[str | int, Any]) -> InferenceModel:
         """Specialise for known input values (by name or position), in place: each becomes a
         constant, so what it decides (an If on a sample rate, a shape) folds away."""
         from .specialize import replace_inputs_by_values
@@ -109,7 +116,7 @@ class InferenceModel(_ModelBase):
         self._typed_cache = None
         return self
 
-    def analyse(self, obstinate: bool = False) -> "InferenceModel":
+    def analyse(self, obstinate: bool = False) -> InferenceModel:
         """Propagate facts forward and backward until nothing changes (in place)."""
         from .infer.analyse import analyse
 
@@ -117,7 +124,7 @@ class InferenceModel(_ModelBase):
             analyse(self, obstinate=obstinate)
         return self
 
-    def into_typed(self, input_facts: Sequence[TypedFact] | None = None) -> "TypedModel":
+    def into_typed(self, input_facts: Sequence[TypedFact] | None = None) -> TypedModel:
         """Analyse, then convert to a TypedModel (statically known values become constants).
 
         ``input_facts`` (typed facts of the inputs, as a control-flow op passes to its bodies)
@@ -129,10 +136,10 @@ class InferenceModel(_ModelBase):
         with fresh_symbols_scope(self.symbols):
             return into_typed(self, input_facts)
 
-    def into_optimized(self) -> "TypedModel":
+    def into_optimized(self) -> TypedModel:
         return self.into_typed().into_optimized()
 
-    def _runnable(self) -> "TypedModel":
+    def _runnable(self) -> TypedModel:
         cached = getattr(self, "_typed_cache", None)
         if cached is None:
             cached = self.into_optimized()
@@ -152,13 +159,13 @@ class TypedModel(_ModelBase):
         except AnalysisError as error:
             from .graph import Node
 
-            pending = Node(len(self.nodes), self.unique_name(name), op, inputs, [])
+            pending: Node[Any] = Node(len(self.nodes), self.unique_name(name), op, inputs, [])
             raise with_node_context(error, pending, facts) from None
         if len(outputs) != op.nboutputs:
             raise TractileError(f"{op.name}.output_facts gave {len(outputs)} facts for {op.nboutputs} outputs")
         return self._wire(name, op, inputs, outputs)
 
-    def set_input_fact(self, which: int | str, spec) -> "TypedModel":
+    def set_input_fact(self, which: int | str, spec) -> TypedModel:
         """Set an input's fact; downstream facts are recomputed.
 
         A text or ``(shape, dtype)`` spec keeps the input's quantization when it keeps its
@@ -174,7 +181,7 @@ class TypedModel(_ModelBase):
         self.refresh_facts()
         return self
 
-    def with_input_values(self, values: Mapping[str | int, Any], optimize: bool = True) -> "TypedModel":
+    def with_input_values(self, values: Mapping[str | int, Any], optimize: bool = True) -> TypedModel:
         """A copy specialised for known input values (by name or position): each becomes a
         constant; with ``optimize`` the copy is decluttered and optimized, so an If on a known
         condition folds away."""
@@ -205,28 +212,28 @@ class TypedModel(_ModelBase):
                 outlet.fact = fact
         self._plan_cache = None
 
-    def declutter(self) -> "TypedModel":
+    def declutter(self) -> TypedModel:
         """Remove format and training artefacts (no-ops, foldable constants, BatchNorm)."""
         from .passes import declutter
 
         return declutter(self)
 
-    def optimize(self) -> "TypedModel":
+    def optimize(self) -> TypedModel:
         """Rewrite for speed (fused bias and activations, kernel choices)."""
         from .passes import optimize
 
         return optimize(self)
 
-    def into_optimized(self) -> "TypedModel":
+    def into_optimized(self) -> TypedModel:
         return self.declutter().optimize()
 
-    def into_typed(self) -> "TypedModel":
+    def into_typed(self) -> TypedModel:
         return self
 
-    def analyse(self, obstinate: bool = False) -> "TypedModel":
+    def analyse(self, obstinate: bool = False) -> TypedModel:
         return self
 
-    def compact(self) -> "TypedModel":
+    def compact(self) -> TypedModel:
         """A copy with only the nodes the outputs need, numbered in evaluation order."""
         from .patch import compact
 
@@ -268,7 +275,7 @@ class TypedModel(_ModelBase):
 
         return profile(self, inputs, warmup=warmup, iterations=iterations, progress=progress)
 
-    def _runnable(self) -> "TypedModel":
+    def _runnable(self) -> TypedModel:
         return self
 
 

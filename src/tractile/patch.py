@@ -11,7 +11,7 @@ and the pass driver applies it, then checks the graph's consistency.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -69,7 +69,7 @@ class ModelPatch:
 
     # convenience constructors ------------------------------------------------------------
     @staticmethod
-    def replace_single_op(model, node, inputs: Sequence[OutletId], op, label: str = "") -> "ModelPatch":
+    def replace_single_op(model, node, inputs: Sequence[OutletId], op, label: str = "") -> ModelPatch:
         """Replace ``node`` by ``op`` applied to target wires ``inputs``."""
         patch = ModelPatch(model, label or f"replace {node.name}")
         taps = [patch.tap(o) for o in inputs]
@@ -80,7 +80,7 @@ class ModelPatch:
         return patch
 
     @staticmethod
-    def shunt_one_op(model, node, label: str = "") -> "ModelPatch":
+    def shunt_one_op(model, node, label: str = "") -> ModelPatch:
         """Remove a node whose single output equals its first input."""
         patch = ModelPatch(model, label or f"remove {node.name}")
         patch.shunt(OutletId(node.id, 0), patch.tap(node.inputs[0]))
@@ -88,7 +88,7 @@ class ModelPatch:
         return patch
 
     @staticmethod
-    def replace_by_const(model, node, values: Sequence[np.ndarray], label: str = "") -> "ModelPatch":
+    def replace_by_const(model, node, values: Sequence[np.ndarray], label: str = "") -> ModelPatch:
         patch = ModelPatch(model, label or f"fold {node.name}")
         for slot, value in enumerate(values):
             name = node.name if len(values) == 1 else f"{node.name}.{slot}"

@@ -6,7 +6,8 @@ as an input (silero-vad's sample rate ``sr``) becomes the plain model of one mod
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

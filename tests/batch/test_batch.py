@@ -3,7 +3,6 @@ failures, readers, streaming long inputs, and the Ray engine (with a worker kill
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import numpy as np

@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-
 import numpy as np
 import pytest
 
@@ -49,10 +48,10 @@ def test_a_closed_pipe_ends_quietly(demo_model):
 
 
 def test_checked_runs_name_the_failing_node_as_plain_runs_do():
+    from tractile.datum import DatumType
+    from tractile.fact import TypedFact
     from tractile.model import TypedModel
     from tractile.ops.base import Op
-    from tractile.fact import TypedFact
-    from tractile.datum import DatumType
 
     class Broken(Op):
         name = "Broken"

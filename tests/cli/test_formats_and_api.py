@@ -37,7 +37,7 @@ def test_run_accepts_onnxruntime_form(demo_model):
     by_name = model.run({name: x})
     everything = model.run(None, {name: x})
     assert isinstance(everything, list) and len(everything) == len(by_name)
-    for produced, (output, expected) in zip(everything, by_name.items()):
+    for produced, expected in zip(everything, by_name.values()):
         np.testing.assert_array_equal(produced, expected)
     only = model.run([model.output_names()[0]], {name: x})
     np.testing.assert_array_equal(only[0], by_name[model.output_names()[0]])

@@ -123,7 +123,8 @@ def test_reductions(op, axes, keepdims, compile_cache):
     check_against_interpreter(model, compile_cache, runs=3, name="reduce")
 
 
-@pytest.mark.parametrize("source,target", [(TensorProto.FLOAT, TensorProto.INT32), (TensorProto.INT64, TensorProto.FLOAT),
+@pytest.mark.parametrize("source,target", [(TensorProto.FLOAT, TensorProto.INT32),
+                                           (TensorProto.INT64, TensorProto.FLOAT),
                                            (TensorProto.FLOAT, TensorProto.BOOL), (TensorProto.INT8, TensorProto.INT64),
                                            (TensorProto.INT32, TensorProto.INT8)])
 def test_casts(source, target, compile_cache):

@@ -19,8 +19,14 @@ from tractile.ops.tfl.quantize import Dequantize, Quantize
 from tractile.ops.tfl.svdf import Svdf
 
 from ..conftest import shared_model as shared_path
-from .harness import (assert_builds_without_warnings, check_against_interpreter, compiled, q, random_input,
-                      single_op_model)
+from .harness import (
+    assert_builds_without_warnings,
+    check_against_interpreter,
+    compiled,
+    q,
+    random_input,
+    single_op_model,
+)
 
 RNG = np.random.default_rng(11)
 

@@ -188,10 +188,13 @@ def integer_delay_line():
     """An int8 stream mixed with copies of itself 3 and 5 frames late (wrapping Add and Sub, Max):
     pulsed, its state is two int8 ring buffers."""
     ints = lambda name, values: numpy_helper.from_array(np.array(values, np.int64), name)  # noqa: E731
-    nodes = [helper.make_node("Pad", ["x", "p3"], ["x3p"]), helper.make_node("Slice", ["x3p", "s0", "e3", "a2"], ["x3"]),
-             helper.make_node("Pad", ["x", "p5"], ["x5p"]), helper.make_node("Slice", ["x5p", "s0", "e5", "a2"], ["x5"]),
+    nodes = [helper.make_node("Pad", ["x", "p3"], ["x3p"]),
+             helper.make_node("Slice", ["x3p", "s0", "e3", "a2"], ["x3"]),
+             helper.make_node("Pad", ["x", "p5"], ["x5p"]),
+             helper.make_node("Slice", ["x5p", "s0", "e5", "a2"], ["x5"]),
              helper.make_node("Add", ["x", "x3"], ["sum"]), helper.make_node("Sub", ["x", "x5"], ["diff"]),
-             helper.make_node("Max", ["sum", "diff"], ["top"]), helper.make_node("Concat", ["top", "diff"], ["y"], axis=1)]
+             helper.make_node("Max", ["sum", "diff"], ["top"]),
+             helper.make_node("Concat", ["top", "diff"], ["y"], axis=1)]
     graph = helper.make_graph(nodes, "int_delay", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 4, "T"])],
                               [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
                               [ints("p3", [0, 0, 3, 0, 0, 0]), ints("p5", [0, 0, 5, 0, 0, 0]), ints("s0", [0]),

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
+backend_test = pytest.importorskip("onnx.backend.test")
 
-import onnx.backend.test  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
 import tractile.backend  # noqa: E402
@@ -23,7 +23,7 @@ INCLUDED = ["test_relu", "test_add_bcast", "test_if", "test_loop11", "test_scan9
 def _node_tests() -> type[unittest.TestCase]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        runner = onnx.backend.test.BackendTest(tractile.backend, __name__)
+        runner = backend_test.BackendTest(tractile.backend, __name__)
     for name in INCLUDED:
         runner.include(f"^{name}_cpu$")
     generated = runner.test_cases["OnnxBackendNodeModelTest"]

@@ -31,8 +31,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (the 'test' extra pins torch==2.13.0)")
 onnx = pytest.importorskip("onnx")
 
-import tractile  # noqa: E402
 from torch import nn  # noqa: E402
+
+import tractile  # noqa: E402
 
 from ..conftest import run_onnxruntime  # noqa: E402
 

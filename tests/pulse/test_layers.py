@@ -4,8 +4,27 @@ import pytest
 
 from tractile import AnalysisError
 from tractile.datum import DatumType
-from tractile.ops import (Add, BatchNorm, Cast, Clip, Concat, Flatten, Gemm, MatMul, Mul, Pad, Reduce, Relu,
-                          Reshape, Sigmoid, Slice, Softmax, Squeeze, Transpose, Unsqueeze)
+from tractile.ops import (
+    Add,
+    BatchNorm,
+    Cast,
+    Clip,
+    Concat,
+    Flatten,
+    Gemm,
+    MatMul,
+    Mul,
+    Pad,
+    Reduce,
+    Relu,
+    Reshape,
+    Sigmoid,
+    Slice,
+    Softmax,
+    Squeeze,
+    Transpose,
+    Unsqueeze,
+)
 from tractile.ops.norm import LayerNorm
 from tractile.pulse import Delay
 

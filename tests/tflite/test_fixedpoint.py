@@ -5,8 +5,7 @@ import math
 
 import numpy as np
 
-from tractile.ops.tfl.fixedpoint import (Requantizer, quantize_multiplier, round_half_away, rounding_divide_by_pot,
-                                         srdhm)
+from tractile.ops.tfl.fixedpoint import Requantizer, quantize_multiplier, round_half_away, rounding_divide_by_pot, srdhm
 
 
 def c_div(a: int, b: int) -> int:

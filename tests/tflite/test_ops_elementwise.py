@@ -9,8 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.tflite.builder import (GraphBuilder, all_pairs, assert_saturates, assert_ties, check_model, every_value,
-                                  q, random_values)
+from tests.tflite.builder import (
+    GraphBuilder,
+    all_pairs,
+    assert_saturates,
+    assert_ties,
+    check_model,
+    every_value,
+    q,
+    random_values,
+)
 from tractile.ops.tfl.activation import Activation, Prelu
 from tractile.ops.tfl.binary import Binary
 from tractile.ops.tfl.softmax import LogSoftmax

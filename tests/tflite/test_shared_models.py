@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 
 from tests.conftest import shared_model
-from tests.tflite.oracle import (assert_float_close, micro_interpreter, random_inputs, reference_interpreter,
-                                 run_micro, run_reference)
+from tests.tflite.oracle import (
+    assert_float_close,
+    micro_interpreter,
+    random_inputs,
+    reference_interpreter,
+    run_micro,
+    run_reference,
+)
 from tractile.errors import UnsupportedOpError
 from tractile.fact import TypedFact
 from tractile.formats.tflite import load_tflite

@@ -130,7 +130,8 @@ def test_activation_fused_into_matmul_matches_the_node():
         np.testing.assert_allclose(activation.apply_inplace(y.copy()), unfused, rtol=1e-6, atol=1e-7)
     assert not fusable(Clip(dynamic_low=True)) and not fusable(HardSigmoid())
     proto = model([node("MatMul", ["x", "w"], ["m"]), node("Sigmoid", ["m"], ["y"])],
-                  [value("x", "f32", [3, 4])], [value("y", "f32")], {"w": RNG.standard_normal((4, 2)).astype(np.float32)})
+                  [value("x", "f32", [3, 4])], [value("y", "f32")],
+                  {"w": RNG.standard_normal((4, 2)).astype(np.float32)})
     typed = tractile.load(proto)
     assert [n.op.name for n in typed.nodes if n.op.name != "Const"] == ["Source", "MatMul"]
     x = RNG.standard_normal((3, 4)).astype(np.float32)

@@ -77,7 +77,7 @@ def test_packed_3d_inputs_with_bool_mask_and_softcap_match_onnxruntime():
     np.testing.assert_allclose(y, expected.transpose(0, 2, 1, 3).reshape(2, 4, 12), rtol=1e-5, atol=1e-6)
     try:
         (theirs,) = run_onnxruntime(proto, [q, k, v, mask])
-    except Exception as error:  # noqa: BLE001 - an onnxruntime without Attention-23 just skips the cross-check
+    except Exception as error:
         pytest.skip(f"onnxruntime cannot run Attention-23: {error}")
     np.testing.assert_allclose(y, theirs, rtol=1e-5, atol=1e-6)
 

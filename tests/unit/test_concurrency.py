@@ -25,7 +25,7 @@ def run_in_threads(work) -> list:
         try:
             start.wait()
             results[index] = work(index)
-        except BaseException as error:  # noqa: BLE001 - re-raised in the main thread
+        except BaseException as error:
             errors.append(error)
 
     threads = [threading.Thread(target=body, args=(index,)) for index in range(THREADS)]

@@ -215,7 +215,8 @@ def test_fact_checks_reach_into_bodies(monkeypatch):
     from tractile.runtime import check
 
     original = check.check_step_outputs
-    monkeypatch.setattr(check, "check_step_outputs", lambda step, *a: (checked.append(step.node.name), original(step, *a)))
+    monkeypatch.setattr(check, "check_step_outputs",
+                        lambda step, *a: (checked.append(step.node.name), original(step, *a)))
     inputs = [np.array(3), np.array(True), np.zeros(2, np.float32), np.array(1e9, np.float32)]
     typed.plan().state(check_facts=True).run(inputs)
     body_nodes = {n.name for n in loop.body.typed.nodes}

@@ -9,7 +9,7 @@ from tractile.formats.onnx import registry
 from tractile.ops.cast import Identity
 
 from ..conftest import run_onnxruntime
-from .onnx_builder import node, value
+from .onnx_builder import value
 
 CUSTOM = "com.example"
 

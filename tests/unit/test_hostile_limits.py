@@ -54,7 +54,8 @@ def test_sparse_initializers_are_checked_against_their_dims(indices, dims, says)
     values = numpy_helper.from_array(np.ones(1, np.float32), "w")
     sparse = helper.make_sparse_tensor(values, numpy_helper.from_array(indices, "i"), dims)
     graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], sparse_initializer=[sparse])
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              sparse_initializer=[sparse])
     with pytest.raises(ModelFormatError, match=says):
         tractile.load(helper.make_model(graph, opset_imports=OPSET))
 
@@ -63,7 +64,8 @@ def test_a_valid_sparse_initializer_is_dense_in_place():
     values = numpy_helper.from_array(np.array([5, 7], np.float32), "w")
     sparse = helper.make_sparse_tensor(values, numpy_helper.from_array(np.array([1, 3], np.int64), "i"), [2, 2])
     graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], sparse_initializer=[sparse])
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              sparse_initializer=[sparse])
     y, = tractile.load(helper.make_model(graph, opset_imports=OPSET)).run([])
     np.testing.assert_array_equal(y, [[0, 5], [0, 7]])
 

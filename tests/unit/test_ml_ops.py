@@ -15,7 +15,8 @@ from tractile.ops.unary import erf
 from ..conftest import run_onnxruntime
 
 RNG = np.random.default_rng(11)
-ELEM = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
+ELEM = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.float16: TensorProto.FLOAT16,
+        np.int64: TensorProto.INT64,
         np.int32: TensorProto.INT32, object: TensorProto.STRING}
 
 

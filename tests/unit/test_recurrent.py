@@ -209,7 +209,8 @@ def test_activation_defaults_follow_onnx(name, formula):
     inputs = make_inputs("RNN", steps=1, initial=True, seed=5, scale=1.5)
     got = run_tractile(*single_node("RNN", inputs, 2, opset=14, constants=CONSTANTS, hidden_size=6,
                                     activations=[name]))
-    pre = inputs["X"][0] @ inputs["W"][0].T + inputs["initial_h"][0] @ inputs["R"][0].T + inputs["B"][0].reshape(2, 6).sum(0)
+    pre = (inputs["X"][0] @ inputs["W"][0].T + inputs["initial_h"][0] @ inputs["R"][0].T
+           + inputs["B"][0].reshape(2, 6).sum(0))
     np.testing.assert_allclose(got[1][0], formula(pre), rtol=1e-5, atol=1e-6)
 
 

@@ -13,8 +13,8 @@ import glob
 import os
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from ..errors import TractileError
 from .files import common_root, find_inputs

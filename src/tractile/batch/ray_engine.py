@@ -4,7 +4,7 @@ coordinating process writes the manifest as records arrive. A batch whose actor 
 again by Ray; its results are rewritten atomically and each input gets one manifest line."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -27,9 +27,8 @@ def register(subparsers) -> None:
 
 
 def convert(args: argparse.Namespace) -> int:
-    from ..formats.tflite import load_tflite, save_tflite
-
     from ..formats.detect import detect_format, format_name
+    from ..formats.tflite import load_tflite, save_tflite
 
     out = console()
     written = os.path.splitext(str(args.output))[1].lower()

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except Exception as error:  # noqa: BLE001 - turned into one line (--debug: the traceback)
+    except Exception as error:
         message = error_line(error)
         if message is None or args.debug:
             raise

@@ -29,7 +29,7 @@ def profile_compiled(model, inputs: list, args) -> int:
         node = typed.nodes[code.node_id]
         try:
             flops = node.op.cost([typed.outlet_fact(o) for o in node.inputs]).get("flops")
-        except Exception:  # noqa: BLE001 - an op that cannot count is shown without FLOPs
+        except Exception:
             flops = None
         rows.append({"node": code.node_id, "name": code.name, "op": code.op, "kernel": code.kernel,
                      "seconds": float(seconds[step]), "flops": None if flops is None else int(flops)})

@@ -11,10 +11,10 @@ See docs/COMPILE.md.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import TractileError
 from .ctext import identifier
@@ -64,7 +64,7 @@ class CSource:
 
 def kernel_header(filename: str) -> str:
     """The text of one of tractile's C kernel headers."""
-    return resources.files(__package__).joinpath("kernels", filename).read_text()
+    return resources.files(__package__).joinpath("kernels").joinpath(filename).read_text()
 
 
 def prepare(model, inputs: Sequence | None = None, optimize: bool = True):

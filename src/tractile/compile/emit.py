@@ -7,7 +7,8 @@ the memory plan decides later where each one points.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 class Emit:
     """One node being lowered."""
 
-    def __init__(self, lowering: "Lowering", node: Node, code: NodeCode):
+    def __init__(self, lowering: Lowering, node: Node, code: NodeCode):
         self._lowering = lowering
         self.node = node
         self.op = node.op

@@ -14,8 +14,9 @@ import platform
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -132,7 +133,7 @@ class CompiledModel:
     def report(self) -> dict:
         return self.source.report
 
-    def state(self) -> "CompiledState":
+    def state(self) -> CompiledState:
         """An independent context (one per thread or per stream)."""
         return CompiledState(self)
 
@@ -185,7 +186,7 @@ class CompiledState:
             from ..runtime.state import onnxruntime_call
 
             names = onnxruntime_call(inputs, feed, self.model.output_names)
-            outputs = self.run(dict(feed))  # type: ignore[arg-type]
+            outputs = self.run(dict(feed))
             return [outputs[name] for name in names]
         model = self.model
         if type(inputs) is list and len(inputs) == len(model.input_names):

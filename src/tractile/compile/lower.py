@@ -99,7 +99,7 @@ class Lowering:
             except Unsupported as why:
                 failures.append(f'node #{node.id} "{node.name}" ({node.op.name}): {why}')
             except UnsupportedOpError as why:
-                failures.append(f'node #{node.id} "{node.name}" ({node.op.name}): {why.message}')
+                failures.append(f'node #{node.id} "{node.name}" ({node.op.name}): {why}')
         if failures:
             raise UnsupportedOpError(
                 f"{len(failures)} node{'s' if len(failures) > 1 else ''} cannot be compiled to C:\n  "
@@ -120,7 +120,7 @@ class Lowering:
             program.inputs.append(tensor)
             program.input_names.append(name)
             program.tensors.append(tensor)
-        output_ports = {}
+        output_ports: dict[OutletId, int] = {}
         for port, outlet in enumerate(model.outputs):
             output_ports.setdefault(outlet, port)
         self._output_ports: dict[OutletId, int] = output_ports
@@ -132,9 +132,9 @@ class Lowering:
             if isinstance(node.op, (Source, Const)):
                 continue
             for slot in range(len(node.outputs)):
-                port = output_ports.get(OutletId(node_id, slot))
-                if port is not None:
-                    label = output_names[port]
+                position = output_ports.get(OutletId(node_id, slot))
+                if position is not None:
+                    label = output_names[position]
                 else:
                     label = node.name if len(node.outputs) == 1 else f"{node.name}_{slot}"
                 self._vars[OutletId(node_id, slot)] = self.names.unique(label)

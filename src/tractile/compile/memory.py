@@ -151,7 +151,6 @@ def place_groups(groups: list[list[Member]], alignment: int, order: str) -> tupl
     times (a chain of in-place layers) packs as tightly as its members allow."""
     sizes = [max((rel + size for rel, size, _, _ in members), default=0) for members in groups]
     firsts = [min((m[2] for m in members), default=0) for members in groups]
-    lasts = [max((m[3] for m in members), default=0) for members in groups]
     keys = {
         "size": lambda i: (-sizes[i], firsts[i]),
         "area": lambda i: (-sum(m[1] * (m[3] - m[2] + 1) for m in groups[i]), -sizes[i]),
@@ -185,7 +184,7 @@ def plan_memory(program: Program, alignment: int) -> MemoryPlan:
                         key=lambda o: -min(o.input.nbytes, o.output.nbytes))[:MAX_OVERLAP_TRIALS]
     best = min(_placement(program, alignment, set()), _placement(program, alignment, {id(o) for o in candidates}),
                key=lambda placement: placement[0])
-    current, chosen = _placement(program, alignment, set()), set()
+    current, chosen = _placement(program, alignment, set()), set[int]()
     for _ in range(2):
         for overlap in candidates:
             if id(overlap) in chosen:
@@ -219,11 +218,12 @@ def _placement(program: Program, alignment: int, chosen: set[int]) -> tuple:
     blocks = [g for g in groups.distinct() if g.storage == ARENA and g.members]
     shapes = [[(rel, align_up(t.nbytes, alignment), t.first, t.last) for t, rel in g.members.values()]
               for g in blocks]
-    best = None
+    best: tuple | None = None
     for order in ("size", "area", "first"):
         offsets, total = place_groups(shapes, alignment, order)
         if best is None or total < best[0]:
             best = (total, blocks, offsets, used, f"greedy by {order}" + (", in place" if used else ""))
+    assert best is not None
     return best
 
 

@@ -51,7 +51,7 @@ class CTensor:
     offset: int | None = None
     port: int | None = None
     used: bool = False
-    home: "CTensor | None" = None
+    home: CTensor | None = None
 
     @property
     def ctype(self) -> str:

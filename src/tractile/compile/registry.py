@@ -14,7 +14,8 @@ written. Lookup walks the op's class hierarchy, as for pulsifiers.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .emit import Emit
@@ -52,7 +53,7 @@ def find_emitter(op) -> Emitter | None:
 def supported_ops() -> list[str]:
     """The op names the compiler lowers (for error messages and docs)."""
     _load_emitters()
-    return sorted({cls.name for cls in _EMITTERS})
+    return sorted({getattr(cls, "name", cls.__name__) for cls in _EMITTERS})
 
 
 def _load_emitters() -> None:

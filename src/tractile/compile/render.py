@@ -7,7 +7,7 @@ import numpy as np
 
 from .ctext import array_initializer, comment_text, float_literal, int_literal
 from .memory import MemoryPlan
-from .program import ARENA, CONST, INPUT, OUTPUT, CTensor, Program
+from .program import ARENA, CONST, INPUT, CTensor, Program
 from .target import Target
 
 
@@ -61,7 +61,8 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
             lines.append("")
     lines.append("/* everything a running model needs: the activation arena and the state kept across calls */")
     lines.append("typedef struct {")
-    lines.append(f"  union {{ uint8_t bytes[{max(plan.arena_bytes, 1)}]; int64_t align_int; double align_float; }} arena;")
+    lines.append(f"  union {{ uint8_t bytes[{max(plan.arena_bytes, 1)}]; int64_t align_int; "
+                 "double align_float; } arena;")
     for field in program.state:
         lines.append(f"  {_ctype(field)} {field.var}[{max(field.count, 1)}];")
     if program.profile:
@@ -70,11 +71,11 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
     lines.append("")
     lines.append(f"#define {upper}_CONTEXT_BYTES sizeof({name}_ctx)")
     lines.append("")
-    lines.append(f"/* prepare a context (clears the state); call once before the first invoke */")
+    lines.append("/* prepare a context (clears the state); call once before the first invoke */")
     lines.append(f"void {name}_init({name}_ctx *ctx);")
-    lines.append(f"/* clear the state kept across invocations (start a new sequence or stream) */")
+    lines.append("/* clear the state kept across invocations (start a new sequence or stream) */")
     lines.append(f"void {name}_reset({name}_ctx *ctx);")
-    lines.append(f"/* run the model once: reads the inputs, writes the outputs; returns 0 */")
+    lines.append("/* run the model once: reads the inputs, writes the outputs; returns 0 */")
     lines.append(f"int {name}_invoke({invoke_parameters(program)});")
     lines.append(f"/* sizeof({name}_ctx), for callers that cannot see the struct */")
     lines.append(f"size_t {name}_context_bytes(void);")
@@ -123,7 +124,7 @@ def render_source(program: Program, plan: MemoryPlan, source: str, target: Targe
     lines.append("")
     body = _invoke_body(program)
     constants = [(t, v) for t, v in program.constants if t.used]
-    constants += [(t, t.value) for t in program.tensors if t.storage == CONST and t.used
+    constants += [(t, t.value) for t in program.tensors if t.storage == CONST and t.used and t.value is not None
                   and all(t is not c for c, _ in program.constants)]
     if constants:
         lines.append("/* constants, pre-processed on the host (flash on a microcontroller) */")

@@ -45,7 +45,7 @@ class CompiledSegment(Op):
     def eval(self, inputs):
         return self.state().eval(inputs)
 
-    def state(self) -> "SegmentState":
+    def state(self) -> SegmentState:
         return SegmentState(self.compiled.state())
 
     def attributes(self):
@@ -156,9 +156,9 @@ def segment_patch(model: TypedModel, members: list[int], index: int, cache_dir) 
             mapping[OutletId(node_id, slot)] = outlet
     used_outside = []
     for node_id in members:
-        for slot, outlet in enumerate(model.nodes[node_id].outputs):
+        for slot, made in enumerate(model.nodes[node_id].outputs):
             wire = OutletId(node_id, slot)
-            readers = [s for s in outlet.successors if s.node not in inside]
+            readers = [s for s in made.successors if s.node not in inside]
             if readers or wire in model.outputs:
                 used_outside.append(wire)
     segment.outputs = [mapping[w] for w in used_outside]
@@ -182,7 +182,7 @@ def _flops(model: TypedModel, members: list[int]) -> int | None:
         node = model.nodes[node_id]
         try:
             flops = node.op.cost([model.outlet_fact(o) for o in node.inputs]).get("flops")
-        except Exception:  # noqa: BLE001 - ops that cannot count their work count nothing
+        except Exception:
             flops = None
         if isinstance(flops, (int, np.integer)):
             total += int(flops)

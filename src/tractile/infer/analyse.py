@@ -82,7 +82,7 @@ def _propagate_values(op, inputs, outputs):
         if symbolic:
             return outputs
         raise
-    except Exception as error:  # noqa: BLE001 - ops are free to reject symbolic values
+    except Exception as error:
         if symbolic:
             return outputs
         raise AnalysisError(f"evaluating on constant inputs failed: {error!r}") from error

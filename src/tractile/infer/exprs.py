@@ -20,19 +20,19 @@ class RuleConflict(AnalysisError):
 class Expr:
     """Something a rule talks about: a datum type, rank, dim, shape, value or constant."""
 
-    def get(self, solver: "Solver"):
+    def get(self, solver: Solver):
         raise NotImplementedError
 
-    def set(self, solver: "Solver", value) -> bool:
+    def set(self, solver: Solver, value) -> bool:
         """Record ``value``; return True if it taught something new."""
         raise NotImplementedError
 
-    def __rmul__(self, factor: int) -> "Expr":
+    def __rmul__(self, factor: int) -> Expr:
         return Scaled(self, factor)
 
     __mul__ = __rmul__
 
-    def __neg__(self) -> "Expr":
+    def __neg__(self) -> Expr:
         return Scaled(self, -1)
 
 
@@ -101,7 +101,7 @@ class ShapeExpr(_PortExpr):
         shape = value if isinstance(value, ShapeFactoid) else ShapeFactoid.closed(value)
         return solver.refine(self.port, InferenceFact(None, shape), f"{self.where()} shape")
 
-    def __getitem__(self, axis: int) -> "DimExpr":
+    def __getitem__(self, axis: int) -> DimExpr:
         return DimExpr(self.port, axis)
 
     def __str__(self) -> str:
@@ -145,7 +145,7 @@ class ValueExpr(_PortExpr):
     def set(self, solver, value) -> bool:
         return solver.refine(self.port, InferenceFact(None, None, np.asarray(value)), f"{self.where()} value")
 
-    def __getitem__(self, index: int) -> "ValueItemExpr":
+    def __getitem__(self, index: int) -> ValueItemExpr:
         return ValueItemExpr(self.port, index)
 
     def __str__(self) -> str:

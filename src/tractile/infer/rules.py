@@ -12,15 +12,27 @@ resolved are fine; rules that contradict the facts raise :class:`RuleConflict`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..datum import DatumType
 from ..dim import TDim
 from ..errors import AnalysisError
 from ..fact import InferenceFact, unify, unify_dim, unify_shape
 from .exprs import (  # noqa: F401 - re-exported for ops' rules
-    Const, DatumTypeExpr, DimExpr, Expr, RankExpr, RuleConflict, Scaled, ShapeExpr, TensorProxy, ValueExpr,
-    ValueItemExpr, _same, as_expr,
+    Const,
+    DatumTypeExpr,
+    DimExpr,
+    Expr,
+    RankExpr,
+    RuleConflict,
+    Scaled,
+    ShapeExpr,
+    TensorProxy,
+    ValueExpr,
+    ValueItemExpr,
+    _same,
+    as_expr,
 )
 
 
@@ -28,7 +40,7 @@ from .exprs import (  # noqa: F401 - re-exported for ops' rules
 class _Rule:
     why: str | None = None
 
-    def apply(self, solver: "Solver") -> tuple[bool, bool]:
+    def apply(self, solver: Solver) -> tuple[bool, bool]:
         """Return (progress, done)."""
         raise NotImplementedError
 
@@ -93,7 +105,7 @@ class _SumEqualsZero(_Rule):
         if len(unknown) > 1:
             return False, False
         total = 0
-        for (inner, factor), value in zip(self.terms, values):
+        for (_inner, factor), value in zip(self.terms, values):
             if value is not None:
                 total = total + value * factor
         if not unknown:

@@ -1,10 +1,15 @@
 """Conversion of an analysed InferenceModel into a TypedModel."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import AnalysisError, TractileError, node_label, with_node_context
 from ..fact import InferenceFact
 from ..graph import OutletId
 from ..ops.io import Const, Source
+
+if TYPE_CHECKING:
+    from ..model import TypedModel
 
 
 def _describe_missing(fact: InferenceFact) -> str:
@@ -15,7 +20,7 @@ def _describe_missing(fact: InferenceFact) -> str:
     return f"its shape is not fully known ({fact})"
 
 
-def into_typed(model, input_facts=None) -> "TypedModel":  # noqa: F821 - forward reference
+def into_typed(model, input_facts=None) -> TypedModel:
     """Build a TypedModel from an analysed model.
 
     Wires whose value analysis found (and that are not model inputs) become

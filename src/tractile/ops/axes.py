@@ -5,7 +5,7 @@ Analysis-time checks raise :class:`AnalysisError`, run-time checks :class:`RunEr
 """
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

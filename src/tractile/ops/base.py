@@ -56,20 +56,20 @@ class Op:
     def nboutputs(self) -> int:
         return 1
 
-    def rules(self, s: "Solver", inputs: list["TensorProxy"], outputs: list["TensorProxy"]) -> None:
+    def rules(self, s: Solver, inputs: list[TensorProxy], outputs: list[TensorProxy]) -> None:
         """Declare constraints between input and output facts (default: none)."""
 
-    def declutter(self, model: "TypedModel", node: "Node") -> "ModelPatch | None":
+    def declutter(self, model: TypedModel, node: Node) -> ModelPatch | None:
         return None
 
-    def optimize(self, model: "TypedModel", node: "Node") -> "ModelPatch | None":
+    def optimize(self, model: TypedModel, node: Node) -> ModelPatch | None:
         return None
 
     def cost(self, inputs: list[TypedFact]) -> dict[str, Any]:
         """FLOPs (``flops``) or other costs for profiles; empty when the op cannot say."""
         return {}
 
-    def wire_typed(self, model: "TypedModel", name: str, inputs: list["OutletId"]) -> list["OutletId"]:
+    def wire_typed(self, model: TypedModel, name: str, inputs: list[OutletId]) -> list[OutletId]:
         """Wire this op into a typed model (expansions override it to wire several ops)."""
         return model.wire_node(name, self, inputs)
 
@@ -162,7 +162,7 @@ def _same_value(a, b) -> bool:
         return False
     try:
         return bool(a == b)
-    except Exception:  # noqa: BLE001 - exotic attribute types are simply shown
+    except Exception:
         return False
 
 

@@ -108,7 +108,7 @@ def symbolic_result(op: Op, facts: list[TypedFact]) -> np.ndarray | None:
         return None
     try:
         return np.asarray(op.eval([v.astype(object) for v in values])[0])
-    except Exception:  # noqa: BLE001 - a symbolic value is a bonus, never required
+    except Exception:
         return None
 
 

@@ -86,7 +86,7 @@ class Body:
                 raise
         return entry["typed"].output_facts
 
-    def specialized_or_failed(self, facts: list[TypedFact]) -> "Body":
+    def specialized_or_failed(self, facts: list[TypedFact]) -> Body:
         """Like :meth:`specialized`, but a body that cannot be typed for ``facts`` comes
         back holding the reason (it raises a RunError if it is ever run)."""
         try:
@@ -96,7 +96,7 @@ class Body:
             failed._origin = self._origin
             return failed
 
-    def specialized(self, facts: list[TypedFact]) -> "Body":
+    def specialized(self, facts: list[TypedFact]) -> Body:
         """This body typed, decluttered and optimized for ``facts`` (built once per facts)."""
         if self.typed is not None and _same_facts(self.typed.input_facts, facts):
             return self
@@ -124,7 +124,7 @@ class Body:
         except AnalysisError as error:
             raise AnalysisError(f"in {self.label}: {error}") from None
 
-    def runner(self, values: list) -> "BodyRunner":
+    def runner(self, values: list) -> BodyRunner:
         """A run state for this body (typed for the values' facts if it is not typed yet)."""
         if self.failure is not None:
             raise RunError(f"{self.label} cannot run with these inputs: {self.failure}")
@@ -346,7 +346,7 @@ def _facts_or_error(body: Body, facts: list[TypedFact]) -> list[TypedFact] | Ana
         return error
 
 
-def inline_body(model, node, body_model, inputs) -> "ModelPatch":  # noqa: F821
+def inline_body(model, node, body_model, inputs) -> ModelPatch:  # noqa: F821
     """A patch replacing ``node`` by the nodes of ``body_model`` wired to ``inputs``."""
     from ..graph import OutletId
     from ..ops.io import Source

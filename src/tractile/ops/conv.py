@@ -104,7 +104,8 @@ class Conv(Op):
         if kernel == 1:
             y = np.matmul(w.reshape(m, channels), x[0, :, :frames])
         elif frames == 1:
-            y = np.matmul(w.reshape(m, channels * kernel), x[0, :, :(kernel - 1) * dilation + 1:dilation].reshape(-1, 1))
+            taps = x[0, :, :(kernel - 1) * dilation + 1:dilation]
+            y = np.matmul(w.reshape(m, channels * kernel), taps.reshape(-1, 1))
         else:
             taps = np.empty((channels, kernel, frames), np.float32)
             for tap in range(kernel):
@@ -117,7 +118,7 @@ class Conv(Op):
         return y[None]
 
     def cost(self, inputs):
-        x, w = inputs[0], inputs[1]
+        w = inputs[1]
         out = self.output_facts(inputs)[0]
         kernel = 1
         for dim in w.shape[1:]:

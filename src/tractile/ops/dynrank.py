@@ -7,7 +7,7 @@ helpers; any other op that reads the rank raises :class:`~tractile.errors.Unknow
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..datum import DatumType
 from ..dim import fresh_symbol

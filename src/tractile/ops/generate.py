@@ -71,7 +71,7 @@ class Range(Op):
 
     def eval(self, inputs):
         dtype = inputs[0].dtype
-        if dtype == object:
+        if dtype.kind == "O":
             start, limit, delta = (run_scalar(v, "Range input") for v in inputs)
             length = range_length(start, limit, delta)
             if not isinstance(length, int):

@@ -1,8 +1,8 @@
 """The activation functions of ONNX recurrent ops (RNN, GRU, LSTM), as in-place kernels."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class RnnActivation:
     beta: float | None = None
 
     @staticmethod
-    def make(name: str, alpha: float | None = None, beta: float | None = None) -> "RnnActivation":
+    def make(name: str, alpha: float | None = None, beta: float | None = None) -> RnnActivation:
         """The activation ``name`` (any case); missing parameters take the ONNX defaults."""
         kind = name.lower()
         if kind not in ACTIVATION_PARAMETERS:

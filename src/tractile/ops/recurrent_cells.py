@@ -16,7 +16,8 @@ one. With one direction and one row, both are the same memory and the loops work
 """
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 

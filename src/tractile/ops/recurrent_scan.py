@@ -115,6 +115,6 @@ def _blas_controller():
             from threadpoolctl import ThreadpoolController
 
             _CONTROLLER.append(ThreadpoolController())
-        except Exception:  # noqa: BLE001 - missing or broken threadpoolctl: run as is
+        except Exception:
             _CONTROLLER.append(None)
     return _CONTROLLER[0]

@@ -9,8 +9,8 @@ Sums and products also run on symbolic values (``ReduceProd(Shape(x))`` is ``N*3
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

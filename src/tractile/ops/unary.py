@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 import numpy as np
 

@@ -26,7 +26,7 @@ class Window:
     ceil_mode: bool = False
 
     @staticmethod
-    def make(kernel=(), strides=None, dilations=None, pads=None, auto_pad="NOTSET", ceil_mode=False) -> "Window":
+    def make(kernel=(), strides=None, dilations=None, pads=None, auto_pad="NOTSET", ceil_mode=False) -> Window:
         """Validate and normalise ONNX-style attributes. With an empty ``kernel`` (read later
         from the weights) the checks that need the rank wait for :meth:`for_kernel`."""
         auto_pad = (auto_pad or "NOTSET").upper()
@@ -39,7 +39,7 @@ class Window:
                         None if pads is None or not any(pads) else tuple(map(int, pads)), auto_pad, bool(ceil_mode))
         return window.for_kernel(window.kernel) if window.kernel else window
 
-    def for_kernel(self, kernel) -> "Window":
+    def for_kernel(self, kernel) -> Window:
         """This window completed for a kernel of the given spatial shape (defaults filled in)."""
         return _complete(self, tuple(int(k) for k in kernel))
 

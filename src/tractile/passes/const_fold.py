@@ -8,7 +8,6 @@ from ..infer.analyse import FOLD_ALLOWANCE
 from ..ops.io import Const, Source
 from ..patch import ModelPatch
 
-
 #: elements a folded constant may hold when it only feeds ops' parameter inputs
 WEIGHT_FOLD_LIMIT = 1 << 24
 
@@ -54,8 +53,8 @@ def fold_constants(model, node: Node) -> ModelPatch | None:
             return None
         values.append(konst)
     budget = WEIGHT_FOLD_LIMIT if feeds_only_weights(model, node) else fold_budget(values)
-    for outlet in node.outputs:
-        shape = outlet.fact.concrete_shape()
+    for produced in node.outputs:
+        shape = produced.fact.concrete_shape()
         if shape is None or int(np.prod(shape, dtype=np.int64)) > budget:
             return None
     with np.errstate(all="ignore"):

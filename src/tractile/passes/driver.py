@@ -1,14 +1,18 @@
 """The pass driver: applies node rewrites until none applies, checking the graph each time."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import AnalysisError, UnknownRankError, with_node_context
 from ..graph import Node
 from ..patch import ModelPatch, _Obliterated
 
+if TYPE_CHECKING:
+    from ..model import TypedModel
+
 #: a node pass looks at one node and may return a patch
-NodePass = Callable[["TypedModel", Node], "ModelPatch | None"]  # noqa: F821
+NodePass = Callable[["TypedModel", Node], "ModelPatch | None"]
 
 
 def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 32,
@@ -17,7 +21,8 @@ def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 
 
     Each round visits the nodes in evaluation order with every pass. A patch is
     applied at once, then the wiring of the nodes it touched is checked, so a faulty
-    rewrite is caught where it happens; the whole graph (cycles included) once a round. ``trace``, if given, collects ``(pass, node, label)``.
+    rewrite is caught where it happens; the whole graph (cycles included) once a round. ``trace``, if
+    given, collects ``(pass, node, label)``.
     """
     model = model.compact()
     for _ in range(max_rounds):

@@ -73,7 +73,8 @@ def _fold_into_conv(model, node, conv, konst):
     kernel_shape = (-1,) + (1,) * (weights.rank - 1)
     if isinstance(node.op, Mul):
         inputs[1] = patch.wire_node(f"{conv.name}.scaled_w", Mul(),
-                                    [inputs[1], patch.add_const(f"{conv.name}.w_scale", vector.reshape(kernel_shape))])[0]
+                                    [inputs[1],
+                                     patch.add_const(f"{conv.name}.w_scale", vector.reshape(kernel_shape))])[0]
         if len(inputs) == 3:
             inputs[2] = patch.wire_node(f"{conv.name}.scaled_b", Mul(),
                                         [inputs[2], patch.add_const(f"{conv.name}.b_scale", vector)])[0]

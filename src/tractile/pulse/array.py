@@ -113,7 +113,7 @@ def slice_(ctx: PulseContext, node: Node) -> list[Wire]:
         else:
             reckoned = stream.dim - start + (end if end < 0 else 0) if end < 0 or end >= _TO_THE_END \
                 else end - start
-    for start, end, axis, step in kept:
+    for start, end, _axis, step in kept:
         if any(isinstance(v, TDim) for v in (start, end, step)):
             raise AnalysisError("Slice's bounds on a non-streamed axis depend on the stream")
     wire = x.outlet

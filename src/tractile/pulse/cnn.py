@@ -219,7 +219,7 @@ class EdgeAveragePool(Op):
     def eval(self, inputs):
         return self.state().eval(inputs)
 
-    def state(self) -> "EdgeAveragePoolState":
+    def state(self) -> EdgeAveragePoolState:
         return EdgeAveragePoolState(self)
 
 

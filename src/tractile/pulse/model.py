@@ -1,7 +1,8 @@
 """The pulsed model and its streams: push chunks, finish, reset."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class PulsedModel:
         """Frames each output gains per push (the pulse divided by the strides on the way)."""
         return [s.pulse for s in self.output_streams]
 
-    def start(self) -> "StreamState":
+    def start(self) -> StreamState:
         """A new stream (its own buffers, all zero)."""
         return StreamState(self)
 

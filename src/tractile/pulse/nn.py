@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..errors import AnalysisError
 from ..graph import Node
 from ..ops.matmul import Gemm, MatMul
-from ..ops.nn import BatchNorm, Hardmax, LRN, Softmax, SwiGLU, normalize_axis
+from ..ops.nn import LRN, BatchNorm, Hardmax, Softmax, SwiGLU, normalize_axis
 from ..ops.norm import GroupNorm, LayerNorm, LpNorm, MeanVarianceNorm, RmsNorm
 from ..ops.quant import DequantizeLinear, QuantizeLinear
 from ..ops.reduce import Reduce

@@ -89,7 +89,7 @@ class Delay(Op):
     def eval(self, inputs):
         return self.state().eval(inputs)
 
-    def state(self) -> "DelayState":
+    def state(self) -> DelayState:
         return DelayState(self)
 
 
@@ -179,7 +179,7 @@ class PulseMask(Op):
     def eval(self, inputs):
         return self.state().eval(inputs)
 
-    def state(self) -> "PulseMaskState":
+    def state(self) -> PulseMaskState:
         return PulseMaskState(self)
 
 

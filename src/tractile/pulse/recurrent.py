@@ -59,7 +59,7 @@ class CarriedStateOp(Op):
     def eval(self, inputs):
         return self.state().eval(inputs)
 
-    def state(self) -> "CarriedState":
+    def state(self) -> CarriedState:
         kernel = next(k for cls, k in _KERNELS.items() if isinstance(self.inner, cls))
         return CarriedState(self, kernel(self.inner))
 

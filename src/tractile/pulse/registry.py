@@ -18,7 +18,8 @@ covers its members; a member that works along an axis registers its own pulsifie
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..graph import Node

@@ -30,11 +30,11 @@ class Stream:
     delay: int
     pulse: int
 
-    def moved(self, axis: int, dim: Dim | None = None) -> "Stream":
+    def moved(self, axis: int, dim: Dim | None = None) -> Stream:
         """The same stream on another axis (and length) of a reshaped or reduced tensor."""
         return replace(self, axis=axis, dim=self.dim if dim is None else dim)
 
-    def delayed(self, frames: int) -> "Stream":
+    def delayed(self, frames: int) -> Stream:
         return replace(self, delay=self.delay + frames)
 
     def __str__(self) -> str:

@@ -7,7 +7,7 @@ wires their streaming form into the pulsed model through a :class:`PulseContext`
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

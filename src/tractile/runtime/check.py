@@ -9,7 +9,6 @@ from ..datum import DatumType
 from ..dim import TDim
 from ..errors import RunError, node_label
 
-
 #: true while a state runs with fact checks, so that subgraph bodies check their values too
 CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("tractile_check_facts", default=False)
 

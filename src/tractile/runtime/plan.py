@@ -1,7 +1,7 @@
 """Execution plan: evaluation order, value slots and each value's last use."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -47,9 +47,9 @@ class SimplePlan:
                 value.flags.writeable = False
                 self.constants[slot_of[OutletId(node_id, 0)]] = value
                 continue
-            inputs = tuple(slot_of[o] for o in node.inputs)
-            outputs = tuple(slot_of[OutletId(node_id, s)] for s in range(len(node.outputs)))
-            self.steps.append(Step(node, node.op, inputs, outputs))
+            reads = tuple(slot_of[o] for o in node.inputs)
+            writes = tuple(slot_of[OutletId(node_id, s)] for s in range(len(node.outputs)))
+            self.steps.append(Step(node, node.op, reads, writes))
         self.slot_count = len(slot_of)
         self.slot_of = slot_of
         missing = [o for o in model.inputs if o not in slot_of]

@@ -163,7 +163,7 @@ def _attributes(op) -> dict:
     try:
         return {k: (v if isinstance(v, (int, float, str, bool, type(None))) else str(v))
                 for k, v in op.attributes().items()}
-    except Exception:  # noqa: BLE001 - attributes are informative only
+    except Exception:
         return {}
 
 
@@ -172,7 +172,7 @@ def _flops(model, node, bindings: dict[str, int]) -> float | None:
 
     try:
         cost = node.op.cost(model.node_input_facts(node.id))
-    except Exception:  # noqa: BLE001 - cost is optional and informative
+    except Exception:
         return None
     flops = cost.get("flops") if cost else None
     if flops is None:

@@ -1,7 +1,8 @@
 """Run state: binds symbols from the inputs, evaluates the plan, frees values early."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +59,7 @@ class SimpleState:
         if fact.kind != TENSOR or not fact.is_concrete() \
                 or fact.dtype == DatumType.STRING:
             return lambda value, bindings: general(name, fact, value, bindings)
+        assert fact.dtype is not None  # a concrete fact
         dtype, shape = fact.dtype.np, tuple(fact.shape)
 
         def check(value, bindings):
@@ -70,6 +72,7 @@ class SimpleState:
     def _check_input(self, name: str, fact: TypedFact, value, bindings: dict[str, int]) -> np.ndarray:
         if fact.kind != TENSOR:
             return check_container_value(fact, value, f'input "{name}"')
+        assert fact.dtype is not None  # a typed tensor fact
         expected = fact.dtype.np
         if value is None:
             raise RunError(f'input "{name}" is None: give an array ({fact})')
@@ -116,7 +119,7 @@ class SimpleState:
         names or None for all) gives the listed outputs as a list, in that order."""
         if feed is not None:
             names = onnxruntime_call(inputs, feed, self.plan.output_names)
-            outputs = self.run(dict(feed))  # type: ignore[arg-type]
+            outputs = self.run(dict(feed))
             return [outputs[name] for name in names]
         plan = self.plan
         if type(inputs) is list and len(inputs) == len(plan.input_slots):
@@ -161,7 +164,8 @@ class SimpleState:
         index = 0
         try:
             with np.errstate(all="ignore"):
-                for index, (evaluate, reads, writes, frees) in enumerate(self._program):
+                # index names the failing step in the handler below
+                for index, (evaluate, reads, writes, frees) in enumerate(self._program):  # noqa: B007
                     results = evaluate([values[i] for i in reads])
                     for slot, result in zip(writes, results):
                         values[slot] = result
@@ -269,7 +273,7 @@ def _root(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _detached(value, fed: list[np.ndarray]) -> np.ndarray:
+def _detached(value, fed: list[np.ndarray]) -> Any:
     """Return outputs the caller may modify: copy constants and views of the inputs."""
     if not isinstance(value, np.ndarray):
         if value is None:

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     kind = argv.pop(1)
     target = make_target(kind)
-    import tractile.formats.onnx  # noqa: F401 - load what the targets run, then instrument it
+    import tractile.formats.onnx
     import tractile.formats.tflite  # noqa: F401
 
     atheris.instrument_all()

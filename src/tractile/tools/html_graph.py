@@ -91,7 +91,7 @@ def scope_of(node) -> list[str]:
 class _Group:
     __slots__ = ("path", "children", "groups", "parent", "index")
 
-    def __init__(self, path: tuple[str, ...], parent: "_Group | None"):
+    def __init__(self, path: tuple[str, ...], parent: _Group | None):
         self.path = path
         self.parent = parent
         self.children: list[int] = []  # node ids directly inside
@@ -201,7 +201,7 @@ def _depth(group: _Group) -> int:
 def _node_data(model, node, group: int, hidden: set[int], outputs: set[OutletId]) -> dict[str, Any]:
     try:
         attributes = _jsonable(node.op.attributes()) if hasattr(node.op, "attributes") else {}
-    except Exception:  # noqa: BLE001 - attributes are informative only
+    except Exception:
         attributes = {}
     inputs = []
     for outlet in node.inputs:

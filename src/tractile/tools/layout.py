@@ -20,8 +20,8 @@ current collapse state gives (expanded groups are taller) and only shifts column
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from ..errors import TractileError
 

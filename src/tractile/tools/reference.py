@@ -94,7 +94,7 @@ def _serve(sender, engine: str, path: str, inputs: dict[str, np.ndarray], every_
         sender.send(("ok", run))
     except TractileError as error:
         sender.send(("error", str(error)))
-    except Exception as error:  # noqa: BLE001 - anything the engine raises is reported, not fatal
+    except Exception as error:
         sender.send(("error", f"{engine} failed on {path}: {type(error).__name__}: {error}"))
     finally:
         sender.close()
@@ -119,7 +119,7 @@ def _onnxruntime(path: str, inputs: dict[str, np.ndarray], every_value: bool) ->
                             "pip install onnxruntime onnx") from None
     try:
         proto = onnx.load(path)
-    except Exception as error:  # noqa: BLE001 - onnx raises many kinds on damaged files
+    except Exception as error:
         raise TractileError(f"onnx cannot read {path}: {error}") from None
     initializers = {t.name for t in proto.graph.initializer}
     input_names = [v.name for v in proto.graph.input if v.name not in initializers]
@@ -131,12 +131,12 @@ def _onnxruntime(path: str, inputs: dict[str, np.ndarray], every_value: bool) ->
     model = _with_every_value_as_output(proto) if every_value else proto
     try:
         session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    except Exception as error:  # noqa: BLE001 - onnxruntime's own message says what it refuses
+    except Exception as error:
         raise TractileError(f"onnxruntime cannot load {path}: {error}") from None
     names = [o.name for o in session.get_outputs()]
     try:
         values = session.run(None, dict(zip(input_names, _ordered(input_names, inputs, "onnxruntime"))))
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         raise TractileError(f"onnxruntime failed to run {path}: {error}") from None
     return ReferenceRun("onnxruntime", input_names, output_names, dict(zip(names, values)), producers)
 

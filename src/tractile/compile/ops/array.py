@@ -25,7 +25,7 @@ def _fill_values(op, inputs: list, maps: list[np.ndarray]) -> list:
     """For each output, the value written where nothing is moved (padding), read from a real run."""
     if all(np.all(positions >= BASE) for positions in maps):
         return [None] * len(maps)
-    fills = []
+    fills: list = []
     for positions, output in zip(maps, op.eval(inputs)):
         filled = positions < BASE
         if not filled.any():
@@ -120,6 +120,8 @@ def gather(e: Emit) -> None:
 
 def _traced_gather(e: Emit) -> None:
     indices = e.const_value(1)
+    if indices is None:
+        raise Unsupported("Gather indices computed at run time")
     size = e.input(0).shape[e.op.axis % len(e.input(0).shape)]
     if indices.size and (indices.min() < -size or indices.max() >= size):
         raise Unsupported(f"constant Gather indices out of range for an axis of {size}")

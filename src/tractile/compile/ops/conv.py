@@ -18,7 +18,7 @@ from ...ops.tfl.conv import Conv2D, DepthwiseConv2D, QuantizedStage
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 from .dense import requant_constants
-from .fused import fused_float_activation, finish_activation, finish_tflite_activation, tflite_float_activation
+from .fused import finish_activation, finish_tflite_activation, fused_float_activation, tflite_float_activation
 
 HEADER = "tl_conv.h"
 

@@ -30,7 +30,7 @@ def trace(op, data_slots: list[int], inputs: list, sizes: list[int]) -> list[np.
         offset += size
     try:
         outputs = op.eval(traced)
-    except Exception as error:  # noqa: BLE001 - an op that cannot run on positions cannot be traced
+    except Exception as error:
         raise Unsupported(f"cannot trace {op.name} as data movement ({type(error).__name__}: {error})") from None
     return [np.asarray(out) for out in outputs]
 

@@ -14,8 +14,7 @@ from ...ops.tfl.common import is_quantized
 from ...ops.tfl.dense import FullyConnected, IntegerDense
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from .fused import (finish_activation, finish_tflite_activation, fused_float_activation,
-                    tflite_float_activation)
+from .fused import finish_activation, finish_tflite_activation, fused_float_activation, tflite_float_activation
 
 HEADER = "tl_fully_connected.h"
 
@@ -34,7 +33,8 @@ def requant_constants(e: Emit, multipliers, shifts, channels: int) -> tuple[str,
     one per channel for both) and the per-channel stride the kernels index them with."""
     multipliers, shifts = np.atleast_1d(np.asarray(multipliers)), np.atleast_1d(np.asarray(shifts))
     if np.all(multipliers == multipliers[0]) and np.all(shifts == shifts[0]):
-        return (e.constant("multiplier", multipliers[:1], DatumType.I32), e.constant("shift", shifts[:1], DatumType.I32),
+        return (e.constant("multiplier", multipliers[:1], DatumType.I32),
+                e.constant("shift", shifts[:1], DatumType.I32),
                 0)
     return (e.constant("multiplier", np.broadcast_to(multipliers, (channels,)), DatumType.I32),
             e.constant("shift", np.broadcast_to(shifts, (channels,)), DatumType.I32), 1)

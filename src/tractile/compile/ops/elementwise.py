@@ -64,7 +64,8 @@ def unary_loop(e: Emit, x: CTensor, y: CTensor, expression: str, math_needed: bo
     """``y[i] = expression(v = x[i])`` over every element (in place when the planner allows)."""
     if math_needed:
         e.uses_math()
-    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n  const float v = {x.var}[i];\n  {y.var}[i] = {expression};\n}}")
+    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n  const float v = {x.var}[i];\n"
+           f"  {y.var}[i] = {expression};\n}}")
     x.used = y.used = True
     if not e.code.kernel:
         e.set_kernel("(loop)")
@@ -72,7 +73,9 @@ def unary_loop(e: Emit, x: CTensor, y: CTensor, expression: str, math_needed: bo
 
 @inplace_activation(act.Sigmoid, act.Tanh, act.LeakyRelu, act.HardSigmoid, act.HardSwish)
 def fused_unary(e: Emit, op, tensor: CTensor) -> None:
-    unary_loop(e, tensor, tensor, activation_expression(op))
+    expression = activation_expression(op)
+    assert expression is not None  # registered for lowered activations only
+    unary_loop(e, tensor, tensor, expression)
 
 
 @emitter(UnaryOp)
@@ -136,7 +139,8 @@ def broadcast_plan(out_shape: tuple, shapes: list[tuple]) -> tuple[list[int], li
 
 def index_expressions(dims: list[int], strides: list[list[int]]) -> tuple[str, list[str]]:
     """Nested loops over ``dims`` (their heads) and each operand's flat index expression."""
-    loops, terms = [], [[] for _ in strides]
+    loops: list[str] = []
+    terms: list[list[str]] = [[] for _ in strides]
     for level, size in enumerate(dims):
         loops.append(f"for (int32_t i{level} = 0; i{level} < {size}; ++i{level})")
         for which, s in enumerate(strides):

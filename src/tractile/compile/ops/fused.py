@@ -7,7 +7,7 @@ function registered for their class with :func:`inplace_activation`.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from ...ops.activations import Clip, Relu
 from ..emit import Emit

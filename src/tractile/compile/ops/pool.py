@@ -9,9 +9,9 @@ import numpy as np
 
 from ...datum import DatumType
 from ...ops.pool import AveragePool, GlobalPool, MaxPool
-from ...pulse.cnn import EdgeAveragePool
 from ...ops.tfl.common import activation_range
 from ...ops.tfl.pool import Pool2D
+from ...pulse.cnn import EdgeAveragePool
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 from .fused import TFLITE_CLAMPS
@@ -88,7 +88,7 @@ def edge_average_pool(e: Emit) -> None:
     op: EdgeAveragePool = e.op
     if op.counted_to < 0 or op.length is None:
         raise Unsupported("an average pool counting frames before the stream's end")
-    x, y = e.input(0), e.output(0)
+    y = e.output(0)
     e.op = op.pool
     onnx_pool(e)
     e.op = op

@@ -88,15 +88,17 @@ def lstm_weights(e: Emit, op: UnidirectionalSequenceLstm, slot: int) -> np.ndarr
 @emitter(UnidirectionalSequenceLstm)
 def lstm(e: Emit) -> None:
     op: UnidirectionalSequenceLstm = e.op
-    x, y = e.input(0), e.output(0)
+    x = e.input(0)
     if op.activation not in ACTIVATION_CODES:
         raise Unsupported(f"the LSTM activation {op.activation}")
     weights = {slot: lstm_weights(e, op, slot) for slot in range(1, 18)}
     offsets = [offset for offset in range(4) if weights[1 + offset] is not None]
     if offsets not in ([0, 1, 2, 3], [1, 2, 3]) or any(weights[5 + o] is None for o in offsets):
         raise Unsupported("an LSTM without the forget, cell and output gates' weights")
-    units, depth = weights[5 + offsets[0]].shape[0], weights[1 + offsets[0]].shape[1]
-    outputs = weights[5 + offsets[0]].shape[1]
+    recurrent, feed = weights[5 + offsets[0]], weights[1 + offsets[0]]
+    assert recurrent is not None and feed is not None  # checked above
+    units, depth = recurrent.shape[0], feed.shape[1]
+    outputs = recurrent.shape[1]
     steps, batches = (x.shape[0], x.shape[1]) if op.time_major else (x.shape[1], x.shape[0])
     shape = dict(batches=batches, steps=steps, depth=depth, units=units, outputs=outputs)
     e.use("tl_fully_connected.h")
@@ -157,16 +159,16 @@ def lstm_integer(e: Emit, op, weights: dict, offsets: list[int], shape: dict) ->
         rq += [prepared["rx"].multipliers[column], prepared["rx"].shifts[column],
                prepared["rh"].multipliers[column], prepared["rh"].shifts[column]]
     peepholes, prq = [], []
-    for gate in ("input", "forget", "output"):
-        found = prepared["peepholes"].get(gate)
+    for gate_name in ("input", "forget", "output"):
+        found = prepared["peepholes"].get(gate_name)
         if found is None:
             peepholes.append("NULL")
             prq += [0, 0]
             continue
         _, values, requantizer = found
         if np.abs(values).max() > 32767:
-            raise Unsupported(f"the {gate} peephole weights leave int16")
-        peepholes.append(e.constant(f"peephole_{gate}", values, DatumType.I16))
+            raise Unsupported(f"the {gate_name} peephole weights leave int16")
+        peepholes.append(e.constant(f"peephole_{gate_name}", values, DatumType.I16))
         prq += list(requant_pair(requantizer))
     h = e.state("h", DatumType.I8, shape["batches"] * outputs, np.asarray(op.initial_states[0], np.int8))
     c = e.state("c", DatumType.I16, shape["batches"] * units, np.asarray(op.initial_states[1], np.int16))

@@ -65,7 +65,6 @@ def reduce(e: Emit) -> None:
 
 @emitter(Cast)
 def cast(e: Emit) -> None:
-    op: Cast = e.op
     x, y = e.input(0), e.output(0)
     if x.dtype not in C_TYPES or y.dtype not in C_TYPES:
         raise Unsupported(f"Cast from {x.dtype} to {y.dtype}")

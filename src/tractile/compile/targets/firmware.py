@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import TractileError
 from .boards import Board
-from .harness import (CORTEX_M_STARTUP, inputs_header, linker_script, main_source, platform_header)
+from .harness import CORTEX_M_STARTUP, inputs_header, linker_script, main_source, platform_header
 
 INSTALL_HINT = {
     "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",

@@ -191,7 +191,7 @@ def inputs_header(program: Program, runs: list[list[np.ndarray]]) -> str:
 
 def main_source(program: Program, profile: bool) -> str:
     """``main.c``: run every input, print outputs, ticks, stack and context size."""
-    name, upper = program.name, program.name.upper()
+    name = program.name
     buffers, args = [], []
     for index, tensor in enumerate(program.inputs):
         buffers.append(f"static {tensor.ctype} in{index}[{max(tensor.count, 1)}];")

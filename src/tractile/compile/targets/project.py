@@ -59,12 +59,12 @@ def example_main(source, sample: list[np.ndarray]) -> str:
     for index, tensor in enumerate(program.outputs):
         label = program.output_names[index].replace('"', "'")
         if tensor.dtype.is_float:
-            value = f"(int32_t)(out{index}[i] * 1000.0f)"
+            printed = f"(int32_t)(out{index}[i] * 1000.0f)"
             lines.append(f'  tl_write("{label} (x1000):");')
         else:
-            value = f"(int32_t)out{index}[i]"
+            printed = f"(int32_t)out{index}[i]"
             lines.append(f'  tl_write("{label}:");')
-        lines += [f"  for (i = 0; i < {tensor.count}; ++i) {{", '    tl_write(" ");', f"    put_int({value});",
+        lines += [f"  for (i = 0; i < {tensor.count}; ++i) {{", '    tl_write(" ");', f"    put_int({printed});",
                   "  }", '  tl_write("\\n");']
     lines += ["  tl_finish();", "  return 0;", "}", ""]
     return "\n".join(lines)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -67,7 +67,7 @@ def check_fits(report: dict, board: Board) -> None:
 
 def _outputs_match(expected: list[np.ndarray], raw: bytes, tensors) -> tuple[bool, str]:
     offset = 0
-    for index, (want, tensor) in enumerate(zip(expected, tensors)):
+    for index, want in enumerate(expected):
         size = want.nbytes
         got = np.frombuffer(raw[offset:offset + size], dtype=want.dtype).reshape(want.shape)
         offset += size
@@ -77,7 +77,8 @@ def _outputs_match(expected: list[np.ndarray], raw: bytes, tensors) -> tuple[boo
             close = np.isclose(got, want, rtol=1e-5, atol=1e-6) | (np.isnan(got) & np.isnan(want))
             if not close.all():
                 at = int(np.argmin(close.reshape(-1)))
-                return False, f"output {index}[{at}]: device {got.reshape(-1)[at]!r}, interpreter {want.reshape(-1)[at]!r}"
+                return False, (f"output {index}[{at}]: device {got.reshape(-1)[at]!r}, "
+                               f"interpreter {want.reshape(-1)[at]!r}")
         elif not np.array_equal(got, want):
             at = int(np.argmax((got != want).reshape(-1)))
             return False, (f"output {index}[{at}]: device {int(got.reshape(-1)[at])}, interpreter "
@@ -130,7 +131,7 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
         node = typed.nodes[code.node_id]
         try:
             flops = node.op.cost([typed.outlet_fact(o) for o in node.inputs]).get("flops")
-        except Exception:  # noqa: BLE001 - ops that cannot count their work are shown without MACs
+        except Exception:
             flops = None
         count = console.node_ticks.get(step, 0) * per_tick / max(len(all_runs), 1)
         macs = None if flops is None else int(flops) // 2

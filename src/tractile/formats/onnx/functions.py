@@ -110,7 +110,7 @@ def _schema_function(builder, node):
     try:
         data = schema.get_context_dependent_function_with_opset_version(
             version, node.proto.SerializeToString(), types)
-    except Exception as error:  # noqa: BLE001 - onnx raises plain RuntimeErrors here
+    except Exception as error:
         raise UnsupportedOpError(f"{node!r}: onnx could not build the function body of {node.op_type}: {error}",
                                  [(node.domain, node.op_type, node.opset, [node.name])]) from None
     if not data:
@@ -204,7 +204,7 @@ def _inferred_types(builder) -> dict:
     model = helper.make_model(graph, opset_imports=opsets, functions=list(builder.context.functions.values()))
     try:
         model = shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - inference is best effort
+    except Exception:
         pass
     types: dict = {}
 

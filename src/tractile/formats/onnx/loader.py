@@ -14,9 +14,15 @@ from ..detect import check_model_proto
 from .checks import check_function_calls, check_text, sparse_to_dense
 from .checks import subgraphs as _subgraphs
 from .registry import OnnxNode, Translated, lookup, supported_ops
-
 from .types import (  # noqa: F401 - re-exported: translations import these from the loader
-    DATUM_TO_ONNX, ONNX_TYPES, _onnx, datum_type, dim_from_param, fact_from_type, symbol_name, tensor_to_array,
+    DATUM_TO_ONNX,
+    ONNX_TYPES,
+    _onnx,
+    datum_type,
+    dim_from_param,
+    fact_from_type,
+    symbol_name,
+    tensor_to_array,
 )
 
 
@@ -54,7 +60,7 @@ def read_model(source):
             proto, base_dir, where = onnx.load(path), os.path.dirname(os.path.abspath(path)), path
     except (OSError, ValueError) as error:
         raise ModelFormatError(f"{source}: cannot read external data or file: {error}") from None
-    except Exception as error:  # noqa: BLE001 - protobuf's DecodeError and friends
+    except Exception as error:
         raise ModelFormatError(f"{source}: not a valid ONNX model ({type(error).__name__}: {error})") from None
     check_model_proto(proto, where)
     return proto, base_dir
@@ -121,7 +127,7 @@ class GraphBuilder:
     """
 
     def __init__(self, model, context: OnnxContext, outer: dict | None = None,
-                 parent: "GraphBuilder | None" = None):
+                 parent: GraphBuilder | None = None):
         self.model = model
         self.context = context
         self.outlets: dict[str, Any] = {}

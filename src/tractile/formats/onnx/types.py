@@ -44,7 +44,7 @@ def tensor_to_array(tensor, where: str) -> np.ndarray:
     datum_type(tensor.data_type, where)
     try:
         array = numpy_helper.to_array(tensor)
-    except Exception as error:  # noqa: BLE001 - protobuf and onnx raise many kinds
+    except Exception as error:
         raise ModelFormatError(f"{where}: cannot read tensor {tensor.name!r}: {error}") from None
     if tensor.data_type == 8:
         array = np.vectorize(lambda v: v.decode("utf-8") if isinstance(v, bytes) else v, otypes=[object])(array) \

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -167,7 +168,7 @@ def _read_opcodes(model, size: int) -> list[tuple[str, int, str | None]]:
     count = _length("operator codes", size, guard("operator codes", model.OperatorCodesLength), 4)
     for index in range(count):
         where = f"operator code {index}"
-        code = guard(where, lambda: model.OperatorCodes(index))
+        code = guard(where, lambda index=index: model.OperatorCodes(index))
         builtin = max(int(guard(where, code.BuiltinCode)), int(guard(where, code.DeprecatedBuiltinCode)))
         if builtin not in names:
             raise ModelFormatError(f"{where}: unknown builtin operator code {builtin}")
@@ -183,7 +184,7 @@ def _read_buffers(model, data: bytes) -> list:
     buffers = []
     for index in range(count):
         where = f"buffer {index}"
-        buffer = guard(where, lambda: model.Buffers(index))
+        buffer = guard(where, lambda index=index: model.Buffers(index))
         offset = int(guard(where, buffer.Offset))
         if offset > 1:
             length = int(guard(where, buffer.Size))
@@ -272,7 +273,7 @@ def _read_subgraph(model, graph_index: int, opcodes, buffers, size: int) -> Subg
     operators = []
     for index in range(op_count):
         op_where = f"{where} operator {index}"
-        operator = guard(op_where, lambda: subgraph.Operators(index))
+        operator = guard(op_where, lambda index=index: subgraph.Operators(index))
         opcode_index = int(guard(op_where, operator.OpcodeIndex))
         if not 0 <= opcode_index < len(opcodes):
             raise ModelFormatError(f"{op_where}: opcode index {opcode_index} is out of range ({len(opcodes)} codes)")

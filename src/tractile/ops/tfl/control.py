@@ -95,7 +95,7 @@ def subgraph_outputs(model, facts: list[TypedFact], what: str) -> list[TypedFact
     return _subgraph(model).typed_for(facts, what).output_facts[:real_outputs(model)]
 
 
-def runner_for(store: dict, model, values: list, label: str) -> "_Runner":
+def runner_for(store: dict, model, values: list, label: str) -> _Runner:
     """The run state of ``model`` for these values, kept in ``store`` (one per program state)."""
     facts = [TypedFact(DatumType.from_numpy(np.asarray(v).dtype), np.shape(v)) for v in values]
     runnable = _subgraph(model).runnable_for(facts, label)

@@ -20,8 +20,16 @@ from numpy.lib.stride_tricks import as_strided
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import (TflOp, activation_range, apply_float_activation, check_activation, same_padding, scale_of,
-                     scales_of, zero_of)
+from .common import (
+    TflOp,
+    activation_range,
+    apply_float_activation,
+    check_activation,
+    same_padding,
+    scale_of,
+    scales_of,
+    zero_of,
+)
 from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
 from .output import OutputStage
 

@@ -19,8 +19,16 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import (TflOp, activation_range, apply_float_activation, check_activation, is_quantized,
-                     scale_of, scales_of, zero_of)
+from .common import (
+    TflOp,
+    activation_range,
+    apply_float_activation,
+    check_activation,
+    is_quantized,
+    scale_of,
+    scales_of,
+    zero_of,
+)
 from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier, round_half_away
 from .output import OutputStage
 
@@ -82,7 +90,7 @@ class IntegerDense:
     of halves away from zero); the micro flavour requantizes in fixed point.
     """
 
-    def __init__(self, op: "FullyConnected", dtype: DatumType, w: np.ndarray, bias):
+    def __init__(self, op: FullyConnected, dtype: DatumType, w: np.ndarray, bias):
         x_q, w_q, y_q = op.iq(0), op.iq(1), op.oq(0)
         weight_scales = scales_of(w_q)
         w_zero = zero_of(w_q) if weight_scales.size == 1 else 0
@@ -172,7 +180,7 @@ class FullyConnected(TflOp):
             raise AnalysisError("quantized FULLY_CONNECTED needs quantized input, weights and output")
         return [self.fact(0, x.dtype, shape)]
 
-    def _kernel(self, x_dtype, w: np.ndarray, bias) -> "IntegerDense":
+    def _kernel(self, x_dtype, w: np.ndarray, bias) -> IntegerDense:
         cache = self.__dict__.get("_prepared")
         if cache is not None and cache[0] is w and cache[1] is bias and cache[2] == x_dtype:
             return cache[3]

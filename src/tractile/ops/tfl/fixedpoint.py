@@ -89,7 +89,7 @@ class Requantizer:
         self._set(multipliers, shifts)
 
     @classmethod
-    def from_pairs(cls, multipliers, shifts) -> "Requantizer":
+    def from_pairs(cls, multipliers, shifts) -> Requantizer:
         self = cls.__new__(cls)
         self._set(np.atleast_1d(np.asarray(multipliers, dtype=np.int64)),
                   np.atleast_1d(np.asarray(shifts, dtype=np.int64)))
@@ -291,6 +291,14 @@ FP16 = FixedPoint(16)
 
 
 from .fixedpoint_functions import (  # noqa: E402,F401 - re-exported
-    count_leading_zeros32, get_reciprocal, get_reciprocals, input_radius, int16_table, log_x_for_x_at_least_1,
-    one_over_one_plus_x_int, reciprocal_int, saturating_add32, softmax_scaling,
+    count_leading_zeros32,
+    get_reciprocal,
+    get_reciprocals,
+    input_radius,
+    int16_table,
+    log_x_for_x_at_least_1,
+    one_over_one_plus_x_int,
+    reciprocal_int,
+    saturating_add32,
+    softmax_scaling,
 )

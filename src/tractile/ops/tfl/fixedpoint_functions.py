@@ -8,8 +8,16 @@ import math
 import numpy as np
 
 from .fixedpoint import (
-    FP16, FP32, INT32_MAX, INT32_MIN, multiply_by_pot, quantize_multiplier, rounding_divide_by_pot,
-    saturating_left_shift, srdhm, wrap32,
+    FP16,
+    FP32,
+    INT32_MAX,
+    INT32_MIN,
+    multiply_by_pot,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    saturating_left_shift,
+    srdhm,
+    wrap32,
 )
 
 

@@ -16,8 +16,19 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import TflOp, scale_of, zero_of
-from .fixedpoint import (FP32, INT32_MIN, Requantizer, get_reciprocals, input_radius, log_x_for_x_at_least_1,
-                         reciprocal_int, rounding_divide_by_pot, softmax_scaling, srdhm, wrap32)
+from .fixedpoint import (
+    FP32,
+    INT32_MIN,
+    Requantizer,
+    get_reciprocals,
+    input_radius,
+    log_x_for_x_at_least_1,
+    reciprocal_int,
+    rounding_divide_by_pot,
+    softmax_scaling,
+    srdhm,
+    wrap32,
+)
 
 SCALED_DIFF_BITS = 5
 ACCUMULATION_BITS = 12

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ...errors import AnalysisError
+from ...fact import QParams
 from ..base import expect_inputs
 from .common import TflOp, apply_float_activation, check_activation, integer_limits, scale_of, zero_of
 from .fixedpoint import Requantizer, wrap_bits
@@ -31,7 +32,7 @@ class Svdf(TflOp):
     activation: str = "NONE"
     has_bias: bool = True
     initial_state: np.ndarray = field(default=None, repr=False)
-    state_q: object = None
+    state_q: QParams | None = None
     is_stateless = False
 
     def output_facts(self, inputs):

@@ -10,8 +10,17 @@ from ....ops.tfl.pool import Pool2D
 from ....ops.tfl.resize import Resize
 from ....ops.tfl.softmax import LogSoftmax, Softmax
 from ....ops.tfl.transpose_conv import TransposeConv
-from ..registry import (OpSpec, TflNode, Translated, activation_code, activation_name, padding_code, padding_name,
-                        tflite_op, tflite_writer)
+from ..registry import (
+    OpSpec,
+    TflNode,
+    Translated,
+    activation_code,
+    activation_name,
+    padding_code,
+    padding_name,
+    tflite_op,
+    tflite_writer,
+)
 
 
 @tflite_op("FULLY_CONNECTED")

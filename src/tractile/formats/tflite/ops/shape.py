@@ -5,8 +5,18 @@ import numpy as np
 
 from ....errors import ModelFormatError
 from ....ops.tfl.quantize import Cast, Dequantize, Quantize
-from ....ops.tfl.shape import (ExpandDims, Pack, Reshape, Split, Squeeze, Transpose, Unpack, equal_split,
-                               normalize_axis, split_v_sizes)
+from ....ops.tfl.shape import (
+    ExpandDims,
+    Pack,
+    Reshape,
+    Split,
+    Squeeze,
+    Transpose,
+    Unpack,
+    equal_split,
+    normalize_axis,
+    split_v_sizes,
+)
 from ..registry import OpSpec, TflNode, Translated, tflite_op, tflite_writer
 
 
