@@ -9,10 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import entry_points  # noqa: F401 - registers what the model classes call in upper layers
 from .datum import DatumType
-from .dim import TDim, parse_dim, symbol
+from .dim import TDim, symbol
+from .dim_parse import parse_dim
 from .errors import AnalysisError, ModelFormatError, RunError, TractileError, UnsupportedOpError
-from .fact import InferenceFact, QParams, ShapeFactoid, TypedFact, parse_fact, unify
+from .fact import InferenceFact, QParams, ShapeFactoid, TypedFact
+from .fact_spec import parse_fact
+from .fact_unify import unify
 from .graph import InletId, Node, Outlet, OutletId
 from .model import InferenceModel, TypedModel
 from .ops.base import Limits

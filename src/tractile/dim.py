@@ -315,18 +315,6 @@ def symbol(name: str) -> TDim:
     return TDim.symbol(name)
 
 
-def to_dim(value) -> Dim:
-    """Coerce an int, NumPy integer, TDim or dim expression string to a :data:`Dim`."""
-    if isinstance(value, TDim):
-        return value
-    if isinstance(value, str):
-        return parse_dim(value)
-    try:
-        return int(value)
-    except (TypeError, ValueError) as error:
-        raise TractileError(f"{value!r} is not a dimension") from error
-
-
 def is_concrete(dim) -> bool:
     return not isinstance(dim, TDim)
 
@@ -406,6 +394,3 @@ class _FreshScope:
 
     def __exit__(self, *exc):
         _fresh_factory.reset(self.token)
-
-
-from .dim_parse import parse_dim  # noqa: E402 - re-exported; the parser builds TDims

@@ -90,3 +90,15 @@ class _DimParser:
                 raise TractileError(f"cannot parse dimension {self.text!r}: missing ')'")
             return value
         raise TractileError(f"cannot parse dimension {self.text!r}: unexpected {token!r}")
+
+
+def to_dim(value) -> Dim:
+    """Coerce an int, NumPy integer, TDim or dim expression string to a :data:`Dim`."""
+    if isinstance(value, TDim):
+        return value
+    if isinstance(value, str):
+        return parse_dim(value)
+    try:
+        return int(value)
+    except (TypeError, ValueError) as error:
+        raise TractileError(f"{value!r} is not a dimension") from error

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .datum import DatumType
-from .dim import Dim, TDim, dim_symbols, is_concrete, to_dim, volume
+from .dim import Dim, TDim, dim_symbols, is_concrete, volume
+from .dim_parse import to_dim
 from .errors import AnalysisError, TractileError, UnknownRankError
 
 
@@ -348,11 +349,43 @@ class InferenceFact:
     __repr__ = __str__
 
 
-from .fact_spec import parse_fact  # noqa: E402,F401 - re-exported
-from .fact_unify import (  # noqa: E402,F401 - re-exported
-    generalize,
-    unify,
-    unify_dim,
-    unify_dtype,
-    unify_shape,
-)
+# unification of the parts of facts (whole facts: fact_unify) ---------------------------------------
+def unify_dtype(a: DatumType | None, b: DatumType | None) -> DatumType | None:
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    raise AnalysisError(f"datum types {a} and {b} conflict")
+
+
+def unify_dim(a, b):
+    """Unify two dims (``None`` = unknown). A concrete dim wins over a symbolic one."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        raise AnalysisError(f"dimensions {a} and {b} conflict")
+    if isinstance(a, TDim) and isinstance(b, TDim):
+        diff = a - b
+        if isinstance(diff, int):
+            raise AnalysisError(f"dimensions {a} and {b} conflict")
+        return a
+    return a if isinstance(a, int) else b
+
+
+def unify_shape(a: ShapeFactoid, b: ShapeFactoid) -> ShapeFactoid:
+    if a.open and b.open:
+        common = min(len(a.dims), len(b.dims))
+        dims = [unify_dim(x, y) for x, y in zip(a.dims, b.dims)]
+        longer = a.dims if len(a.dims) > len(b.dims) else b.dims
+        return ShapeFactoid(tuple(dims) + tuple(longer[common:]), True)
+    if not a.open and not b.open and len(a.dims) != len(b.dims):
+        raise AnalysisError(f"ranks {len(a.dims)} and {len(b.dims)} conflict")
+    closed, other = (a, b) if not a.open else (b, a)
+    if len(other.dims) > len(closed.dims):
+        raise AnalysisError(f"ranks {len(closed.dims)} and at least {len(other.dims)} conflict")
+    dims = list(closed.dims)
+    for axis, dim in enumerate(other.dims):
+        dims[axis] = unify_dim(dims[axis], dim)
+    return ShapeFactoid(tuple(dims), False)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .datum import DatumType
-from .dim import TDim, to_dim
+from .dim import TDim
+from .dim_parse import to_dim
 from .errors import TractileError
 from .fact import InferenceFact, ShapeFactoid, TypedFact
 

@@ -12,8 +12,11 @@ import numpy as np
 
 from .dim import SymbolFactory, TDim, fresh_symbols_scope
 from .errors import AnalysisError, TractileError, with_node_context
-from .fact import InferenceFact, TypedFact, parse_fact, unify
+from .fact import InferenceFact, TypedFact
+from .fact_spec import parse_fact
+from .fact_unify import unify
 from .graph import Graph, OutletId
+from .hooks import provided
 
 InputValues = Sequence[Any] | Mapping[str, Any]
 
@@ -68,9 +71,7 @@ class _ModelBase(Graph):
                 cache_dir=None, **options):
         """Compile to C and build it for this machine: a :class:`~tractile.compile.host.CompiledModel`
         that runs like a state (see docs/COMPILE.md). ``inputs`` gives concrete input facts."""
-        from .compile import compile_model
-
-        return compile_model(self, name=name, opt=opt, inputs=inputs, cache_dir=cache_dir, **options)
+        return provided("compile")(self, name=name, opt=opt, inputs=inputs, cache_dir=cache_dir, **options)
 
     def run(self, inputs: InputValues | Sequence[str] | None,
             feed: Mapping[str, Any] | None = None) -> list[np.ndarray] | dict[str, np.ndarray]:
@@ -214,15 +215,11 @@ class TypedModel(_ModelBase):
 
     def declutter(self) -> TypedModel:
         """Remove format and training artefacts (no-ops, foldable constants, BatchNorm)."""
-        from .passes import declutter
-
-        return declutter(self)
+        return provided("declutter")(self)
 
     def optimize(self) -> TypedModel:
         """Rewrite for speed (fused bias and activations, kernel choices)."""
-        from .passes import optimize
-
-        return optimize(self)
+        return provided("optimize")(self)
 
     def into_optimized(self) -> TypedModel:
         return self.declutter().optimize()
@@ -241,13 +238,11 @@ class TypedModel(_ModelBase):
 
     def plan(self, outputs: Sequence[OutletId] | None = None):
         """The execution plan (built once, shared by states)."""
-        from .runtime.plan import SimplePlan
-
         if outputs is not None:
-            return SimplePlan(self, list(outputs))
+            return provided("plan")(self, list(outputs))
         cached = getattr(self, "_plan_cache", None)
         if cached is None:
-            cached = SimplePlan(self)
+            cached = provided("plan")(self)
             self._plan_cache = cached
         return cached
 
@@ -257,23 +252,17 @@ class TypedModel(_ModelBase):
 
     def save_tflite(self, path) -> None:
         """Write this model (made of TFLite ops, as loaded from a .tflite file) as a .tflite file."""
-        from .formats.tflite import save_tflite
-
-        save_tflite(self, path)
+        provided("save_tflite")(self, path)
 
     def pulse(self, symbol: str, size: int, outputs: Sequence[str | int] | None = None):
         """Streaming form: consume ``size`` frames of the axis whose length is ``symbol`` per push
         (a :class:`~tractile.pulse.PulsedModel`; see docs/STREAMING.md). ``outputs`` keeps only
         those outputs (names or positions), e.g. to drop an LSTM's final states."""
-        from .pulse import pulse_model
-
-        return pulse_model(self, symbol, size, outputs)
+        return provided("pulse")(self, symbol, size, outputs)
 
     def profile(self, inputs, warmup: int = 3, iterations: int = 20, progress=None):
         """Time every node over repeated runs (see :class:`tractile.runtime.profile.ProfileReport`)."""
-        from .runtime.profile import profile
-
-        return profile(self, inputs, warmup=warmup, iterations=iterations, progress=progress)
+        return provided("profile")(self, inputs, warmup=warmup, iterations=iterations, progress=progress)
 
     def _runnable(self) -> TypedModel:
         return self

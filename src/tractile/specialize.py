@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from .errors import TractileError
-from .fact import InferenceFact, TypedFact, unify
+from .fact import InferenceFact, TypedFact
+from .fact_unify import unify
 from .graph import OutletId
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tractile.fact import parse_fact
+from tractile.fact_spec import parse_fact
 from tractile.model import TypedModel
 from tractile.ops import Add, Conv, Mul, Relu, Sigmoid, Tanh, Window
 

@@ -1,7 +1,8 @@
 """TDim: canonical symbolic arithmetic, floor division, evaluation, parsing."""
 import pytest
 
-from tractile.dim import TDim, parse_dim, symbol, to_dim, volume
+from tractile.dim import TDim, symbol, volume
+from tractile.dim_parse import parse_dim, to_dim
 from tractile.errors import TractileError
 
 N, T = symbol("N"), symbol("T")

@@ -5,7 +5,8 @@ from onnx import TensorProto, helper
 
 import tractile
 from tractile import AnalysisError, DatumType, InferenceFact, RunError, TDim, TypedFact
-from tractile.fact import OPTIONAL, SEQUENCE, generalize, unify
+from tractile.fact import OPTIONAL, SEQUENCE
+from tractile.fact_unify import generalize, unify
 
 from ..conftest import run_onnxruntime
 from .onnx_builder import model, node, value

@@ -14,7 +14,8 @@ import numpy as np
 from ..datum import DatumType
 from ..dim import TDim, is_fresh
 from ..errors import AnalysisError, TractileError, with_node_context
-from ..fact import InferenceFact, ShapeFactoid, TypedFact, unify
+from ..fact import InferenceFact, ShapeFactoid, TypedFact
+from ..fact_unify import unify
 from ..graph import OutletId
 from ..ops.io import Source
 from .rules import Solver

@@ -18,7 +18,8 @@ from typing import Any
 from ..datum import DatumType
 from ..dim import TDim
 from ..errors import AnalysisError
-from ..fact import InferenceFact, unify, unify_dim, unify_shape
+from ..fact import InferenceFact, unify_dim, unify_shape
+from ..fact_unify import unify
 from .exprs import (  # noqa: F401 - re-exported for ops' rules
     Const,
     DatumTypeExpr,

@@ -118,6 +118,10 @@ class Limits:
     max_run_seconds: float | None = None
 
 
+#: true while a state runs with fact checks, so that subgraph bodies (run by control-flow ops)
+#: check their values too
+CHECKING_FACTS: contextvars.ContextVar[bool] = contextvars.ContextVar("tractile_check_facts", default=False)
+
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("tractile_deadline", default=None)
 
 

@@ -19,7 +19,8 @@ import numpy as np
 from ..datum import DatumType
 from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError, TractileError
-from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact, generalize
+from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact
+from ..fact_unify import generalize
 from ..graph import InletId
 from .base import Op
 
@@ -149,10 +150,10 @@ class BodyRunner:
     """Runs one specialised body many times with a single state (its plan is built once)."""
 
     def __init__(self, body: Body):
-        from ..runtime.check import CHECKING
+        from .base import CHECKING_FACTS
 
         self.body = body
-        self.state = body.typed.plan().state(check_facts=CHECKING.get())
+        self.state = body.typed.plan().state(check_facts=CHECKING_FACTS.get())
 
     def run(self, values: list) -> list:
         try:

@@ -13,7 +13,8 @@ import numpy as np
 from ..datum import DatumType
 from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError
-from ..fact import OPTIONAL, TENSOR, InferenceFact, TypedFact, generalize
+from ..fact import OPTIONAL, TENSOR, InferenceFact, TypedFact
+from ..fact_unify import generalize
 from .base import Limits, Op, check_alloc, check_deadline
 from .control import Body, check_flag_fact, input_symbols, merge_containers, outer_fact, scalar_flag
 

@@ -14,7 +14,8 @@ import numpy as np
 from ..datum import DatumType
 from ..dim import fresh_symbol, is_fresh
 from ..errors import AnalysisError, RunError
-from ..fact import SEQUENCE, TENSOR, InferenceFact, ShapeFactoid, TypedFact, generalize
+from ..fact import SEQUENCE, TENSOR, InferenceFact, ShapeFactoid, TypedFact
+from ..fact_unify import generalize
 from .base import Op, expect_inputs
 from .nn import normalize_axis
 

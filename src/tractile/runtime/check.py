@@ -1,16 +1,11 @@
 """Debug check: every value a step produces matches the fact analysis gave its wire."""
 from __future__ import annotations
 
-import contextvars
-
 import numpy as np
 
 from ..datum import DatumType
 from ..dim import TDim
 from ..errors import RunError, node_label
-
-#: true while a state runs with fact checks, so that subgraph bodies check their values too
-CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("tractile_check_facts", default=False)
 
 
 def check_step_outputs(step, results, bindings: dict[str, int]) -> None:

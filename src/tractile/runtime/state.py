@@ -176,14 +176,14 @@ class SimpleState:
         return values, fed
 
     def _run_checked(self, values: list, bindings: dict[str, int]) -> None:
-        from .check import CHECKING
+        from ..ops.base import CHECKING_FACTS
 
-        token = CHECKING.set(True)
+        token = CHECKING_FACTS.set(True)
         try:
             with np.errstate(all="ignore"):
                 self._run_checked_steps(values, bindings)
         finally:
-            CHECKING.reset(token)
+            CHECKING_FACTS.reset(token)
 
     def _run_checked_steps(self, values: list, bindings: dict[str, int]) -> None:
         from .check import check_step_outputs

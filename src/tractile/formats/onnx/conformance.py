@@ -119,8 +119,8 @@ def _compare(expected, got, rtol: float, atol: float, where: str) -> None:
 
 def run_case(folder: Path) -> CaseResult:
     """Load, analyse, optimize and run one case; compare each data set."""
-    import tractile
-    from tractile.errors import TractileError
+    from ...errors import TractileError
+    from . import load_onnx
 
     meta = json.loads((folder / "meta.json").read_text())
     ops = tuple(meta["ops"])
@@ -128,7 +128,7 @@ def run_case(folder: Path) -> CaseResult:
         data_sets = pickle.load(handle)
     try:
         for index, (inputs, expected) in enumerate(data_sets):
-            model = tractile.load(str(folder / "model.onnx"), optimize=False)
+            model = load_onnx(str(folder / "model.onnx"))
             for slot, value in enumerate(inputs):
                 if isinstance(value, np.ndarray) and not model.input_fact(slot).is_complete():
                     model.set_input_fact(slot, value)

@@ -242,7 +242,7 @@ def _without_weights(graph):
 def _type_from_fact(fact):
     from onnx import helper
 
-    from .loader import DATUM_TO_ONNX
+    from .types import DATUM_TO_ONNX
 
     if fact is None or fact.kind is not None or fact.dtype is None:
         return None

@@ -14,14 +14,9 @@ from ..detect import check_model_proto
 from .checks import check_function_calls, check_text, sparse_to_dense
 from .checks import subgraphs as _subgraphs
 from .registry import OnnxNode, Translated, lookup, supported_ops
-from .types import (  # noqa: F401 - re-exported: translations import these from the loader
-    DATUM_TO_ONNX,
-    ONNX_TYPES,
+from .types import (
     _onnx,
-    datum_type,
-    dim_from_param,
     fact_from_type,
-    symbol_name,
     tensor_to_array,
 )
 
@@ -268,7 +263,7 @@ def _without_foreign_symbols(hint: InferenceFact, known: set[str]) -> InferenceF
 
 def _merge_hint(fact: InferenceFact, hint: InferenceFact) -> InferenceFact:
     from ...errors import AnalysisError
-    from ...fact import unify
+    from ...fact_unify import unify
 
     try:
         return unify(fact, hint)

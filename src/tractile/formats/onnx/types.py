@@ -6,8 +6,8 @@ import re
 import numpy as np
 
 from ...datum import DatumType
-from ...dim import DimensionTooComplex, parse_dim, symbol
-from ...dim_parse import MAX_DIM_TEXT
+from ...dim import DimensionTooComplex, symbol
+from ...dim_parse import MAX_DIM_TEXT, parse_dim
 from ...errors import ModelFormatError, TractileError
 from ...fact import OPTIONAL, SEQUENCE, InferenceFact, ShapeFactoid
 

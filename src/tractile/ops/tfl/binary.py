@@ -22,7 +22,8 @@ from ...errors import AnalysisError, RunError
 from ..base import expect_inputs
 from ..binary import broadcast_shapes
 from .common import TflOp, activation_range, apply_float_activation, check_activation, scale_of, zero_of
-from .fixedpoint import Requantizer, get_reciprocal, quantize_multiplier, rounding_divide_by_pot, srdhm, wrap32
+from .fixedpoint import Requantizer, quantize_multiplier, rounding_divide_by_pot, srdhm, wrap32
+from .fixedpoint_functions import get_reciprocal
 
 KINDS = ("add", "sub", "mul", "div", "squared_difference", "maximum", "minimum")
 QUANTIZED_TYPES = (DatumType.I8, DatumType.U8, DatumType.I16)

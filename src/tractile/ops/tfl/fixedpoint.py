@@ -288,17 +288,3 @@ class FixedPoint:
 
 FP32 = FixedPoint(32)
 FP16 = FixedPoint(16)
-
-
-from .fixedpoint_functions import (  # noqa: E402,F401 - re-exported
-    count_leading_zeros32,
-    get_reciprocal,
-    get_reciprocals,
-    input_radius,
-    int16_table,
-    log_x_for_x_at_least_1,
-    one_over_one_plus_x_int,
-    reciprocal_int,
-    saturating_add32,
-    softmax_scaling,
-)

@@ -18,7 +18,8 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import TflOp, apply_float_activation, check_activation, scale_of, zero_of
-from .fixedpoint import Requantizer, int16_table, rounding_divide_by_pot
+from .fixedpoint import Requantizer, rounding_divide_by_pot
+from .fixedpoint_functions import int16_table
 from .output import clip_inplace
 
 #: TFLite's input slots of UNIDIRECTIONAL_SEQUENCE_LSTM

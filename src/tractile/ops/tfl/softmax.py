@@ -16,18 +16,13 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
 from .common import TflOp, scale_of, zero_of
-from .fixedpoint import (
-    FP32,
-    INT32_MIN,
-    Requantizer,
+from .fixedpoint import FP32, INT32_MIN, Requantizer, rounding_divide_by_pot, srdhm, wrap32
+from .fixedpoint_functions import (
     get_reciprocals,
     input_radius,
     log_x_for_x_at_least_1,
     reciprocal_int,
-    rounding_divide_by_pot,
     softmax_scaling,
-    srdhm,
-    wrap32,
 )
 
 SCALED_DIFF_BITS = 5

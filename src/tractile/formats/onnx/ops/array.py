@@ -8,8 +8,8 @@ from ....ops.cast import Identity
 from ....ops.generate import EyeLike, Range
 from ....ops.layout import CenterCropPad, DepthToSpace, Expand, ReverseSequence, SpaceToDepth, Tile, Trilu
 from ....ops.shape import ConstantOfShape, Flatten, Reshape, Shape, Size, Squeeze, Unsqueeze
-from ..loader import datum_type
 from ..registry import OnnxNode, Translated, onnx_op
+from ..types import datum_type
 
 INT64_MAX = np.iinfo(np.int64).max
 

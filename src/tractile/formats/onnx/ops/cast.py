@@ -5,8 +5,8 @@ import numpy as np
 
 from ....ops.cast import ROUND_MODES, BitCast, Cast, CastLike
 from ....ops.io import Const
-from ..loader import datum_type
 from ..registry import OnnxNode, onnx_op
+from ..types import datum_type
 
 
 @onnx_op("Constant", since=1)

@@ -122,7 +122,7 @@ onnx_op("SwiGLU", since=1)(lambda node: SwiGLU(node.float("alpha", 1.0)))
 
 
 def _stash(node: OnnxNode):
-    from ..loader import datum_type
+    from ..types import datum_type
 
     return datum_type(node.int("stash_type", 1), f"{node!r} stash_type")
 
@@ -191,7 +191,7 @@ def lrn(node: OnnxNode):
 
 @onnx_op("Attention", since=23)
 def attention(node: OnnxNode):
-    from ..loader import datum_type
+    from ..types import datum_type
 
     present = [i for i in range(7) if node.present(i)]
     if node.present(4) != node.present(5):

@@ -10,7 +10,7 @@ from .nn import conv_window
 
 
 def _onnx_type(node: OnnxNode, name: str) -> DatumType | None:
-    from ..loader import datum_type
+    from ..types import datum_type
 
     code = node.int(name, 0)
     return datum_type(code, f"{node!r} attribute {name!r}") if code else None

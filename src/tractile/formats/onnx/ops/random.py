@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ....datum import DatumType
 from ....ops.random import Bernoulli, Multinomial, RandomTensor
-from ..loader import datum_type
 from ..registry import OnnxNode, onnx_op
+from ..types import datum_type
 
 
 def _dtype(node: OnnxNode, default: DatumType | None) -> DatumType | None:

@@ -16,8 +16,8 @@ from ....ops.sequence import (
     SequenceLength,
     SplitToSequence,
 )
-from ..loader import datum_type, fact_from_type
 from ..registry import OnnxNode, Translated, onnx_op
+from ..types import datum_type, fact_from_type
 
 onnx_op("SequenceConstruct", since=11)(lambda node: SequenceConstruct())
 onnx_op("SequenceAt", since=11)(lambda node: SequenceAt())

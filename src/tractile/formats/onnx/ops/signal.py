@@ -32,7 +32,7 @@ def stft(node: OnnxNode):
 
 
 def _output_type(node: OnnxNode):
-    from ..loader import datum_type
+    from ..types import datum_type
 
     return datum_type(node.int("output_datatype", 1), f"{node!r} output_datatype")
 
