@@ -3,19 +3,19 @@ from __future__ import annotations
 
 from ....ops import activations as act
 from ....ops import binary, smooth, unary
-from ....ops.expansion import VariadicChain
+from ....ops.expansion import LegacyBroadcast, VariadicChain
 from ..registry import OnnxNode, onnx_op
 
 
-def _legacy_broadcast(node: OnnxNode):
-    """Opset < 7 binary ops broadcast only with ``broadcast=1`` and an ``axis``: unsupported shapes raise."""
-    if node.opset < 7 and node.int("broadcast", 0) and node.has("axis"):
-        raise node.error("legacy broadcasting with an explicit axis (opset < 7) is not supported")
-    return None
+def legacy_binary(node: OnnxNode, op):
+    """Before opset 7, ``broadcast=1`` (with an optional ``axis``) was how a binary op broadcast."""
+    if node.opset < 7 and node.int("broadcast", 0):
+        return LegacyBroadcast(op, node.int("axis") if node.has("axis") else None)
+    return op
 
 
 for _name in ("Add", "Sub", "Mul", "Div", "Pow"):
-    onnx_op(_name, since=1)(lambda node, _op=getattr(binary, _name): _legacy_broadcast(node) or _op())
+    onnx_op(_name, since=1)(lambda node, _op=getattr(binary, _name): legacy_binary(node, _op()))
 
 
 @onnx_op("Mod", since=10)
@@ -64,7 +64,8 @@ onnx_op("ThresholdedRelu", since=10)(lambda node: act.ThresholdedRelu(node.float
 onnx_op("HardSigmoid", since=1)(lambda node: act.HardSigmoid(node.float("alpha", 0.2), node.float("beta", 0.5)))
 onnx_op("HardSwish", since=14)(lambda node: act.HardSwish())
 onnx_op("Shrink", since=9)(lambda node: act.Shrink(node.float("bias", 0.0), node.float("lambd", 0.5)))
-onnx_op("PRelu", since=1)(lambda node: act.PRelu())
+onnx_op("PRelu", since=1)(lambda node: LegacyBroadcast(act.PRelu(), channel_slope=True) if node.opset < 7
+                                 else act.PRelu())
 onnx_op("Elu", since=1)(lambda node: smooth.Elu(node.float("alpha", 1.0)))
 onnx_op("Celu", since=12)(lambda node: smooth.Celu(node.float("alpha", 1.0)))
 onnx_op("Softplus", since=1)(lambda node: smooth.Softplus())

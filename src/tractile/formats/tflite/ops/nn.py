@@ -170,17 +170,22 @@ def transpose_conv(node: TflNode):
     options = node.options("TransposeConvOptions")
     if options is None:
         raise ModelFormatError(f"{node.where}: missing TransposeConvOptions")
-    shape = tuple(int(v) for v in node.require_const(0, "the output shape").reshape(-1))
     window = Window2D(padding_name(options.Padding()), options.StrideH(), options.StrideW())
     has_bias = node.present(3)
-    op = TransposeConv(output_shape=shape, window=window, has_bias=has_bias,
-                       activation=activation_name(options.FusedActivationFunction()))
-    return Translated(op, [2, 1, 3] if has_bias else [2, 1])
+    activation = activation_name(options.FusedActivationFunction())
+    inputs = [2, 1, 3] if has_bias else [2, 1]
+    if node.const(0) is None:  # given at run time (TFLite Micro's own tests feed it as an input)
+        op = TransposeConv(window=window, has_bias=has_bias, activation=activation, shape_input=True)
+        return Translated(op, [*inputs, 0])
+    shape = tuple(int(v) for v in node.require_const(0, "the output shape").reshape(-1))
+    op = TransposeConv(output_shape=shape, window=window, has_bias=has_bias, activation=activation)
+    return Translated(op, inputs)
 
 
 @tflite_writer(TransposeConv)
 def write_transpose_conv(op: TransposeConv, ctx) -> OpSpec:
-    shape = ctx.const(np.asarray(op.output_shape, dtype=np.int32), "output_shape")
+    shape = (3 if op.has_bias else 2) if op.shape_input else \
+        ctx.const(np.asarray(op.output_shape, dtype=np.int32), "output_shape")
     fields = {"Padding": padding_code(op.window.padding), "StrideH": op.window.stride_h,
               "StrideW": op.window.stride_w, "FusedActivationFunction": activation_code(op.activation)}
     if op.has_bias and ctx.input_dtype(0).value == "i16":
