@@ -1,10 +1,11 @@
-"""Time tractile against onnxruntime on the same ONNX models, in one process.
+"""Time tractile against onnxruntime and tract on the same ONNX models, in one process.
 
     python bench/bench_onnx.py [--models mlp,squeezenet,resnet50,...] [--runs 30] [--threads N]
 
-For each model: both engines run the same input; after warm-up runs, the median of
-``--runs`` timed runs is reported, with the ratio tractile / onnxruntime (lower is
-better, 1.0 = as fast). The ``chain`` model (200 cheap nodes on a 1-element tensor)
+For each model: every engine runs the same input; after warm-up runs, the median of
+``--runs`` timed runs is reported, with the ratios tractile / onnxruntime and tractile /
+tract (lower is better, 1.0 = as fast). tract (``pip install tract``, the ``bench`` extra)
+is skipped when it is not installed or cannot load a model. The ``chain`` model (200 cheap nodes on a 1-element tensor)
 measures the interpreter's per-node overhead. Results are printed as a table; record
 them in docs/PERFORMANCE.md with the command line used.
 """
@@ -23,6 +24,7 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import builders
+from peer_tract import tract_available, tract_runner
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -51,9 +53,12 @@ MODELS = {
     "densenet121": lambda: light("densenet121"),
     "inception_v1": lambda: light("inception_v1"),
     "lstm": lambda: builders.lstm(hidden=128, steps=100),
+    "lstm2": lambda: builders.lstm2(hidden=128, steps=100),
+    "tcn": lambda: (builders.tcn(), [np.random.default_rng(0).standard_normal((1, 40, 200)).astype(np.float32)]),
+    "mobilenet": lambda: builders.mobilenet_like(),
     "loop": lambda: builders.loop_model(),
 }
-DEFAULT = "mlp,chain,squeezenet,resnet50,lstm,loop"
+DEFAULT = "mlp,chain,tcn,lstm2,mobilenet,squeezenet,resnet50,loop"
 
 
 def median_time(fn, runs: int, warmup: int) -> float:
@@ -73,7 +78,7 @@ def bench_model(name: str, runs: int, threads: int) -> dict:
     import tractile
 
     proto, inputs = MODELS[name]()
-    model = tractile.load(proto)
+    model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
     state = model.state()
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -87,8 +92,18 @@ def bench_model(name: str, runs: int, threads: int) -> dict:
     warmup = max(3, runs // 10)
     t_ours = median_time(lambda: state.run(inputs), runs, warmup)
     t_theirs = median_time(lambda: session.run(None, feeds), runs, warmup)
+    t_tract = None
+    if tract_available():
+        try:
+            run_tract = tract_runner(proto.SerializeToString(), inputs)
+            run_tract(inputs)
+            t_tract = median_time(lambda: run_tract(inputs), runs, warmup)
+        except Exception:  # a model tract cannot load: its column stays empty
+            t_tract = None
     return {"model": name, "nodes": len(model.nodes), "tractile_ms": t_ours * 1e3, "ort_ms": t_theirs * 1e3,
             "ratio": t_ours / t_theirs, "max_diff": diff,
+            "tract_ms": None if t_tract is None else t_tract * 1e3,
+            "tract_ratio": None if t_tract is None else t_ours / t_tract,
             "per_node_us": t_ours * 1e6 / max(1, sum(1 for n in model.nodes if n.op.name not in ("Source", "Const")))}
 
 
@@ -114,12 +129,15 @@ def main(argv=None) -> int:
             except Exception as error:
                 console.print(f"[red]{name}: {type(error).__name__}: {str(error).splitlines()[0]}[/red]")
             progress.advance(task)
-    table = Table(title=f"tractile vs onnxruntime (median of {args.runs} runs, {os.cpu_count()} cores)")
-    for column in ("model", "nodes", "tractile ms", "onnxruntime ms", "ratio", "per node µs", "max |diff|"):
+    table = Table(title=f"tractile vs onnxruntime and tract (median of {args.runs} runs, {os.cpu_count()} cores)")
+    for column in ("model", "nodes", "tractile ms", "onnxruntime ms", "vs ort", "tract ms", "vs tract",
+                   "per node µs", "max |diff|"):
         table.add_column(column, justify="right" if column != "model" else "left")
     for r in results:
+        tract_ms = "-" if r["tract_ms"] is None else f"{r['tract_ms']:.3f}"
+        tract_ratio = "-" if r["tract_ratio"] is None else f"{r['tract_ratio']:.2f}x"
         table.add_row(r["model"], str(r["nodes"]), f"{r['tractile_ms']:.3f}", f"{r['ort_ms']:.3f}",
-                      f"{r['ratio']:.2f}x", f"{r['per_node_us']:.1f}", f"{r['max_diff']:.1e}")
+                      f"{r['ratio']:.2f}x", tract_ms, tract_ratio, f"{r['per_node_us']:.1f}", f"{r['max_diff']:.1e}")
     console.print(table)
     return 0
 

@@ -90,3 +90,62 @@ def tcn(features: int = 40, channels: int = 64, layers: int = 8, seed: int = 0):
     graph = helper.make_graph(nodes, "tcn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, features, "T"])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, "T"])], weights)
     return helper.make_model(graph, opset_imports=OPSET, ir_version=8)
+
+
+def lstm2(hidden: int = 128, steps: int = 100, inputs: int = 128):
+    """Two stacked forward LSTM layers of ``hidden`` units, batch 1."""
+    rng = np.random.default_rng(1)
+    scale = 1 / np.sqrt(hidden)
+    nodes, initializers = [], []
+    source = "x"
+    for layer in range(2):
+        depth = inputs if layer == 0 else hidden
+        for name, shape in (("w", (1, 4 * hidden, depth)), ("r", (1, 4 * hidden, hidden)), ("b", (1, 8 * hidden))):
+            initializers.append(_tensor((rng.standard_normal(shape) * scale).astype(np.float32), f"{name}{layer}"))
+        nodes.append(helper.make_node("LSTM", [source, f"w{layer}", f"r{layer}", f"b{layer}"], [f"y{layer}"],
+                                      hidden_size=hidden))
+        nodes.append(helper.make_node("Squeeze", [f"y{layer}", "one"], [f"s{layer}"]))
+        source = f"s{layer}"
+    initializers.append(_tensor(np.array([1], np.int64), "one"))
+    graph = helper.make_graph(nodes, "lstm2",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, inputs])],
+                              [helper.make_tensor_value_info("s1", TensorProto.FLOAT, [steps, 1, hidden])],
+                              initializers)
+    x = rng.standard_normal((steps, 1, inputs)).astype(np.float32)
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=8), [x]
+
+
+def mobilenet_like(size: int = 224, classes: int = 10):
+    """A MobileNet-style CNN: a strided 3x3 stem, six depthwise-separable blocks (depthwise 3x3 +
+    ReLU, pointwise 1x1 + ReLU), global average pooling and a dense classifier."""
+    rng = np.random.default_rng(2)
+    nodes, initializers = [], []
+
+    def conv(name, source, cin, cout, kernel, stride, group=1):
+        w = (rng.standard_normal((cout, cin // group, kernel, kernel)) / np.sqrt(cin // group * kernel * kernel))
+        initializers.append(_tensor(w.astype(np.float32), f"{name}.w"))
+        initializers.append(_tensor(np.zeros(cout, np.float32), f"{name}.b"))
+        pad = kernel // 2
+        nodes.append(helper.make_node("Conv", [source, f"{name}.w", f"{name}.b"], [f"{name}.c"], group=group,
+                                      strides=[stride, stride], pads=[pad] * 4, kernel_shape=[kernel, kernel]))
+        nodes.append(helper.make_node("Relu", [f"{name}.c"], [name]))
+        return name
+
+    x = conv("stem", "x", 3, 32, 3, 2)
+    channels = 32
+    for index, (out, stride) in enumerate(((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2))):
+        x = conv(f"dw{index}", x, channels, channels, 3, stride, group=channels)
+        x = conv(f"pw{index}", x, channels, out, 1, 1)
+        channels = out
+    nodes.append(helper.make_node("GlobalAveragePool", [x], ["pooled"]))
+    nodes.append(helper.make_node("Flatten", ["pooled"], ["flat"]))
+    initializers.append(_tensor((rng.standard_normal((channels, classes)) / np.sqrt(channels)).astype(np.float32),
+                                "fc.w"))
+    initializers.append(_tensor(np.zeros(classes, np.float32), "fc.b"))
+    nodes.append(helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["logits"]))
+    graph = helper.make_graph(nodes, "mobilenet_like",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, classes])],
+                              initializers)
+    x = rng.standard_normal((1, 3, size, size)).astype(np.float32)
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=8), [x]
