@@ -1,4 +1,5 @@
-"""``tractile conformance``: the ONNX backend node test suite through tractile."""
+"""``tractile conformance``: the ONNX backend test suites (node cases and the model data suites) through
+tractile."""
 from __future__ import annotations
 
 import argparse
@@ -13,10 +14,14 @@ HAND_WRITTEN = "<!-- written by hand below: kept by --coverage -->"
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "conformance", help="run the ONNX node conformance suite (from the onnx package)",
-        description="Materialise the ONNX backend node test cases into a cache folder (once), run each "
-                    "through load/analyse/optimize/run and compare with the expected outputs at the "
-                    "suite's tolerance. Prints 'N passed, M failed of K'.")
+        "conformance", help="run an ONNX conformance suite (from the onnx package)",
+        description="Run the ONNX backend test cases the onnx package ships through load/analyse/optimize/run "
+                    "and compare with the expected outputs at the suite's tolerance. --suite node (the "
+                    "default) materialises the node test cases into a cache folder once; the model suites "
+                    "(pytorch-converted, pytorch-operator, simple, light) are read where onnx installed them, "
+                    "and their cases are named SUITE/CASE. Prints 'N passed, M failed of K'.")
+    parser.add_argument("--suite", choices=SUITES, default="node",
+                        help="which suite: node (default), " + ", ".join(SUITES[1:]))
     parser.add_argument("-k", "--filter", metavar="REGEX", help="only cases whose name matches")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--cache", type=Path, help="cache folder (default ~/.cache/tractile)")
@@ -28,30 +33,41 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple", "light")
+
+
 def run(args: argparse.Namespace) -> int:
     import onnx
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..formats.onnx.conformance import coverage_markdown, materialize, run_suite
+    from ..formats.onnx.data_suites import case_name, run_data_case, suite_cases
 
     out = console()
-    with out.status("materialising the onnx node test cases (first run only)..."):
-        folders = materialize(args.cache)
+    runner = None
+    if args.suite == "node":
+        with out.status("materialising the onnx node test cases (first run only)..."):
+            folders = materialize(args.cache)
+    else:
+        folders, runner = suite_cases(args.suite), run_data_case
     if args.filter:
         pattern = re.compile(args.filter)
-        folders = [f for f in folders if pattern.search(f.name)]
+        folders = [f for f in folders if pattern.search(case_name(f))]
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[failed]} failed"))
     failed = 0
     with Progress(*columns, console=out, transient=True) as progress:
-        task = progress.add_task("conformance", total=len(folders), failed=0)
+        task = progress.add_task(args.suite, total=len(folders), failed=0)
 
         def advance(result):
             nonlocal failed
             failed += not result.passed
             progress.update(task, advance=1, failed=failed)
 
-        results = run_suite(folders, jobs=args.jobs, progress=advance)
+        results = run_suite(folders, jobs=args.jobs, progress=advance, runner=runner)
+    if args.suite != "node":
+        for result in results:
+            result.name = f"{args.suite}/{result.name}"
     passed = [r for r in results if r.passed]
     if args.failures:
         for result in results:

@@ -8,11 +8,13 @@ strings equal).
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
 import signal
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,7 +150,9 @@ def run_case(folder: Path) -> CaseResult:
 
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
-    lines = [line for line in text if line.strip()]
+    lines = [line.strip() for line in text if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[1]}"[:600]
     return (lines[0] if lines else type(error).__name__)[:600]
 
 
@@ -160,28 +164,32 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def run_case_with_timeout(folder: Path) -> CaseResult:
+def run_case_with_timeout(folder: Path, runner: Callable[[Path], CaseResult] | None = None) -> CaseResult:
+    """Run one case with ``runner`` (default: a node-suite case), at most CASE_TIMEOUT_SECONDS."""
     if hasattr(signal, "SIGALRM"):
         previous = signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(CASE_TIMEOUT_SECONDS)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            return run_case(folder)
+            return (runner or run_case)(folder)
     except _Timeout:
-        return CaseResult(folder.name, False, f"timeout after {CASE_TIMEOUT_SECONDS}s")
+        return CaseResult(folder.stem if folder.suffix == ".onnx" else folder.name, False,
+                          f"timeout after {CASE_TIMEOUT_SECONDS}s")
     finally:
         if hasattr(signal, "SIGALRM"):
             signal.alarm(0)
             signal.signal(signal.SIGALRM, previous)
 
 
-def run_suite(folders: list[Path], jobs: int = 1, progress=None) -> list[CaseResult]:
-    """Run cases (in ``jobs`` worker processes); ``progress(result)`` is called after each."""
+def run_suite(folders: list[Path], jobs: int = 1, progress=None,
+              runner: Callable[[Path], CaseResult] | None = None) -> list[CaseResult]:
+    """Run cases (in ``jobs`` worker processes) with ``runner`` (default: node-suite cases);
+    ``progress(result)`` is called after each."""
     results = []
     if jobs <= 1:
         for folder in folders:
-            result = run_case_with_timeout(folder)
+            result = run_case_with_timeout(folder, runner)
             results.append(result)
             if progress:
                 progress(result)
@@ -189,7 +197,8 @@ def run_suite(folders: list[Path], jobs: int = 1, progress=None) -> list[CaseRes
     import multiprocessing
 
     with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=200) as pool:
-        for result in pool.imap_unordered(run_case_with_timeout, folders, chunksize=4):
+        run_one = functools.partial(run_case_with_timeout, runner=runner)
+        for result in pool.imap_unordered(run_one, folders, chunksize=4):
             results.append(result)
             if progress:
                 progress(result)
