@@ -110,7 +110,8 @@ def run_data_case(case: Path) -> CaseResult:
     try:
         _check_case(case)
     except AssertionError as error:
-        return CaseResult(name, False, "mismatch: " + _first_line(error))
+        details = [line.strip() for line in str(error).splitlines() if line.strip().startswith(("Max", "Mismatched"))]
+        return CaseResult(name, False, "; ".join(["mismatch: " + _first_line(error), *details]))
     except TractileError as error:
         return CaseResult(name, False, f"{type(error).__name__}: {_first_line(error)}")
     except Exception as error:
