@@ -269,10 +269,12 @@ class Scope:
         return [self.outlet(r) for r in rets]
 
     def function_model(self, node: TfNode, function_name: str, inputs: list[OutletId],
-                       extra_sources: list[tuple[str, InferenceFact]] = (), then=None) -> InferenceModel:
+                       extra_sources: list[tuple[str, InferenceFact]] = (), then=None,
+                       constant_args: set[int] | None = None) -> InferenceModel:
         """A model of its own for ``function_name`` (an If branch, a While body): one input per
         extra source, then per argument; an argument whose value is a constant here is that
-        constant in the body too. ``then(scope, outlets)`` may wire more after the body."""
+        constant in the body too (only those in ``constant_args`` when given: the loop
+        invariants of a While). ``then(scope, outlets)`` may wire more after the body."""
         function = self.library.get(function_name, repr(node))
         args = function.signature.input_arg
         if len(args) != len(inputs):
@@ -283,10 +285,10 @@ class Scope:
         for name, fact in extra_sources:
             body.add_source(name, fact)
         values = {}
-        for arg, outlet in zip(args, inputs):
+        for position, (arg, outlet) in enumerate(zip(args, inputs)):
             source = body.add_source(arg.name, _arg_fact(arg, node))
             known = self.consts.get(outlet)
-            if known is not None:
+            if known is not None and (constant_args is None or position in constant_args):
                 source = body.add_const(f"{arg.name}.value", known)
                 consts[source] = known
             values[arg.name] = source
@@ -294,6 +296,23 @@ class Scope:
         outputs = scope.build_function(function)
         body.outputs = then(scope, outputs) if then is not None else outputs
         return body
+
+
+def invariant_args(function) -> set[int]:
+    """The positions of the arguments a loop body returns unchanged (directly or through Identity)."""
+    nodes = {n.name: n for n in function.node_def}
+    positions = {arg.name: index for index, arg in enumerate(function.signature.input_arg)}
+    found = set()
+    for index, arg in enumerate(function.signature.output_arg):
+        ref = function.ret.get(arg.name, "")
+        for _ in range(len(nodes) + 1):
+            producer = nodes.get(ref.split(":")[0])
+            if producer is None or producer.op not in ("Identity", "StopGradient", "Snapshot"):
+                break
+            ref = next((r for r in producer.input if not r.startswith("^")), "")
+        if positions.get(ref) == index:
+            found.add(index)
+    return found
 
 
 def _arg_fact(arg, node: TfNode) -> InferenceFact:

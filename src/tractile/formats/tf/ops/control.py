@@ -12,6 +12,7 @@ from ....ops import logic
 from ....ops.control import Body, If
 from ....ops.control_loop import Loop
 from ....ops.reduce import Reduce
+from ..loader import invariant_args
 from ..registry import TfNode, Translated, tf_op
 
 
@@ -82,6 +83,7 @@ def while_(node: TfNode):
 
     counters = [("iteration", InferenceFact(DatumType.I64, ShapeFactoid((), False))),
                 ("condition", InferenceFact(DatumType.BOOL, ShapeFactoid((), False)))]
-    body = scope.function_model(node, body_name, args, counters, then_condition)
+    invariants = invariant_args(scope.library.get(body_name, repr(node)))
+    body = scope.function_model(node, body_name, args, counters, then_condition, invariants)
     op = Loop(Body(body, f'body of While node "{node.name}"'), len(args), has_trip_count=False, has_condition=True)
     return Translated(op, [first_flag] + args)
