@@ -43,7 +43,8 @@ def _apply_facts(model, specs: FactSpecs, outputs: bool) -> None:
 
 def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: bool = True,
          format: str | None = None, compile: str | None = None, values: Mapping[str | int, Any] | None = None):
-    """Load a model file (or bytes, or an ``onnx.ModelProto``).
+    """Load a model file (or bytes, or an ``onnx.ModelProto``): ONNX, TFLite, or TensorFlow (a frozen
+    GraphDef ``.pb`` or a SavedModel folder, whose ``serving_default`` signature is loaded).
 
     ``inputs``: facts for the model inputs, by name or position: ``"N,3,224,224,f32"``
     (symbols such as ``N`` stay symbolic), ``(shape, dtype)``, or an array (its shape
@@ -71,8 +72,13 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
         from .formats.tflite import load_tflite
 
         model = load_tflite(source)
+    elif kind == "tf":
+        from .formats.tf import load_tf
+
+        model = load_tf(source)
     else:
-        raise TractileError(f"unknown model format {kind!r}: tractile reads .onnx and .tflite files")
+        raise TractileError(f"unknown model format {kind!r}: tractile reads .onnx and .tflite files, "
+                            "TensorFlow frozen graphs (.pb) and SavedModel folders")
     _apply_facts(model, inputs, outputs=False)
     _apply_facts(model, outputs, outputs=True)
     if values:

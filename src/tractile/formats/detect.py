@@ -1,4 +1,4 @@
-"""Which format a model file is, by its content: ONNX, TFLite, or what else it looks like."""
+"""Which format a model file is, by its content: ONNX, TFLite, TensorFlow, or what else it looks like."""
 from __future__ import annotations
 
 import os
@@ -6,8 +6,8 @@ import os
 from ..errors import ModelFormatError
 
 #: the formats tractile reads, as help texts name them
-FORMATS = "ONNX (.onnx) or TFLite (.tflite)"
-READS = "tractile reads ONNX (.onnx) and TFLite (.tflite) models"
+FORMATS = "ONNX (.onnx), TFLite (.tflite), TensorFlow (frozen .pb or SavedModel folder)"
+READS = "tractile reads ONNX (.onnx), TFLite (.tflite) and TensorFlow (frozen .pb, SavedModel folder) models"
 
 
 def format_name(kind: str) -> str:
@@ -16,13 +16,14 @@ def format_name(kind: str) -> str:
 
 
 def detect_format(source) -> str:
-    """``"onnx"`` or ``"tflite"`` for a path or bytes; ``ModelFormatError`` saying what the
-    content looks like when it is neither. Other sources (an ``onnx.ModelProto``) are ONNX."""
+    """``"onnx"``, ``"tflite"`` or ``"tf"`` (a frozen GraphDef, a SavedModel folder) for a path
+    or bytes; ``ModelFormatError`` saying what the content looks like when it is none of them.
+    Other sources (an ``onnx.ModelProto``) are ONNX."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if os.path.isdir(path):
             if os.path.exists(os.path.join(path, "saved_model.pb")):
-                raise ModelFormatError(f"{path} is a TensorFlow SavedModel folder; {READS}")
+                return "tf"
             raise ModelFormatError(f"{path} is a folder, not a model file; {READS}")
         if not os.path.exists(path):
             raise ModelFormatError(f"no such model file: {path}")
@@ -35,6 +36,8 @@ def detect_format(source) -> str:
         return "onnx"
     if head[4:8] == b"TFL3":
         return "tflite"
+    if _graph_def_head(head):
+        return "tf"
     looks = looks_like(head)
     if looks is not None:
         raise ModelFormatError(f"{where} is {looks}, not a model tractile can read; {READS}")
@@ -57,8 +60,6 @@ def looks_like(head: bytes) -> str | None:
         return "a text document (JSON, XML or HTML)"
     if len(head) >= 8 and head[4:8] != b"TFL3" and head[4:6] == b"TF":
         return "a FlatBuffer of another schema"
-    if _graph_def_head(head):
-        return "a TensorFlow GraphDef (.pb) protobuf"
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError:

@@ -1,0 +1,1 @@
+"""TensorFlow image resizing (ResizeBilinear, ResizeNearestNeighbor)."""

@@ -1,0 +1,84 @@
+"""The TensorFlow op registry: ``@tf_op("Conv2D")`` translation functions.
+
+A translation receives a :class:`TfNode` and returns a core op (wired to the node's data
+inputs, in order), a :class:`Translated` (an op and an explicit input list mixing node input
+indices, constant arrays and outlets), or the list of outlets it wired itself through
+:meth:`TfNode.wire` (for ops that become several core ops, such as an NHWC convolution).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...graph import OutletId
+from .attrs import Attrs
+
+REGISTRY: dict[str, Callable] = {}
+
+
+def tf_op(*op_types: str) -> Callable:
+    """Register a translation for the TensorFlow ops named ``op_types``."""
+
+    def register(fn: Callable) -> Callable:
+        for op_type in op_types:
+            REGISTRY[op_type] = fn
+        return fn
+
+    return register
+
+
+def lookup(op_type: str) -> Callable | None:
+    return REGISTRY.get(op_type)
+
+
+def supported_ops() -> list[str]:
+    return sorted(REGISTRY)
+
+
+@dataclass
+class Translated:
+    """An op with an explicit input list: ints index the node's inputs, arrays become
+    constants, outlets are wired as they are."""
+
+    op: Any
+    inputs: list = field(default_factory=list)
+
+
+class TfNode(Attrs):
+    """A NodeDef seen by a translation: typed attributes, its inputs as outlets or constants,
+    and a way to wire several core ops (``wire``)."""
+
+    def __init__(self, proto, scope):
+        super().__init__(proto.attr, f'{proto.op} node "{proto.name}"')
+        self.proto = proto
+        self.scope = scope
+        self.op_type = proto.op
+        self.name = proto.name
+        self.inputs = [name for name in proto.input if not name.startswith("^")]
+
+    def __repr__(self) -> str:
+        return self.label
+
+    def input(self, index: int) -> OutletId:
+        if not 0 <= index < len(self.inputs):
+            raise self.error(f"needs an input {index}, but the node has {len(self.inputs)}")
+        return self.scope.outlet(self.inputs[index], self)
+
+    def const(self, index: int) -> np.ndarray | None:
+        """The value of input ``index`` when it is a constant of the graph, else None."""
+        return self.scope.const_value(self.input(index))
+
+    def const_ints(self, index: int, what: str) -> tuple[int, ...]:
+        """Input ``index`` as integers; it must be a constant."""
+        value = self.const(index)
+        if value is None:
+            raise self.error(f"input {index} ({what}) must be a constant: tractile needs it when loading")
+        return tuple(int(v) for v in np.asarray(value).reshape(-1))
+
+    def wire(self, suffix: str, op, inputs: list) -> list[OutletId]:
+        """Wire ``op`` as a node named after this one (``name/suffix``; just ``name`` when
+        ``suffix`` is empty). Inputs: outlets, node input indices or constant arrays."""
+        return self.scope.wire_op(self, suffix, op, inputs)
