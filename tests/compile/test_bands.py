@@ -102,3 +102,20 @@ def test_an_unreachable_budget_is_refused_with_the_smallest_ram_reached():
     reached = int(refused.value.args[0].split("needs at least ")[1].split(" B")[0])
     assert 100 < reached < unbanded
     assert planned_ram(fit_ram_budget(typed, reached, "chain", "cortex-m4").report) == reached
+
+
+def test_person_detect_in_bands_verifies_on_the_cortex_m4(tmp_path):
+    from tractile.compile.targets import board_for
+    from tractile.compile.targets.firmware import toolchain_available
+    from tractile.compile.targets.verify import verify
+
+    missing = toolchain_available(board_for("cortex-m4", None))
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (make test installs them with apt-get as root)")
+    model = tractile.load(shared_model("tflite/person_detect.tflite"))
+    unbanded = planned_ram(generate(prepare(model), "pd", "cortex-m4", optimize=False).report)
+    report = verify(model, "cortex-m4", runs=2, folder=tmp_path, max_ram=30_000)
+    assert report["verified"], report["first_difference"]
+    ram = report["ram_bytes"]
+    assert ram["arena"] + ram["state"] + ram["io"] <= 30_000 < unbanded
+    assert report["bands"] and report["layers"][0]["op"].startswith("Bands(")
