@@ -52,8 +52,9 @@ def register(subparsers) -> None:
                              "NAME_PULSE and NAME_DELAY")
     parser.add_argument("--max-ram", type=int, metavar="BYTES",
                         help="a RAM budget: arena, state and input/output buffers must fit in BYTES (layers overlap "
-                             "their inputs as finely as their kernels allow); otherwise fail saying the smallest "
-                             "RAM reached and where memory peaks")
+                             "their inputs as finely as their kernels allow, and chains of convolutions run in bands "
+                             "of rows when that is not enough); otherwise fail saying the smallest RAM reached and "
+                             "where memory peaks")
     parser.add_argument("--json", action="store_true", help="print the compile report as JSON")
     parser.set_defaults(handler=run)
 
@@ -75,16 +76,19 @@ def run(args) -> int:
         macros = {"PULSE": (pulsed.pulse, f"frames of {pulsed.symbol} each invoke consumes"),
                   "DELAY": (pulsed.delay, "frames the outputs lag behind the inputs")}
         model = pulsed.model
-    if args.max_ram is not None:
-        from ..compile.budget import check_ram_budget
-
-        check_ram_budget(generate(model, name=name, target=args.target, optimize=False), args.max_ram)
     if args.target != "host" and (args.verify or args.project):
         from .compile_target import run_target
 
         return run_target(model, name, args)
-    source = generate(model, name=name, target=args.target, optimize=False, origin=Path(args.model).name,
-                      macros=macros)
+    if args.max_ram is not None:
+        from ..compile import prepare
+        from ..compile.budget import fit_ram_budget
+
+        source = fit_ram_budget(prepare(model), args.max_ram, name, args.target, origin=Path(args.model).name,
+                                macros=macros)
+    else:
+        source = generate(model, name=name, target=args.target, optimize=False, origin=Path(args.model).name,
+                          macros=macros)
     written = source.write(args.out) if args.out is not None else []
     if args.build:
         from ..compile.host import build_shared_library

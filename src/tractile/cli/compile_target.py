@@ -42,7 +42,12 @@ def run_target(model, name: str, args) -> int:
         from ..compile.targets.project import write_project
 
         typed = with_flavour(prepare(model), board.target.flavour)
-        source = generate(typed, name=name, target=board.target, optimize=False, origin=Path(args.model).name)
+        if args.max_ram is None:
+            source = generate(typed, name=name, target=board.target, optimize=False, origin=Path(args.model).name)
+        else:
+            from ..compile.budget import fit_ram_budget
+
+            source = fit_ram_budget(typed, args.max_ram, name, board.target, origin=Path(args.model).name)
         sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
         written = write_project(source, board, args.project, sample)
         if not args.verify:
@@ -52,7 +57,8 @@ def run_target(model, name: str, args) -> int:
     if not args.verify:
         return 0
     report = verify(model, args.target, board=args.board, runs=args.runs, inputs=extra, seed=args.seed,
-                    opt="size" if args.opt == "size" else "speed", name=name, folder=args.out)
+                    opt="size" if args.opt == "size" else "speed", name=name, folder=args.out,
+                    max_ram=args.max_ram)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if report["verified"] else 1

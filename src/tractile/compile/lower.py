@@ -6,6 +6,7 @@ Nothing is written here: every node the compiler cannot lower is collected, and 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ..errors import TractileError, UnsupportedOpError
 from ..fact import TypedFact
 from ..graph import Node, OutletId
 from ..ops.io import Const, Source
+from .bands import Chain, lower_chain
 from .ctext import Names, comment_text, identifier
 from .emit import Emit
 from .program import ARENA, CONST, INPUT, OUTPUT, CTensor, NodeCode, Program, c_type
@@ -46,11 +48,13 @@ def unbound_symbols(model) -> list[str]:
 class Lowering:
     """Builds the :class:`Program` of one typed model for one target."""
 
-    def __init__(self, model, name: str, target: Target):
+    def __init__(self, model, name: str, target: Target, chains: Sequence[Chain] = ()):
         self.model = model
+        self.chains = {chain.nodes[0]: chain for chain in chains}
+        self._banded = {node for chain in chains for node in chain.nodes}
         self.target = target
         self.names = Names((*RESERVED, name))
-        self.program = Program(name)
+        self.program = Program(name, chains=list(chains))
         self.tensors: dict[OutletId, CTensor] = {}
         self._constants: dict[tuple, CTensor] = {}
         self._step = 0
@@ -92,9 +96,12 @@ class Lowering:
         failures: list[str] = []
         for node_id in order:
             node = model.nodes[node_id]
-            if isinstance(node.op, (Source, Const)):
+            if isinstance(node.op, (Source, Const)) or (node_id in self._banded and node_id not in self.chains):
                 continue
             try:
+                if node_id in self.chains:
+                    self.program.nodes.append(lower_chain(self, self.chains[node_id]))
+                    continue
                 self._lower_node(node)
             except Unsupported as why:
                 failures.append(f'node #{node.id} "{node.name}" ({node.op.name}): {why}')
@@ -149,7 +156,8 @@ class Lowering:
                 self.tensors[outlet] = tensor
                 program.tensors.append(tensor)
 
-    def _lower_node(self, node: Node) -> None:
+    def node_outputs(self, node: Node) -> list[CTensor]:
+        """The C tensors of ``node``'s outputs (arena, or the model's output buffers)."""
         outputs = []
         for slot, outlet in enumerate(node.outputs):
             where = f'output {slot} of node "{node.name}"'
@@ -160,6 +168,10 @@ class Lowering:
                              outlet.fact.qparams, port=port)
             outputs.append(tensor)
             self.tensors[OutletId(node.id, slot)] = tensor
+        return outputs
+
+    def _lower_node(self, node: Node) -> None:
+        outputs = self.node_outputs(node)
         emitter = find_emitter(node.op)
         if emitter is None:
             raise Unsupported(f"the compiler has no C lowering for {node.op.name}")
@@ -205,6 +217,7 @@ class Lowering:
             program.output_copies.append((copy, tensor))
 
 
-def lower(model, name: str, target: Target) -> Program:
-    """The :class:`Program` of ``model`` (optimized, concrete shapes) for ``target``."""
-    return Lowering(model, name, target).run()
+def lower(model, name: str, target: Target, chains: Sequence[Chain] = ()) -> Program:
+    """The :class:`Program` of ``model`` (optimized, concrete shapes) for ``target``, with the
+    ``chains`` of layers computed in bands of rows (:mod:`.bands`)."""
+    return Lowering(model, name, target, chains).run()

@@ -115,6 +115,7 @@ class NodeCode:
     overlaps: list[Overlap] = field(default_factory=list)
     scratch: list[CTensor] = field(default_factory=list)
     outputs: list[CTensor] = field(default_factory=list)
+    members: tuple[int, ...] = ()
 
 
 @dataclass(eq=False)
@@ -150,6 +151,7 @@ class Program:
     errors: dict[int, str] = field(default_factory=dict)
     profile: bool = False
     macros: dict[str, tuple[int, str]] = field(default_factory=dict)
+    chains: list = field(default_factory=list)
 
     @property
     def arena_tensors(self) -> list[CTensor]:

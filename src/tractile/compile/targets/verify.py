@@ -88,10 +88,12 @@ def _outputs_match(expected: list[np.ndarray], raw: bytes, tensors) -> tuple[boo
 
 def verify(model, target: str, board: str | None = None, runs: int = 20, inputs: Sequence | None = None,
            seed: int = 0, opt: str = "size", name: str = "model", folder: str | Path | None = None,
-           profile: bool = True, timeout: float = 120.0) -> dict:
+           profile: bool = True, timeout: float = 120.0, max_ram: int | None = None) -> dict:
     """Build ``model`` for ``target``'s emulated board, run ``runs`` random inputs (after the given
     ``inputs``, a list of input lists) with one context carrying state, compare each output with
-    the interpreter's, and measure. Returns the report (see docs/COMPILE.md)."""
+    the interpreter's, and measure. Returns the report (see docs/COMPILE.md). ``max_ram`` is a
+    budget of planned RAM (:func:`~tractile.compile.budget.fit_ram_budget`: layers in bands
+    when needed, a TractileError when it cannot be met)."""
     chosen = board_for(target, board)
     missing = toolchain_available(chosen)
     if missing:
@@ -99,7 +101,12 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
                             "install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc-avr avr-libc "
                             "simavr)")
     typed = with_flavour(prepare(model), chosen.target.flavour)
-    source = generate(typed, name=name, target=chosen.target, optimize=False, profile=profile)
+    if max_ram is None:
+        source = generate(typed, name=name, target=chosen.target, optimize=False, profile=profile)
+    else:
+        from ..budget import fit_ram_budget
+
+        source = fit_ram_budget(typed, max_ram, name, chosen.target, profile=profile)
     check_fits(source.report, chosen)
     all_runs = [list(values) for values in (inputs or [])] + random_runs(source.program.inputs and
                                                                           [t.fact for t in source.program.inputs],
@@ -128,9 +135,9 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
     report = source.report
     layers = []
     for step, code in enumerate(source.program.nodes):
-        node = typed.nodes[code.node_id]
-        try:
-            flops = node.op.cost([typed.outlet_fact(o) for o in node.inputs]).get("flops")
+        try:  # a chain in bands counts the MACs of its layers once (recomputed rows cost more per MAC)
+            flops = sum(int(node.op.cost([typed.outlet_fact(o) for o in node.inputs])["flops"])
+                        for node in (typed.nodes[i] for i in code.members or (code.node_id,)))
         except Exception:
             flops = None
         count = console.node_ticks.get(step, 0) * per_tick / max(len(all_runs), 1)
@@ -156,5 +163,6 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
         "ram_counted": "total: context (arena and state) + inputs and outputs + peak stack; firmware: every "
                        "static byte of the test firmware (.data, .bss) + peak stack",
         "layers": layers,
+        "bands": [{"nodes": list(chain.nodes), "rows": chain.rows} for chain in source.program.chains],
         "folder": str(work),
     }
