@@ -1,4 +1,4 @@
-"""Convolution over N,C,spatial... tensors: im2col + BLAS, 1x1 as matmul, depthwise per tap."""
+"""Convolution over N,C,spatial... tensors: im2col + BLAS, 1x1 as matmul, depthwise per tap (conv_depthwise)."""
 from __future__ import annotations
 
 import math
@@ -10,6 +10,7 @@ from ..errors import AnalysisError
 from ..fact import TypedFact
 from .activations import Activation
 from .base import Op, expect_inputs
+from .conv_depthwise import DepthwisePlan, depthwise, plan_depthwise
 from .window import Window, pad_spatial, taps, window_view
 
 
@@ -86,6 +87,12 @@ class Conv(Op):
             # half-precision sums drift: accumulate in f32, round once
             return [y.astype(x.dtype) for y in self.eval([t.astype(np.float32) for t in inputs])]
         window, begins, ends, out, bias_shape = self._geometry(x.shape, w.shape)
+        if (self.group == x.shape[1] and w.shape[1] == 1 and (self.group > 1 or w.shape[0] == 1)
+                and x.dtype.kind == "f" and x.ndim in (3, 4)
+                and (begins is None or min(begins) >= 0)):
+            if self.group != w.shape[0]:  # a channel multiplier: each input channel feeds several outputs
+                x = np.repeat(x, w.shape[0] // self.group, axis=1)
+            return [depthwise(x, w, bias, self._depthwise_plan(x.shape, w.shape), self.activation)]
         if (begins is None and self.group == 1 and x.ndim == 3 and x.shape[0] == 1 and out[0] <= 16
                 and x.dtype == np.float32 and window.strides[0] == 1):
             return [self._few_frames(x, w, bias, window.dilations[0], out[0])]
@@ -96,6 +103,20 @@ class Conv(Op):
         if self.activation is not None:
             y = self.activation.apply_inplace(y)
         return [y]
+
+    def _depthwise_plan(self, x_shape: tuple, w_shape: tuple) -> DepthwisePlan:
+        cache = self.__dict__.get("_depthwise_plans")
+        if cache is None:
+            cache = self.__dict__["_depthwise_plans"] = {}
+        key = (x_shape, w_shape)
+        plan = cache.get(key)
+        if plan is None:
+            window, begins, _, out, _ = self._geometry(x_shape, w_shape)
+            plan = plan_depthwise(x_shape, w_shape[2:], window, begins or [0] * len(out), out)
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = plan
+        return plan
 
     def _few_frames(self, x: np.ndarray, w: np.ndarray, bias, dilation: int, frames: int) -> np.ndarray:
         """A 1-D convolution producing a few frames (a streaming push): one matrix product
