@@ -96,6 +96,9 @@ class Conv(Op):
         if (begins is None and self.group == 1 and x.ndim == 3 and x.shape[0] == 1 and out[0] <= 16
                 and x.dtype == np.float32 and window.strides[0] == 1):
             return [self._few_frames(x, w, bias, window.dilations[0], out[0])]
+        if (self.group == 1 and x.ndim == 3 and x.shape[0] == 1 and x.dtype == np.float32 and w.shape[2] > 1
+                and window.strides[0] == 1 and (begins is None or begins[0] >= 0)):
+            return [self._taps_1d(x, w, bias, 0 if begins is None else begins[0], window.dilations[0], out[0])]
         xp = pad_spatial(x, begins, ends, 0) if begins is not None else x
         y = convolve(xp, w, window, out, self.group)
         if bias is not None:
@@ -137,6 +140,39 @@ class Conv(Op):
         if self.activation is not None:
             y = self.activation.apply_inplace(y)
         return y[None]
+
+    def _taps_1d(self, x: np.ndarray, w: np.ndarray, bias, begin: int, dilation: int, frames: int) -> np.ndarray:
+        """A 1-D convolution of one sequence as one matrix product over its taps gathered into
+        rows (zeros where the padding is), a row of ones bringing the bias into the product."""
+        m, channels, kernel = w.shape
+        length = x.shape[2]
+        cols = np.empty((channels * kernel + 1, frames), np.float32)
+        taps = cols[:-1].reshape(channels, kernel, frames)
+        for tap in range(kernel):
+            shift = tap * dilation - begin
+            low, high = min(max(0, -shift), frames), max(min(frames, length - shift), 0)
+            taps[:, tap, :low] = 0
+            taps[:, tap, high:] = 0
+            if high > low:
+                taps[:, tap, low:high] = x[0, :, low + shift:high + shift]
+        cols[-1] = 1
+        y = np.matmul(self._weights_with_bias(w, bias), cols)
+        if self.activation is not None:
+            y = self.activation.apply_inplace(y)
+        return y[None]
+
+    def _weights_with_bias(self, w: np.ndarray, bias) -> np.ndarray:
+        """``[W | b]`` as (M, C*k + 1), cached while the same weight and bias arrays come back."""
+        cached = self.__dict__.get("_with_bias")
+        if cached is not None and cached[0] is w and cached[1] is bias:
+            return cached[2]
+        m = w.shape[0]
+        joined = np.empty((m, w[0].size + 1), np.float32)
+        joined[:, :-1] = w.reshape(m, -1)
+        joined[:, -1] = 0 if bias is None else bias
+        if not w.flags.writeable and (bias is None or not bias.flags.writeable):  # constants: keep
+            self.__dict__["_with_bias"] = (w, bias, joined)
+        return joined
 
     def cost(self, inputs):
         w = inputs[1]
