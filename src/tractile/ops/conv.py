@@ -1,4 +1,4 @@
-"""Convolution over N,C,spatial... tensors: im2col + BLAS, 1x1 as matmul, depthwise per tap."""
+"""Convolution over N,C,spatial... tensors: im2col + BLAS, 1x1 as matmul, depthwise per tap (conv_depthwise)."""
 from __future__ import annotations
 
 import math
@@ -10,6 +10,7 @@ from ..errors import AnalysisError
 from ..fact import TypedFact
 from .activations import Activation
 from .base import Op, expect_inputs
+from .conv_depthwise import DepthwisePlan, depthwise, plan_depthwise
 from .window import Window, pad_spatial, taps, window_view
 
 
@@ -86,9 +87,18 @@ class Conv(Op):
             # half-precision sums drift: accumulate in f32, round once
             return [y.astype(x.dtype) for y in self.eval([t.astype(np.float32) for t in inputs])]
         window, begins, ends, out, bias_shape = self._geometry(x.shape, w.shape)
+        if (self.group == x.shape[1] and w.shape[1] == 1 and (self.group > 1 or w.shape[0] == 1)
+                and x.dtype.kind == "f" and x.ndim in (3, 4)
+                and (begins is None or min(begins) >= 0)):
+            if self.group != w.shape[0]:  # a channel multiplier: each input channel feeds several outputs
+                x = np.repeat(x, w.shape[0] // self.group, axis=1)
+            return [depthwise(x, w, bias, self._depthwise_plan(x.shape, w.shape), self.activation)]
         if (begins is None and self.group == 1 and x.ndim == 3 and x.shape[0] == 1 and out[0] <= 16
                 and x.dtype == np.float32 and window.strides[0] == 1):
             return [self._few_frames(x, w, bias, window.dilations[0], out[0])]
+        if (self.group == 1 and x.ndim == 3 and x.shape[0] == 1 and x.dtype == np.float32 and w.shape[2] > 1
+                and window.strides[0] == 1 and (begins is None or begins[0] >= 0)):
+            return [self._taps_1d(x, w, bias, 0 if begins is None else begins[0], window.dilations[0], out[0])]
         xp = pad_spatial(x, begins, ends, 0) if begins is not None else x
         y = convolve(xp, w, window, out, self.group)
         if bias is not None:
@@ -96,6 +106,20 @@ class Conv(Op):
         if self.activation is not None:
             y = self.activation.apply_inplace(y)
         return [y]
+
+    def _depthwise_plan(self, x_shape: tuple, w_shape: tuple) -> DepthwisePlan:
+        cache = self.__dict__.get("_depthwise_plans")
+        if cache is None:
+            cache = self.__dict__["_depthwise_plans"] = {}
+        key = (x_shape, w_shape)
+        plan = cache.get(key)
+        if plan is None:
+            window, begins, _, out, _ = self._geometry(x_shape, w_shape)
+            plan = plan_depthwise(x_shape, w_shape[2:], window, begins or [0] * len(out), out)
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = plan
+        return plan
 
     def _few_frames(self, x: np.ndarray, w: np.ndarray, bias, dilation: int, frames: int) -> np.ndarray:
         """A 1-D convolution producing a few frames (a streaming push): one matrix product
@@ -116,6 +140,39 @@ class Conv(Op):
         if self.activation is not None:
             y = self.activation.apply_inplace(y)
         return y[None]
+
+    def _taps_1d(self, x: np.ndarray, w: np.ndarray, bias, begin: int, dilation: int, frames: int) -> np.ndarray:
+        """A 1-D convolution of one sequence as one matrix product over its taps gathered into
+        rows (zeros where the padding is), a row of ones bringing the bias into the product."""
+        m, channels, kernel = w.shape
+        length = x.shape[2]
+        cols = np.empty((channels * kernel + 1, frames), np.float32)
+        taps = cols[:-1].reshape(channels, kernel, frames)
+        for tap in range(kernel):
+            shift = tap * dilation - begin
+            low, high = min(max(0, -shift), frames), max(min(frames, length - shift), 0)
+            taps[:, tap, :low] = 0
+            taps[:, tap, high:] = 0
+            if high > low:
+                taps[:, tap, low:high] = x[0, :, low + shift:high + shift]
+        cols[-1] = 1
+        y = np.matmul(self._weights_with_bias(w, bias), cols)
+        if self.activation is not None:
+            y = self.activation.apply_inplace(y)
+        return y[None]
+
+    def _weights_with_bias(self, w: np.ndarray, bias) -> np.ndarray:
+        """``[W | b]`` as (M, C*k + 1), cached while the same weight and bias arrays come back."""
+        cached = self.__dict__.get("_with_bias")
+        if cached is not None and cached[0] is w and cached[1] is bias:
+            return cached[2]
+        m = w.shape[0]
+        joined = np.empty((m, w[0].size + 1), np.float32)
+        joined[:, :-1] = w.reshape(m, -1)
+        joined[:, -1] = 0 if bias is None else bias
+        if not w.flags.writeable and (bias is None or not bias.flags.writeable):  # constants: keep
+            self.__dict__["_with_bias"] = (w, bias, joined)
+        return joined
 
     def cost(self, inputs):
         w = inputs[1]
