@@ -147,16 +147,16 @@ def lower_chain(lowering, chain: Chain) -> NodeCode:
         others = [lowering.tensor_of(o) for o in node.inputs[1:]]
         code.inputs.extend(others)
         layer_code = NodeCode(node.id, node.name, node.op.name, "", outputs=[out])
-        emit = BandEmit(lowering, node, layer_code, [current, *others])
+        recorder = BandEmit(lowering, node, layer_code, [current, *others])
         emitter = find_emitter(node.op)
         if emitter is None:
             raise Unsupported(f"the compiler has no C lowering for {node.op.name}")
-        emitter(emit)
-        if len(emit.calls) != 1 or emit.calls[0][0] not in ROW_ARGS:
+        emitter(recorder)
+        if len(recorder.calls) != 1 or recorder.calls[0][0] not in ROW_ARGS:
             raise Unsupported(f"node #{node.id}'s kernel cannot run in bands")
         code.constants_bytes += layer_code.constants_bytes
         code.scratch.extend(layer_code.scratch)
-        calls.append(emit.calls[0])
+        calls.append(recorder.calls[0])
         in_h, out_h = int(current.shape[1]), int(out.shape[1])
         layers.append((in_h, out_h, *_window(node.op, in_h, model.outlet_fact(node.inputs[1]).shape)))
         buffers.append(out)

@@ -71,7 +71,8 @@ def fit_ram_budget(typed, budget: int, name: str = "model", target="host", **opt
 
     target = find_target(target)
     best = generate(typed, name, target, optimize=False, **options)
-    ram, chains = planned_ram(best.report), []
+    ram = planned_ram(best.report)
+    chains: list[Chain] = []
     for _ in range(MAX_CHAINS):
         if ram <= budget:
             break
