@@ -60,6 +60,12 @@ static inline uint64_t tl_profile_clock(void) {
   } while (0)
 #endif
 
+#if defined(__GNUC__)
+#define TL_LIKELY(c) __builtin_expect(!!(c), 1)
+#else
+#define TL_LIKELY(c) (c)
+#endif
+
 #define TL_INT32_MIN (-2147483647 - 1)
 #define TL_INT32_MAX 2147483647
 
@@ -114,9 +120,16 @@ static inline int32_t tl_mbqm_portable(int32_t x, int32_t multiplier, int shift)
  * the high word of the 64-bit sum shifted right by r - 2. Other shifts take the portable recipe.
  * tests/compile/test_requantize.py checks it against tl_mbqm_portable. */
 static inline int32_t tl_mbqm_smlal(int32_t x, int32_t multiplier, int shift) {
-  if (shift <= -2) {
+  if (TL_LIKELY(shift <= -2)) {
+#if defined(__ARM_FEATURE_DSP)
+    /* the nudge's low word 2^30 or 2^31 + 2^30 (-2^30), its high word 0 or -1, as one SMLAL wants them */
+    int32_t low = (int32_t)(((uint32_t)x & 0x80000000u) | 0x40000000u), top = x >> 31;
+    __asm__("smlal %0, %1, %2, %3" : "+r"(low), "+r"(top) : "r"(x), "r"(multiplier));
+    (void)low;
+#else
     const int64_t nudge = (int64_t)(x >> 31) * ((int64_t)1 << 31) + ((int64_t)1 << 30);
     const int32_t top = (int32_t)(((int64_t)x * multiplier + nudge) >> 32);
+#endif
     return ((top >> (-shift - 2)) + 1) >> 1;
   }
   return tl_mbqm_portable(x, multiplier, shift);
@@ -149,6 +162,14 @@ static inline uint32_t tl_sxtb16_odd(uint32_t v) {
   uint32_t r;
   __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
   return r;
+}
+/* clamp(v, low, high) of an int8 output: one SSAT when the range is int8's (the kernels are
+ * inlined with constant ranges, so the tests fold away) */
+static inline int32_t tl_clamp_s8(int32_t v, int32_t low, int32_t high) {
+  v = __ssat(v, 8);
+  if (low != -128 && v < low) v = low;
+  if (high != 127 && v > high) v = high;
+  return v;
 }
 /* four products of one word of inputs by one word of weights, lane by lane, into four
  * accumulators: bytes 0 and 2 through SXTB16, 1 and 3 through its rotated form (SMLABB, SMLATT) */

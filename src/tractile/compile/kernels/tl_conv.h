@@ -195,25 +195,44 @@ TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8_generic, int8_t, int32_t, TL_READ_S32, tl_mbq
 /* Cortex-M4/M7 depthwise int8, one channel per filter or a multiple of four filters per channel:
  * four outputs at a time in registers over every tap, each tap of four outputs one word of inputs
  * (four channels, or one input repeated four times) and one word of weights, widened by SXTB16 and
- * multiplied-accumulated by SMLABB/SMLATT (TL_MAC4_S8). The input offset is folded into the
- * bias once per call (acc[o] = bias[o] + x_offset * sum of the filter's weights over all taps),
- * so the taps multiply raw inputs; at the borders, the taps outside the input read the input zero
- * point, whose product cancels its share of the folded offset: the sums are TFLite's exactly. */
+ * multiplied-accumulated by SMLABB/SMLATT (TL_MAC4_S8). Where the window lies inside the input,
+ * the input offset is folded into the bias (acc[o] = bias[o] + x_offset * the sum of the
+ * filter's weights, once per call) and rows of 3 taps unrolled; at the borders, the valid taps
+ * add the offset to their inputs (SADD16) over the plain bias: the sums are TFLite's exactly. */
+#define TL_DW4_ROW3(load_x, px, pw)                                                      \
+  do {                                                                                   \
+    TL_MAC4_S8(load_x(px), tl_load_word(pw), s0, s1, s2, s3);                            \
+    TL_MAC4_S8(load_x((px) + x_step), tl_load_word((pw) + out_c), s0, s1, s2, s3);       \
+    TL_MAC4_S8(load_x((px) + 2 * x_step), tl_load_word((pw) + 2 * out_c), s0, s1, s2, s3); \
+  } while (0)
 #define TL_DW4_TAPS(load_x)                                                                                \
   do {                                                                                                     \
     if (inside) {                                                                                          \
       const int8_t *px = corner + c;                                                                       \
-      for (ky = 0; ky < k_h; ++ky, px += row_step, pw += w_row)                                            \
-        for (kx = 0; kx < k_w; ++kx) TL_MAC4_S8(load_x(px + kx * x_step), tl_load_word(pw + kx * out_c), s0, s1, s2, s3); \
-    } else                                                                                                 \
-      for (ky = 0; ky < k_h; ++ky, pw += w_row) {                                                          \
-        const int row_in = ky >= ky0 && ky < ky1;                                                          \
-        const int8_t *px = row_in ? base + (top + ky * dil_h) * in_w * in_c + c : base;                    \
-        for (kx = 0; kx < k_w; ++kx) {                                                                     \
-          const uint32_t xv = row_in && kx >= kx0 && kx < kx1 ? load_x(px + (left + kx * dil_w) * in_c) : pad; \
-          TL_MAC4_S8(xv, tl_load_word(pw + kx * out_c), s0, s1, s2, s3);                                   \
+      s0 = acc[o], s1 = acc[o + 1], s2 = acc[o + 2], s3 = acc[o + 3];                                      \
+      if (k_w == 3)                                                                                        \
+        for (ky = 0; ky < k_h; ++ky, px += row_step, pw += w_row) TL_DW4_ROW3(load_x, px, pw);             \
+      else                                                                                                 \
+        for (ky = 0; ky < k_h; ++ky, px += row_step, pw += w_row)                                          \
+          for (kx = 0; kx < k_w; ++kx)                                                                     \
+            TL_MAC4_S8(load_x(px + kx * x_step), tl_load_word(pw + kx * out_c), s0, s1, s2, s3);           \
+    } else {                                                                                               \
+      s0 = bias ? bias[o] : 0, s1 = bias ? bias[o + 1] : 0, s2 = bias ? bias[o + 2] : 0;                   \
+      s3 = bias ? bias[o + 3] : 0;                                                                         \
+      for (ky = ky0; ky < ky1; ++ky) {                                                                     \
+        const int8_t *px = base + ((top + ky * dil_h) * in_w + left + kx0 * dil_w) * in_c + c;             \
+        const int8_t *pwk = pw + (ky * k_w + kx0) * out_c;                                                 \
+        for (kx = kx0; kx < kx1; ++kx, px += x_step, pwk += out_c) {                                       \
+          const uint32_t xv = load_x(px), wv = tl_load_word(pwk);                                          \
+          const uint32_t xe = __sadd16(__sxtb16(xv), offsets), xo = __sadd16(tl_sxtb16_odd(xv), offsets);  \
+          const uint32_t we = __sxtb16(wv), wo = tl_sxtb16_odd(wv);                                        \
+          s0 = __smlabb(xe, we, s0);                                                                       \
+          s2 = __smlatt(xe, we, s2);                                                                       \
+          s1 = __smlabb(xo, wo, s1);                                                                       \
+          s3 = __smlatt(xo, wo, s3);                                                                       \
         }                                                                                                  \
       }                                                                                                    \
+    }                                                                                                      \
   } while (0)
 #define TL_DW_REPEAT4(p) ((uint32_t)(uint8_t)*(p) * 0x01010101u)
 
@@ -226,7 +245,7 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
                                      int32_t high) {
   const int32_t out_c = in_c * multiplier, x_step = dil_w * in_c, row_step = dil_h * in_w * in_c;
   const int32_t w_row = k_w * out_c;
-  const uint32_t pad = (uint32_t)(uint8_t)(int8_t)(-x_offset) * 0x01010101u;
+  const uint32_t offsets = ((uint32_t)(uint16_t)x_offset) | ((uint32_t)(uint16_t)x_offset << 16);
   int32_t b, oy, ox, o, ky, kx;
   if (multiplier != 1 && multiplier % 4 != 0) {
     tl_dwconv_nhwc_s8_generic(x, w, bias, y, acc, batches, in_h, in_w, in_c, out_h, out_w, multiplier, k_h, k_w,
@@ -256,16 +275,16 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
         for (o = 0; o + 4 <= out_c; o += 4) {
           const int32_t c = o / multiplier;
           const int8_t *pw = w + o;
-          int32_t s0 = acc[o], s1 = acc[o + 1], s2 = acc[o + 2], s3 = acc[o + 3];
+          int32_t s0, s1, s2, s3;
           if (multiplier == 1) TL_DW4_TAPS(tl_load_word);
           else TL_DW4_TAPS(TL_DW_REPEAT4);
-          out[o] = (int8_t)tl_clamp_i32(tl_mbqm(s0, out_multiplier[o * per_channel], shift[o * per_channel]) + zero,
+          out[o] = (int8_t)tl_clamp_s8(tl_mbqm(s0, out_multiplier[o * per_channel], shift[o * per_channel]) + zero,
                                         low, high);
-          out[o + 1] = (int8_t)tl_clamp_i32(tl_mbqm(s1, out_multiplier[(o + 1) * per_channel],
+          out[o + 1] = (int8_t)tl_clamp_s8(tl_mbqm(s1, out_multiplier[(o + 1) * per_channel],
                                                     shift[(o + 1) * per_channel]) + zero, low, high);
-          out[o + 2] = (int8_t)tl_clamp_i32(tl_mbqm(s2, out_multiplier[(o + 2) * per_channel],
+          out[o + 2] = (int8_t)tl_clamp_s8(tl_mbqm(s2, out_multiplier[(o + 2) * per_channel],
                                                     shift[(o + 2) * per_channel]) + zero, low, high);
-          out[o + 3] = (int8_t)tl_clamp_i32(tl_mbqm(s3, out_multiplier[(o + 3) * per_channel],
+          out[o + 3] = (int8_t)tl_clamp_s8(tl_mbqm(s3, out_multiplier[(o + 3) * per_channel],
                                                     shift[(o + 3) * per_channel]) + zero, low, high);
         }
         for (; o < out_c; ++o) { /* the last out_c % 4 channels (multiplier 1) */
@@ -276,13 +295,14 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
               const int32_t value = in ? base[((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + o] : -x_offset;
               sum += value * (int32_t)w[(ky * k_w + kx) * out_c + o];
             }
-          out[o] = (int8_t)tl_clamp_i32(tl_mbqm(sum, out_multiplier[o * per_channel], shift[o * per_channel]) + zero,
+          out[o] = (int8_t)tl_clamp_s8(tl_mbqm(sum, out_multiplier[o * per_channel], shift[o * per_channel]) + zero,
                                         low, high);
         }
       }
     }
 }
 #undef TL_DW4_TAPS
+#undef TL_DW4_ROW3
 #undef TL_DW_REPEAT4
 #else
 TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)

@@ -131,7 +131,6 @@ static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bia
     int8_t *out = y + (int32_t)b * units;
     for (u = 0; u + 4 <= units; u += 4) {
       const int8_t *w0 = w + (int32_t)u * depth, *w1 = w0 + depth, *w2 = w1 + depth, *w3 = w2 + depth;
-      int32_t acc[4];
       int32_t s0 = bias[u], s1 = bias[u + 1], s2 = bias[u + 2], s3 = bias[u + 3];
       for (d = 0; d + 4 <= depth; d += 4) {
         const uint32_t a = tl_load_word(row + d);
@@ -148,14 +147,14 @@ static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bia
         s2 += value * w2[d];
         s3 += value * w3[d];
       }
-      acc[0] = s0;
-      acc[1] = s1;
-      acc[2] = s2;
-      acc[3] = s3;
-      for (k = 0; k < 4; ++k) {
-        const int c = (u + k) * per_channel;
-        out[u + k] = (int8_t)tl_clamp_i32(tl_mbqm(acc[k], multiplier[c], shift[c]) + y_zero, low, high);
-      }
+      out[u] = (int8_t)tl_clamp_s8(tl_mbqm(s0, multiplier[u * per_channel], shift[u * per_channel]) + y_zero, low,
+                                   high);
+      out[u + 1] = (int8_t)tl_clamp_s8(tl_mbqm(s1, multiplier[(u + 1) * per_channel],
+                                               shift[(u + 1) * per_channel]) + y_zero, low, high);
+      out[u + 2] = (int8_t)tl_clamp_s8(tl_mbqm(s2, multiplier[(u + 2) * per_channel],
+                                               shift[(u + 2) * per_channel]) + y_zero, low, high);
+      out[u + 3] = (int8_t)tl_clamp_s8(tl_mbqm(s3, multiplier[(u + 3) * per_channel],
+                                               shift[(u + 3) * per_channel]) + y_zero, low, high);
     }
     for (; u < units; u += 2) {
       int32_t acc[2];
@@ -164,8 +163,8 @@ static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bia
       else acc[0] = tl_dot_s8(row, w + (int32_t)u * depth, depth);
       for (k = 0; k < pair; ++k) {
         const int c = (u + k) * per_channel;
-        out[u + k] = (int8_t)tl_clamp_i32(tl_mbqm(acc[k] + bias[u + k], multiplier[c], shift[c]) + y_zero, low,
-                                          high);
+        out[u + k] = (int8_t)tl_clamp_s8(tl_mbqm(acc[k] + bias[u + k], multiplier[c], shift[c]) + y_zero, low,
+                                         high);
       }
     }
   }
