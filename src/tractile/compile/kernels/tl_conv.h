@@ -194,28 +194,28 @@ TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8_generic, int8_t, int32_t, TL_READ_S32, tl_mbq
 
 /* Cortex-M4/M7 depthwise int8, one channel per filter or a multiple of four filters per channel:
  * four outputs at a time in registers over every tap, each tap of four outputs one word of inputs
- * (four channels, or one input repeated four times) and one word of weights, widened by SXTB16 and
- * multiplied-accumulated by SMLABB/SMLATT (TL_MAC4_S8). Where the window lies inside the input,
+ * (four channels) or one input (repeated over four filters) and one word of weights, widened by
+ * SXTB16 and multiplied-accumulated by SMLABB/SMLATT (TL_MAC4_S8) or SMLABB/SMLATB (TL_MAC4_ONE_S8). Where the window lies inside the input,
  * the input offset is folded into the bias (acc[o] = bias[o] + x_offset * the sum of the
  * filter's weights, once per call) and rows of 3 taps unrolled; at the borders, the valid taps
  * add the offset to their inputs (SADD16) over the plain bias: the sums are TFLite's exactly. */
-#define TL_DW4_ROW3(load_x, px, pw)                                                      \
+#define TL_DW4_ROW3(load_x, mac, px, pw)                                                      \
   do {                                                                                   \
-    TL_MAC4_S8(load_x(px), tl_load_word(pw), s0, s1, s2, s3);                            \
-    TL_MAC4_S8(load_x((px) + x_step), tl_load_word((pw) + out_c), s0, s1, s2, s3);       \
-    TL_MAC4_S8(load_x((px) + 2 * x_step), tl_load_word((pw) + 2 * out_c), s0, s1, s2, s3); \
+    mac(load_x(px), tl_load_word(pw), s0, s1, s2, s3);                                   \
+    mac(load_x((px) + x_step), tl_load_word((pw) + out_c), s0, s1, s2, s3);              \
+    mac(load_x((px) + 2 * x_step), tl_load_word((pw) + 2 * out_c), s0, s1, s2, s3);     \
   } while (0)
-#define TL_DW4_TAPS(load_x)                                                                                \
+#define TL_DW4_TAPS(load_x, mac, border_mac)                                                                              \
   do {                                                                                                     \
     if (inside) {                                                                                          \
       const int8_t *px = corner + c;                                                                       \
       s0 = acc[o], s1 = acc[o + 1], s2 = acc[o + 2], s3 = acc[o + 3];                                      \
       if (k_w == 3)                                                                                        \
-        for (ky = 0; ky < k_h; ++ky, px += row_step, pw += w_row) TL_DW4_ROW3(load_x, px, pw);             \
+        for (ky = 0; ky < k_h; ++ky, px += row_step, pw += w_row) TL_DW4_ROW3(load_x, mac, px, pw);             \
       else                                                                                                 \
         for (ky = 0; ky < k_h; ++ky, px += row_step, pw += w_row)                                          \
           for (kx = 0; kx < k_w; ++kx)                                                                     \
-            TL_MAC4_S8(load_x(px + kx * x_step), tl_load_word(pw + kx * out_c), s0, s1, s2, s3);           \
+            mac(load_x(px + kx * x_step), tl_load_word(pw + kx * out_c), s0, s1, s2, s3);                  \
     } else {                                                                                               \
       s0 = bias ? bias[o] : 0, s1 = bias ? bias[o + 1] : 0, s2 = bias ? bias[o + 2] : 0;                   \
       s3 = bias ? bias[o + 3] : 0;                                                                         \
@@ -223,18 +223,33 @@ TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8_generic, int8_t, int32_t, TL_READ_S32, tl_mbq
         const int8_t *px = base + ((top + ky * dil_h) * in_w + left + kx0 * dil_w) * in_c + c;             \
         const int8_t *pwk = pw + (ky * k_w + kx0) * out_c;                                                 \
         for (kx = kx0; kx < kx1; ++kx, px += x_step, pwk += out_c) {                                       \
-          const uint32_t xv = load_x(px), wv = tl_load_word(pwk);                                          \
-          const uint32_t xe = __sadd16(__sxtb16(xv), offsets), xo = __sadd16(tl_sxtb16_odd(xv), offsets);  \
-          const uint32_t we = __sxtb16(wv), wo = tl_sxtb16_odd(wv);                                        \
-          s0 = __smlabb(xe, we, s0);                                                                       \
-          s2 = __smlatt(xe, we, s2);                                                                       \
-          s1 = __smlabb(xo, wo, s1);                                                                       \
-          s3 = __smlatt(xo, wo, s3);                                                                       \
+          border_mac(px, pwk);                                                                             \
         }                                                                                                  \
       }                                                                                                    \
     }                                                                                                      \
   } while (0)
-#define TL_DW_REPEAT4(p) ((uint32_t)(uint8_t)*(p) * 0x01010101u)
+/* the border taps: four channels offset by SADD16, or one input offset as a word */
+#define TL_DW4_BORDER_WORD(px, pwk)                                                                    \
+  do {                                                                                                 \
+    const uint32_t xv = tl_load_word(px), wv = tl_load_word(pwk);                                      \
+    const uint32_t xe = __sadd16(__sxtb16(xv), offsets), xo = __sadd16(tl_sxtb16_odd(xv), offsets);    \
+    const uint32_t we = __sxtb16(wv), wo = tl_sxtb16_odd(wv);                                          \
+    s0 = __smlabb(xe, we, s0);                                                                         \
+    s2 = __smlatt(xe, we, s2);                                                                         \
+    s1 = __smlabb(xo, wo, s1);                                                                         \
+    s3 = __smlatt(xo, wo, s3);                                                                         \
+  } while (0)
+#define TL_DW4_BORDER_ONE(px, pwk) TL_MAC4_ONE_S8((uint32_t)((int32_t)*(px) + x_offset), tl_load_word(pwk), s0, s1, s2, s3)
+/* one input, sign-extended in the bottom halfword, against four weights (SMLABB and SMLATB) */
+#define TL_MAC4_ONE_S8(xv, wv, s0, s1, s2, s3)                      \
+  do {                                                              \
+    const uint32_t tl_we = __sxtb16(wv), tl_wo = tl_sxtb16_odd(wv); \
+    s0 = __smlabb(xv, tl_we, s0);                                   \
+    s2 = __smlatb(tl_we, xv, s2);                                   \
+    s1 = __smlabb(xv, tl_wo, s1);                                   \
+    s3 = __smlatb(tl_wo, xv, s3);                                   \
+  } while (0)
+#define TL_DW_ONE(p) ((uint32_t)(int32_t)*(p))
 
 static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int32_t *acc,
                                      int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
@@ -276,8 +291,8 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
           const int32_t c = o / multiplier;
           const int8_t *pw = w + o;
           int32_t s0, s1, s2, s3;
-          if (multiplier == 1) TL_DW4_TAPS(tl_load_word);
-          else TL_DW4_TAPS(TL_DW_REPEAT4);
+          if (multiplier == 1) TL_DW4_TAPS(tl_load_word, TL_MAC4_S8, TL_DW4_BORDER_WORD);
+          else TL_DW4_TAPS(TL_DW_ONE, TL_MAC4_ONE_S8, TL_DW4_BORDER_ONE);
           out[o] = (int8_t)tl_clamp_s8(tl_mbqm(s0, out_multiplier[o * per_channel], shift[o * per_channel]) + zero,
                                         low, high);
           out[o + 1] = (int8_t)tl_clamp_s8(tl_mbqm(s1, out_multiplier[(o + 1) * per_channel],
@@ -303,7 +318,10 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
 }
 #undef TL_DW4_TAPS
 #undef TL_DW4_ROW3
-#undef TL_DW_REPEAT4
+#undef TL_DW_ONE
+#undef TL_MAC4_ONE_S8
+#undef TL_DW4_BORDER_ONE
+#undef TL_DW4_BORDER_WORD
 #else
 TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)
 #endif
