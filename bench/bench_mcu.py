@@ -1,6 +1,7 @@
 """tractile's generated code on emulated microcontrollers, in the form of MicroFlow's evaluation.
 
     python bench/bench_mcu.py [--models sine,speech,person] [--runs 10]
+    python bench/bench_mcu.py --per-layer [--models speech,person] [--runs 2]
 
 For each model and board: the test firmware is built with the board's tool chain, run in its
 emulator (QEMU for Cortex-M, simavr for the ATmega328P) on random inputs, checked bit for bit
@@ -13,6 +14,9 @@ Beside them: MicroFlow's published figures for the same model on the same core (
 MicroFlow repository's analysis notebooks, matteocarnelos/microflow-rs analysis/memory/*.ipynb:
 whole firmware builds on real boards), and TFLite Micro's planned activation arena for the
 model (its recording allocator, tflite-micro package), which includes inputs and outputs.
+
+``--per-layer``: the instructions QEMU counts per layer and per multiply-accumulate on the
+Cortex-M4 (mps2-an386), built for speed (-O2), for the layers that multiply-accumulate.
 """
 from __future__ import annotations
 
@@ -53,7 +57,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="sine,speech,person", help="comma-separated: sine, speech, person")
     parser.add_argument("--runs", type=int, default=10, help="random inputs per verification (default 10)")
+    parser.add_argument("--per-layer", action="store_true",
+                        help="instructions per layer and per MAC on the Cortex-M4 (-O2) instead of the table")
     args = parser.parse_args(argv)
+    if args.per_layer:
+        return per_layer(args.models.split(","), args.runs)
     header = (f"{'model':7} {'board':12} {'ok':>3} {'flash model':>11} {'flash fw':>9} {'RAM total':>9} "
               f"{'RAM fw':>7} {'stack':>6} {'per inference':>14}  {'MicroFlow flash/RAM':>20}  {'TFLM arena':>10}")
     print(header)
@@ -78,6 +86,24 @@ def main(argv=None) -> int:
                   f"{report['cycles_per_inference']:10} {unit}  {peer_text:>20}  {arena or '-':>10}")
     print("\nTFLite Micro on the nRF52840 in MicroFlow's evaluation (flash / RAM): "
           + ", ".join(f"{k} {v[0]:.1f} kB / {v[1]:.1f} kB" for k, v in TFLM_NRF.items()))
+    return 0
+
+
+def per_layer(models: list[str], runs: int) -> int:
+    import tractile
+    from tractile.compile.targets.verify import verify
+
+    for short in models:
+        model = tractile.load(MODELS_DIR / f"{MODELS[short]}.tflite")
+        report = verify(model, "cortex-m4", runs=runs, opt="speed",
+                        folder=tempfile.mkdtemp(prefix=f"bench-{short}-layers-"), timeout=600)
+        print(f"{short} on mps2-an386 (-O2): verified {report['verified']}, "
+              f"{report['cycles_per_inference']} instructions per inference")
+        print(f"{'node':>5} {'kernel':20} {'MACs':>8} {'instructions':>12} {'per MAC':>8}  name")
+        for layer in report["layers"]:
+            if layer["macs"]:
+                print(f"{layer['node']:5} {layer['kernel']:20} {layer['macs']:8} {layer['count']:12} "
+                      f"{layer['per_mac']:8.2f}  {layer['name']}")
     return 0
 
 

@@ -60,6 +60,12 @@ static inline uint64_t tl_profile_clock(void) {
   } while (0)
 #endif
 
+#if defined(__GNUC__)
+#define TL_LIKELY(c) __builtin_expect(!!(c), 1)
+#else
+#define TL_LIKELY(c) (c)
+#endif
+
 #define TL_INT32_MIN (-2147483647 - 1)
 #define TL_INT32_MAX 2147483647
 
@@ -97,7 +103,7 @@ static inline int32_t tl_rdbpot(int32_t x, int exponent) {
  * A quantized multiplier is never INT32_MIN (it lies in [2^30, 2^31) or is 0), so the doubling
  * high product needs no saturation and is floor((x * m + 2^30) / 2^31), which equals gemmlowp's
  * nudged truncation; the divide by 2^right rounds halves away from zero as RoundingDivideByPOT. */
-static inline int32_t tl_mbqm(int32_t x, int32_t multiplier, int shift) {
+static inline int32_t tl_mbqm_portable(int32_t x, int32_t multiplier, int shift) {
   const int left = shift > 0 ? shift : 0;
   const int right = shift > 0 ? 0 : -shift;
   const int64_t product = (int64_t)(int32_t)((uint32_t)x << left) * multiplier + ((int64_t)1 << 30);
@@ -105,6 +111,78 @@ static inline int32_t tl_mbqm(int32_t x, int32_t multiplier, int shift) {
   if (!right) return high;
   return (int32_t)(((int64_t)high + ((int64_t)1 << (right - 1)) - (high < 0)) >> right);
 }
+
+/* The same result in one 32x32->64 multiply-accumulate (SMLAL) and three 32-bit operations when
+ * the right shift r = -shift is at least 2 (the usual case): with h = floor((x * m + 2^30) / 2^31),
+ * RoundingDivideByPOT(h, r) = ((h' >> (r - 1)) + 1) >> 1 with h' = h - (h < 0), and
+ * h' >> (r - 1) = floor((x * m + n) / 2^(30 + r)) with the nudge n = -2^30 for a negative x,
+ * +2^30 otherwise (they differ from h' only where h' is 0 or -1, which round to the same 0):
+ * the high word of the 64-bit sum shifted right by r - 2. Other shifts take the portable recipe.
+ * tests/compile/test_requantize.py checks it against tl_mbqm_portable. */
+static inline int32_t tl_mbqm_smlal(int32_t x, int32_t multiplier, int shift) {
+  if (TL_LIKELY(shift <= -2)) {
+#if defined(__ARM_FEATURE_DSP)
+    /* the nudge's low word 2^30 or 2^31 + 2^30 (-2^30), its high word 0 or -1, as one SMLAL wants them */
+    int32_t low = (int32_t)(((uint32_t)x & 0x80000000u) | 0x40000000u), top = x >> 31;
+    __asm__("smlal %0, %1, %2, %3" : "+r"(low), "+r"(top) : "r"(x), "r"(multiplier));
+    (void)low;
+#else
+    const int64_t nudge = (int64_t)(x >> 31) * ((int64_t)1 << 31) + ((int64_t)1 << 30);
+    const int32_t top = (int32_t)(((int64_t)x * multiplier + nudge) >> 32);
+#endif
+    return ((top >> (-shift - 2)) + 1) >> 1;
+  }
+  return tl_mbqm_portable(x, multiplier, shift);
+}
+
+/* the requantization every integer kernel calls: SMLAL's on cores with the DSP extension
+ * (Cortex-M4/M7), the portable recipe elsewhere */
+static inline int32_t tl_mbqm(int32_t x, int32_t multiplier, int shift) {
+#if defined(__ARM_FEATURE_DSP)
+  return tl_mbqm_smlal(x, multiplier, shift);
+#else
+  return tl_mbqm_portable(x, multiplier, shift);
+#endif
+}
+
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+/* Cortex-M4/M7 (ARMv7E-M DSP extension): helpers of the int8 multiply-accumulate kernels */
+#include <arm_acle.h>
+#include <string.h>
+#define TL_ROR8(v) (((v) >> 8) | ((v) << 24))
+/* a word of four int8 values (any alignment: ARMv7E-M loads unaligned words) */
+static inline uint32_t tl_load_word(const int8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+/* bytes 1 and 3 sign-extended into two halfwords: one SXTB16 with its rotation (the intrinsic
+ * __sxtb16(TL_ROR8(v)) costs a separate rotate) */
+static inline uint32_t tl_sxtb16_odd(uint32_t v) {
+  uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+  return r;
+}
+/* clamp(v, low, high) of an int8 output: one SSAT when the range is int8's (the kernels are
+ * inlined with constant ranges, so the tests fold away) */
+static inline int32_t tl_clamp_s8(int32_t v, int32_t low, int32_t high) {
+  v = __ssat(v, 8);
+  if (low != -128 && v < low) v = low;
+  if (high != 127 && v > high) v = high;
+  return v;
+}
+/* four products of one word of inputs by one word of weights, lane by lane, into four
+ * accumulators: bytes 0 and 2 through SXTB16, 1 and 3 through its rotated form (SMLABB, SMLATT) */
+#define TL_MAC4_S8(xv, wv, s0, s1, s2, s3)                  \
+  do {                                                      \
+    const uint32_t tl_xe = __sxtb16(xv), tl_xo = tl_sxtb16_odd(xv); \
+    const uint32_t tl_we = __sxtb16(wv), tl_wo = tl_sxtb16_odd(wv); \
+    s0 = __smlabb(tl_xe, tl_we, s0);                        \
+    s2 = __smlatt(tl_xe, tl_we, s2);                        \
+    s1 = __smlabb(tl_xo, tl_wo, s1);                        \
+    s3 = __smlatt(tl_xo, tl_wo, s3);                        \
+  } while (0)
+#endif
 
 /* the 64-bit accumulator variant of the 16x8 kernels: a 16-bit reduced multiplier, one rounding */
 static inline int32_t tl_mbqm64(int64_t x, int32_t multiplier, int shift) {

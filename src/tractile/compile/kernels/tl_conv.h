@@ -190,16 +190,67 @@ static inline void tl_dwconv_nhwc_f32(const float *x, const float *w, const floa
 TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s16, int16_t, int64_t, TL_READ_S64, tl_mbqm64)
 
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
-#include <arm_acle.h>
-#include <string.h>
-#ifndef TL_ROR8
-#define TL_ROR8(v) (((v) >> 8) | ((v) << 24))
-#endif
 TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8_generic, int8_t, int32_t, TL_READ_S32, tl_mbqm)
 
-/* Cortex-M4/M7, one channel per filter: four channels at a time in registers over every tap,
- * each tap of four channels one word of inputs and one of weights, widened by SXTB16, offset by
- * SADD16 and multiplied-accumulated by SMLABB/SMLATT (about three instructions per MAC) */
+/* Cortex-M4/M7 depthwise int8, one channel per filter or a multiple of four filters per channel:
+ * four outputs at a time in registers over every tap, each tap of four outputs one word of inputs
+ * (four channels) or one input (repeated over four filters) and one word of weights, widened by
+ * SXTB16 and multiplied-accumulated by SMLABB/SMLATT (TL_MAC4_S8) or SMLABB/SMLATB (TL_MAC4_ONE_S8). Where the window lies inside the input,
+ * the input offset is folded into the bias (acc[o] = bias[o] + x_offset * the sum of the
+ * filter's weights, once per call) and rows of 3 taps unrolled; at the borders, the valid taps
+ * add the offset to their inputs (SADD16) over the plain bias: the sums are TFLite's exactly. */
+#define TL_DW4_ROW3(load_x, mac, px, pw)                                                      \
+  do {                                                                                   \
+    mac(load_x(px), tl_load_word(pw), s0, s1, s2, s3);                                   \
+    mac(load_x((px) + x_step), tl_load_word((pw) + out_c), s0, s1, s2, s3);              \
+    mac(load_x((px) + 2 * x_step), tl_load_word((pw) + 2 * out_c), s0, s1, s2, s3);     \
+  } while (0)
+#define TL_DW4_TAPS(load_x, mac, border_mac)                                                                              \
+  do {                                                                                                     \
+    if (inside) {                                                                                          \
+      const int8_t *px = corner + c;                                                                       \
+      s0 = acc[o], s1 = acc[o + 1], s2 = acc[o + 2], s3 = acc[o + 3];                                      \
+      if (k_w == 3)                                                                                        \
+        for (ky = 0; ky < k_h; ++ky, px += row_step, pw += w_row) TL_DW4_ROW3(load_x, mac, px, pw);             \
+      else                                                                                                 \
+        for (ky = 0; ky < k_h; ++ky, px += row_step, pw += w_row)                                          \
+          for (kx = 0; kx < k_w; ++kx)                                                                     \
+            mac(load_x(px + kx * x_step), tl_load_word(pw + kx * out_c), s0, s1, s2, s3);                  \
+    } else {                                                                                               \
+      s0 = bias ? bias[o] : 0, s1 = bias ? bias[o + 1] : 0, s2 = bias ? bias[o + 2] : 0;                   \
+      s3 = bias ? bias[o + 3] : 0;                                                                         \
+      for (ky = ky0; ky < ky1; ++ky) {                                                                     \
+        const int8_t *px = base + ((top + ky * dil_h) * in_w + left + kx0 * dil_w) * in_c + c;             \
+        const int8_t *pwk = pw + (ky * k_w + kx0) * out_c;                                                 \
+        for (kx = kx0; kx < kx1; ++kx, px += x_step, pwk += out_c) {                                       \
+          border_mac(px, pwk);                                                                             \
+        }                                                                                                  \
+      }                                                                                                    \
+    }                                                                                                      \
+  } while (0)
+/* the border taps: four channels offset by SADD16, or one input offset as a word */
+#define TL_DW4_BORDER_WORD(px, pwk)                                                                    \
+  do {                                                                                                 \
+    const uint32_t xv = tl_load_word(px), wv = tl_load_word(pwk);                                      \
+    const uint32_t xe = __sadd16(__sxtb16(xv), offsets), xo = __sadd16(tl_sxtb16_odd(xv), offsets);    \
+    const uint32_t we = __sxtb16(wv), wo = tl_sxtb16_odd(wv);                                          \
+    s0 = __smlabb(xe, we, s0);                                                                         \
+    s2 = __smlatt(xe, we, s2);                                                                         \
+    s1 = __smlabb(xo, wo, s1);                                                                         \
+    s3 = __smlatt(xo, wo, s3);                                                                         \
+  } while (0)
+#define TL_DW4_BORDER_ONE(px, pwk) TL_MAC4_ONE_S8((uint32_t)((int32_t)*(px) + x_offset), tl_load_word(pwk), s0, s1, s2, s3)
+/* one input, sign-extended in the bottom halfword, against four weights (SMLABB and SMLATB) */
+#define TL_MAC4_ONE_S8(xv, wv, s0, s1, s2, s3)                      \
+  do {                                                              \
+    const uint32_t tl_we = __sxtb16(wv), tl_wo = tl_sxtb16_odd(wv); \
+    s0 = __smlabb(xv, tl_we, s0);                                   \
+    s2 = __smlatb(tl_we, xv, s2);                                   \
+    s1 = __smlabb(xv, tl_wo, s1);                                   \
+    s3 = __smlatb(tl_wo, xv, s3);                                   \
+  } while (0)
+#define TL_DW_ONE(p) ((uint32_t)(int32_t)*(p))
+
 static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int32_t *acc,
                                      int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
                                      int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w, int32_t stride_h,
@@ -207,66 +258,70 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
                                      int32_t pad_left, int32_t x_offset, const int32_t *out_multiplier,
                                      const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
                                      int32_t high) {
+  const int32_t out_c = in_c * multiplier, x_step = dil_w * in_c, row_step = dil_h * in_w * in_c;
+  const int32_t w_row = k_w * out_c;
   const uint32_t offsets = ((uint32_t)(uint16_t)x_offset) | ((uint32_t)(uint16_t)x_offset << 16);
-  int32_t b, oy, ox, c, ky, kx;
-  if (multiplier != 1) {
+  int32_t b, oy, ox, o, ky, kx;
+  if (multiplier != 1 && multiplier % 4 != 0) {
     tl_dwconv_nhwc_s8_generic(x, w, bias, y, acc, batches, in_h, in_w, in_c, out_h, out_w, multiplier, k_h, k_w,
                               stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, x_offset, out_multiplier, shift,
                               per_channel, zero, low, high);
     return;
   }
+  for (o = 0; o < out_c; ++o) {
+    int32_t sum = bias ? bias[o] : 0, t;
+    for (t = 0; t < k_h * k_w; ++t) sum += x_offset * (int32_t)w[t * out_c + o];
+    acc[o] = sum;
+  }
   for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
+      const int8_t *base = x + b * in_h * in_w * in_c;
       int32_t ky0, ky1;
       tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
       for (ox = 0; ox < out_w; ++ox) {
         const int32_t left = ox * stride_w - pad_left;
-        const int8_t *base = x + (b * in_h * in_w) * in_c;
-        int32_t kx0, kx1;
-        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        int32_t kx0, kx1, inside;
+        const int8_t *corner;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * out_c;
         tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-        for (c = 0; c + 4 <= in_c; c += 4) {
-          int32_t s0 = bias ? bias[c] : 0, s1 = bias ? bias[c + 1] : 0, s2 = bias ? bias[c + 2] : 0;
-          int32_t s3 = bias ? bias[c + 3] : 0;
-          for (ky = ky0; ky < ky1; ++ky) {
-            const int8_t *px = base + ((top + ky * dil_h) * in_w + left + kx0 * dil_w) * in_c + c;
-            const int8_t *pw = w + (ky * k_w + kx0) * in_c + c;
-            for (kx = kx0; kx < kx1; ++kx, px += dil_w * in_c, pw += in_c) {
-              uint32_t xv, wv, xe, xo, we, wo;
-              memcpy(&xv, px, 4);
-              memcpy(&wv, pw, 4);
-              xe = __sadd16(__sxtb16(xv), offsets);
-              xo = __sadd16(__sxtb16(TL_ROR8(xv)), offsets);
-              we = __sxtb16(wv);
-              wo = __sxtb16(TL_ROR8(wv));
-              s0 = __smlabb(xe, we, s0);
-              s2 = __smlatt(xe, we, s2);
-              s1 = __smlabb(xo, wo, s1);
-              s3 = __smlatt(xo, wo, s3);
-            }
-          }
-          out[c] = (int8_t)tl_clamp_i32(tl_mbqm(s0, out_multiplier[c * per_channel], shift[c * per_channel]) + zero,
+        inside = ky0 == 0 && ky1 == k_h && kx0 == 0 && kx1 == k_w;
+        corner = inside ? base + (top * in_w + left) * in_c : base;
+        for (o = 0; o + 4 <= out_c; o += 4) {
+          const int32_t c = o / multiplier;
+          const int8_t *pw = w + o;
+          int32_t s0, s1, s2, s3;
+          if (multiplier == 1) TL_DW4_TAPS(tl_load_word, TL_MAC4_S8, TL_DW4_BORDER_WORD);
+          else TL_DW4_TAPS(TL_DW_ONE, TL_MAC4_ONE_S8, TL_DW4_BORDER_ONE);
+          out[o] = (int8_t)tl_clamp_s8(tl_mbqm(s0, out_multiplier[o * per_channel], shift[o * per_channel]) + zero,
                                         low, high);
-          out[c + 1] = (int8_t)tl_clamp_i32(tl_mbqm(s1, out_multiplier[(c + 1) * per_channel],
-                                                    shift[(c + 1) * per_channel]) + zero, low, high);
-          out[c + 2] = (int8_t)tl_clamp_i32(tl_mbqm(s2, out_multiplier[(c + 2) * per_channel],
-                                                    shift[(c + 2) * per_channel]) + zero, low, high);
-          out[c + 3] = (int8_t)tl_clamp_i32(tl_mbqm(s3, out_multiplier[(c + 3) * per_channel],
-                                                    shift[(c + 3) * per_channel]) + zero, low, high);
+          out[o + 1] = (int8_t)tl_clamp_s8(tl_mbqm(s1, out_multiplier[(o + 1) * per_channel],
+                                                    shift[(o + 1) * per_channel]) + zero, low, high);
+          out[o + 2] = (int8_t)tl_clamp_s8(tl_mbqm(s2, out_multiplier[(o + 2) * per_channel],
+                                                    shift[(o + 2) * per_channel]) + zero, low, high);
+          out[o + 3] = (int8_t)tl_clamp_s8(tl_mbqm(s3, out_multiplier[(o + 3) * per_channel],
+                                                    shift[(o + 3) * per_channel]) + zero, low, high);
         }
-        for (; c < in_c; ++c) {
-          int32_t sum = bias ? bias[c] : 0;
-          for (ky = ky0; ky < ky1; ++ky)
-            for (kx = kx0; kx < kx1; ++kx)
-              sum += ((int32_t)base[((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + c] + x_offset) *
-                     (int32_t)w[(ky * k_w + kx) * in_c + c];
-          out[c] = (int8_t)tl_clamp_i32(tl_mbqm(sum, out_multiplier[c * per_channel], shift[c * per_channel]) + zero,
+        for (; o < out_c; ++o) { /* the last out_c % 4 channels (multiplier 1) */
+          int32_t sum = acc[o];
+          for (ky = 0; ky < k_h; ++ky)
+            for (kx = 0; kx < k_w; ++kx) {
+              const int in = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1;
+              const int32_t value = in ? base[((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + o] : -x_offset;
+              sum += value * (int32_t)w[(ky * k_w + kx) * out_c + o];
+            }
+          out[o] = (int8_t)tl_clamp_s8(tl_mbqm(sum, out_multiplier[o * per_channel], shift[o * per_channel]) + zero,
                                         low, high);
         }
       }
     }
 }
+#undef TL_DW4_TAPS
+#undef TL_DW4_ROW3
+#undef TL_DW_ONE
+#undef TL_MAC4_ONE_S8
+#undef TL_DW4_BORDER_ONE
+#undef TL_DW4_BORDER_WORD
 #else
 TL_DWCONV_NHWC_Q(tl_dwconv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)
 #endif

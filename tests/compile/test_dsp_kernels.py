@@ -1,0 +1,141 @@
+"""The Cortex-M4/M7 integer kernels (ARMv7E-M DSP extension: SXTB16, SMLAD, SMLABB/SMLATT,
+SMLAL, SSAT): bit for bit against the interpreter in QEMU (mps2-an386) over windows, depth
+multipliers and channel counts that take every path of them; the requantization's SMLAL
+formula against TFLite's recipe on the host; the generated C clean under strict warnings for
+the M4 with gcc and clang; instructions per MAC of a pointwise layer."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tractile.compile import generate
+from tractile.compile.target import find_target
+from tractile.compile.targets.verify import verify
+from tractile.ops.tfl.conv import Conv2D, Window2D
+
+from ..tflite.builder import GraphBuilder
+from ..tflite.test_ops_spatial import WINDOWS, conv_model
+from .harness import WARNING_FLAGS, needs_cc, q
+from .test_targets import needs_board
+
+KERNELS = Path(__file__).resolve().parents[2] / "src" / "tractile" / "compile" / "kernels"
+M4_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("depthwise,bias,activation,multiplier,channels", [
+    (True, "i32", "RELU6", 1, 8),   # four channels per word, all of them
+    (True, None, "NONE", 1, 6),     # and the last two one by one, without a bias
+    (True, "i32", "RELU", 4, 2),    # one input repeated over four filters
+    (True, "i32", "NONE", 2, 4),    # the generic kernel
+    (False, "i32", "RELU6", 1, 4),  # CONV_2D 3x3
+])
+def test_int8_convolutions_are_bit_exact_on_the_cortex_m4(window, depthwise, bias, activation, multiplier, channels,
+                                                           tmp_path):
+    needs_board("cortex-m4")
+    model = conv_model("i8", depthwise, window, bias, activation, multiplier, channels)
+    report = verify(model, "cortex-m4", runs=3, folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+
+
+def pointwise_model(depth: int, filters: int, pixels: int = 36, activation: str = "RELU6"):
+    rng = np.random.default_rng(depth * 100 + filters)
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, pixels // 6, 6, depth), q(0.05, -7))
+    w = g.const("w", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", q(0.01))
+    b = g.const("b", rng.integers(-5000, 5000, (filters,)), "i32", q(0.0005))
+    op = Conv2D(window=Window2D("SAME", 1, 1), activation=activation, has_bias=True)
+    g.model.outputs = [g.op("pointwise", op, [x, w, b], out_q=q(0.08, 3))]
+    return g.model
+
+
+@pytest.mark.parametrize("depth,filters", [(8, 32), (13, 7), (64, 6)])
+def test_int8_pointwise_convolutions_are_bit_exact_on_the_cortex_m4(depth, filters, tmp_path):
+    """depths with and without a remainder of 4, filters in blocks of 4, then 2 and 1"""
+    needs_board("cortex-m4")
+    report = verify(pointwise_model(depth, filters), "cortex-m4", runs=3, folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+
+
+def test_deep_pointwise_convolution_takes_at_most_four_instructions_per_mac(tmp_path):
+    """QEMU counts instructions deterministically (-icount): a count, not a timing."""
+    needs_board("cortex-m4")
+    report = verify(pointwise_model(64, 64), "cortex-m4", runs=2, opt="speed", folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    layer = report["layers"][0]
+    assert layer["macs"] == 36 * 64 * 64 and layer["per_mac"] <= 4.0, layer
+
+
+REQUANTIZE_CHECK = r"""
+#include <stdio.h>
+#include "tl_common.h"
+static uint64_t state = 88172645463325252u;
+static uint64_t next(void) { state ^= state << 13; state ^= state >> 7; state ^= state << 17; return state; }
+int main(void) {
+  static const int32_t edges[] = {0, 1, -1, 2, -2, 2147483647, -2147483647 - 1, 1073741824, -1073741824, 12345};
+  long differ = 0, i;
+  for (i = 0; i < 3000000; ++i) {
+    const uint64_t r = next();
+    const int32_t x = i % 3 == 0 ? edges[r % 10] : (int32_t)(r >> 32) >> (i % 3 == 1 ? 0 : (int)(r % 31));
+    int32_t m = (r & 7) == 0 ? 0 : (int32_t)((1u << 30) + (uint32_t)(next() >> 34));
+    const int shift = (int)((next() >> 40) % 40) - 33;
+    if ((r & 15) == 1) m = 2147483647;
+    if ((r & 15) == 2) m = 1 << 30;
+    if (tl_mbqm_smlal(x, m, shift) != tl_mbqm_portable(x, m, shift)) {
+      if (differ++ < 5) printf("x=%ld m=%ld shift=%d\n", (long)x, (long)m, shift);
+    }
+  }
+  printf("%ld differ\n", differ);
+  return 0;
+}
+"""
+
+
+def test_smlal_requantization_equals_tflites_recipe(tmp_path):
+    """The formula the M4 kernels requantize with (its C form; the M4 runs it as one SMLAL),
+    against the portable MultiplyByQuantizedMultiplier, on random and edge values."""
+    needs_cc()
+    source = tmp_path / "requantize.c"
+    source.write_text(REQUANTIZE_CHECK)
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    built = subprocess.run([compiler, *WARNING_FLAGS, "-O2", "-I", str(KERNELS), str(source), "-o",
+                            str(tmp_path / "requantize")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run([str(tmp_path / "requantize")], capture_output=True, text=True, timeout=60)
+    assert ran.stdout.strip().endswith("0 differ"), ran.stdout
+
+
+@pytest.mark.parametrize("compiler", ["arm-none-eabi-gcc", "clang"])
+def test_m4_kernels_build_without_warnings(compiler, tmp_path):
+    """Every DSP kernel in one model (depthwise of both kinds, pointwise, dense), under strict C99
+    warnings for the Cortex-M4, where __ARM_FEATURE_DSP selects them."""
+    if shutil.which(compiler) is None or shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip(f"{compiler} or arm-none-eabi-gcc not installed")
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, 6, 6, 4), q(0.05, -7))
+    from tractile.ops.tfl.conv import DepthwiseConv2D
+
+    rng = np.random.default_rng(1)
+    w1 = g.const("w1", rng.integers(-127, 128, (1, 3, 3, 16)), "i8", q(0.01))
+    h = g.op("dw4", DepthwiseConv2D(window=Window2D("SAME", 1, 1), depth_multiplier=4, activation="RELU6",
+                                    has_bias=False), [x, w1], out_q=q(0.1, -3))
+    w2 = g.const("w2", rng.integers(-127, 128, (1, 3, 3, 16)), "i8", q(0.01))
+    h = g.op("dw1", DepthwiseConv2D(window=Window2D("VALID", 1, 1), depth_multiplier=1, activation="NONE",
+                                    has_bias=False), [h, w2], out_q=q(0.1, 2))
+    w3 = g.const("w3", rng.integers(-127, 128, (8, 1, 1, 16)), "i8", q(0.01))
+    g.model.outputs = [g.op("pw", Conv2D(window=Window2D("SAME", 1, 1), activation="RELU", has_bias=False),
+                            [h, w3], out_q=q(0.2, 1))]
+    source = generate(g.model, name="m4", target=find_target("cortex-m4"))
+    source.write(tmp_path)
+    flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
+                                                  "/usr/lib/arm-none-eabi/include"]
+    built = subprocess.run([compiler, *flags, *WARNING_FLAGS, "-O2", "-c", "m4.c", "-o", "m4.o"], cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    listing = subprocess.run(["arm-none-eabi-objdump", "-d", "m4.o"], cwd=tmp_path, capture_output=True, text=True)
+    for instruction in ("smlabb", "smlad", "smlal", "ssat"):
+        assert instruction in listing.stdout, f"{compiler}: no {instruction} in the M4 build"
