@@ -6,28 +6,9 @@ import numpy as np
 import pytest
 
 from tests.tf.test_control_v1 import CASES, Case, run_graph
-from tractile.errors import TractileError
 from tractile.formats.tf.control_v1 import raise_control_flow_v1
 
 tf = pytest.importorskip("tensorflow")
-
-
-@pytest.fixture(scope="module")
-def tractile_reads_graph_defs(tmp_path_factory) -> None:
-    """Skip unless ``tractile.load`` reads a frozen GraphDef (the TensorFlow front end)."""
-    import tractile
-
-    with tf.Graph().as_default() as graph:
-        x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
-        tf.identity(x + 1.0, name="y")
-    path = tmp_path_factory.mktemp("tf") / "plain.pb"
-    path.write_bytes(graph.as_graph_def().SerializeToString())
-    try:
-        model = tractile.load(str(path))
-        model.run({"x": np.zeros(2, np.float32)})
-    except (TractileError, ImportError, NotImplementedError) as error:
-        pytest.skip(f"tractile cannot load a TensorFlow GraphDef yet (the TF front end is not on this branch): "
-                    f"{type(error).__name__}: {error}")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +31,7 @@ def by_name(results: dict[str, np.ndarray], name: str) -> np.ndarray:
 
 @pytest.mark.parametrize("raised", [False, True], ids=["as_built", "raised"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_tractile_runs_v1_control_flow_like_tensorflow(tractile_reads_graph_defs, cases, tmp_path, name, raised):
+def test_tractile_runs_v1_control_flow_like_tensorflow(cases, tmp_path, name, raised):
     import tractile
 
     built = case(cases, name)

@@ -11,6 +11,7 @@ from ..dim import TDim
 from ..errors import RunError, TractileError
 from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact
 from ..ops.base import Limits, end_deadline, start_deadline
+from ..ops.tensor_list import UnsetItem
 from .plan import SimplePlan
 
 
@@ -309,6 +310,8 @@ def check_container_value(fact, value, where: str):
 
 
 def _check_element(fact: InferenceFact | None, value, where: str):
+    if isinstance(value, UnsetItem):
+        return value
     if fact is not None and fact.kind is not None:
         return check_container_value(fact, value, where)
     if isinstance(value, (list, tuple)) or value is None:

@@ -27,6 +27,7 @@ OUTPUT_ARGS = {
     "FusedBatchNormV3": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2",
                          "reserve_space_3"),
     "TopKV2": ("values", "indices"), "Unique": ("y", "idx"), "ArgMax": ("output",),
+    "TensorListConcatV2": ("tensor", "lengths"),
 }
 #: ops the loader handles itself
 SPECIAL_OPS = ("Placeholder", "PlaceholderWithDefault", "Const")

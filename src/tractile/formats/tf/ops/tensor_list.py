@@ -50,3 +50,17 @@ def stack(node: TfNode):
 @tf_op("TensorListElementShape")
 def get_element_shape(node: TfNode):
     return tl.TensorListElementShape(node.type("shape_type", DatumType.I32))
+
+
+@tf_op("TensorListGather")
+def gather(node: TfNode):
+    return Translated(tl.TensorListGather(node.type("element_dtype"), element_shape(node, 2)), [0, 1])
+
+
+tf_op("TensorListScatterIntoExistingList")(lambda node: Translated(tl.TensorListScatterIntoExistingList(), [0, 1, 2]))
+tf_op("TensorListSplit")(lambda node: Translated(tl.TensorListSplit(), [0, 2]))
+
+
+@tf_op("TensorListConcatV2")
+def concat(node: TfNode):
+    return Translated(tl.TensorListConcat(node.type("element_dtype"), element_shape(node, 1)), [0])
