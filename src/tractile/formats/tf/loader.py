@@ -7,6 +7,12 @@ inlined into the calling scope (their nodes named under the call's name), and th
 the outputs depend on are translated. Values known when loading (constants, and what
 translations compute from constants only) are tracked per outlet: translations read
 parameters such as axes or permutations through :meth:`TfNode.const`.
+
+Names: the nodes a translation adds besides the one named after the TensorFlow node are
+called ``node.suffix``, so they stay in the node's name scope (the graph page's groups).
+Every value of the graph and of inlined functions is labelled with its tensor name
+(``scope/node:0``; inlined nodes under ``call/``, as TensorFlow's own function inlining names
+them), which is how ``tractile compare --with tensorflow`` finds TensorFlow's value of a wire.
 """
 from __future__ import annotations
 
@@ -177,7 +183,7 @@ class Scope:
     # wiring -------------------------------------------------------------------------------------
     def wire_op(self, node: TfNode, suffix: str, op, inputs: list) -> list[OutletId]:
         outlets = []
-        name = self.prefix + node.name + (f"/{suffix}" if suffix else "")
+        name = self.prefix + node.name + (f".{suffix}" if suffix else "")
         for index, item in enumerate(inputs):
             if isinstance(item, OutletId):
                 outlets.append(item)
@@ -255,7 +261,7 @@ class Scope:
         if len(args) != len(inputs):
             raise node.error(f"calls {function_name!r} with {len(inputs)} inputs; it takes {len(args)}")
         scope = Scope(self.model, self.library, self.consts, f"{self.prefix}{node.name}/",
-                      {arg.name: outlet for arg, outlet in zip(args, inputs)}, labels=False)
+                      {arg.name: outlet for arg, outlet in zip(args, inputs)}, labels=self.labels)
         return scope.build_function(function)
 
     def build_function(self, function) -> list[OutletId]:
