@@ -183,3 +183,37 @@ def test_missing_tensorflow_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow", None)
     with pytest.raises(tractile.TractileError, match="pip install tensorflow-cpu"):
         reference_tensorflow.run_tensorflow("model.pb", {}, False)
+
+
+def v1_control_flow_graph(tf):
+    """A TF 1 graph: a while loop then a conditional (control flow v1: Enter/Merge/Switch/Exit)."""
+    from tensorflow.python.ops import control_flow_util
+
+    was = control_flow_util.ENABLE_CONTROL_FLOW_V2
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
+    try:
+        with tf.Graph().as_default() as graph:
+            x = tf.compat.v1.placeholder(tf.float32, [2, 3], name="x")
+            start = tf.nn.relu(x * 2.0, name="start")
+            _, looped = tf.compat.v1.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, a * 0.5 + tf.sin(a)),
+                                                [tf.constant(0), start], name="loop")
+            chosen = tf.compat.v1.cond(tf.reduce_sum(looped) > 0, lambda: looped * 3.0, lambda: looped - 1.0,
+                                       name="branch")
+            tf.identity(tf.tanh(chosen) + 1.0, name="out")
+            return graph.as_graph_def()
+    finally:
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = was
+
+
+def test_compare_a_graph_with_v1_control_flow(tmp_path, capsys):
+    tf = tensorflow()
+    path = tmp_path / "v1.pb"
+    graph_def = v1_control_flow_graph(tf)
+    assert {"Enter", "Merge", "Switch", "Exit"} <= {node.op for node in graph_def.node}
+    path.write_bytes(graph_def.SerializeToString())
+    # the outputs are what the graph computes, not the predicate raising the conditional leaves unconsumed
+    assert tractile.load(path).output_names() == ["loop/Exit", "out"]
+    status, data = compare_json([str(path), "--per-node"], capsys)
+    assert status == 0 and data["ok"] and not data["unmatched_outputs"], data
+    assert [item["name"] for item in data["outputs"]] == ["loop/Exit", "out"]
+    assert data["wires_compared"] >= 5  # the values before the loop and after the conditional

@@ -116,10 +116,12 @@ def _every_tensor(tf, graph_def, graph, outputs: list[str]) -> list[str]:
     nothing inside a TensorFlow 1 loop or conditional branch."""
     nodes = {node.name: node for node in graph_def.node}
     consumers: dict[str, list[str]] = {}
-    for node in graph_def.node:
+    for node in graph_def.node:  # control inputs too: a loop's constants hang on its pivot
         for ref in node.input:
-            if not ref.startswith("^"):
-                consumers.setdefault(ref.split(":")[0], []).append(node.name)
+            consumers.setdefault(ref.lstrip("^").split(":")[0], []).append(node.name)
+    loop_merges = {name for name, node in nodes.items() if node.op in ("Merge", "RefMerge") and any(
+        nodes.get(ref.split(":")[0]) is not None and "NextIteration" in nodes[ref.split(":")[0]].op
+        for ref in node.input)}
     framed: set[str] = set()
     stack = [c for name, node in nodes.items() if node.op in _FRAME_OPS for c in consumers.get(name, [])]
     while stack:
@@ -127,7 +129,7 @@ def _every_tensor(tf, graph_def, graph, outputs: list[str]) -> list[str]:
         if name in framed or nodes[name].op in ("Exit", "RefExit"):
             continue
         framed.add(name)
-        if nodes[name].op not in _FRAME_ENDS:
+        if nodes[name].op not in _FRAME_ENDS or name in loop_merges:
             stack.extend(consumers.get(name, []))
     needed, stack = set(), [ref.split(":")[0] for ref in outputs]
     while stack:

@@ -339,14 +339,18 @@ def load_graph_def(graph_def, outputs: list[str] | None = None, variables: dict[
     SavedModel's checkpoint); ``inputs`` renames placeholders (a signature's input keys)."""
     from . import ops  # noqa: F401 - registers every translation
 
+    sinks = graph_outputs(graph_def)
     if any(node.op in CONTROL_V1 for node in graph_def.node):
         graph_def = _raise_control_flow_v1(graph_def)
+        raised = {node.name for node in graph_def.node}
+        # what the graph computed, not what raising left unconsumed (a conditional's predicate)
+        sinks = [name for name in sinks if name in raised] or graph_outputs(graph_def)
     library = Library(graph_def)
     for function in library.functions.values():
         if any(node.op in CONTROL_V1 for node in function.node_def):
             raise UnsupportedOpError(f"function {function.signature.name!r} holds TensorFlow 1 control flow")
     nodes = {node.name: node for node in graph_def.node}
-    outputs = outputs or graph_outputs(graph_def)
+    outputs = outputs or sinks
     if not outputs:
         raise ModelFormatError("the TensorFlow graph has no outputs (every node's value is consumed or is a constant)")
     roots = []
