@@ -103,6 +103,8 @@ def test_unknown_engine_and_broken_reference(demo_model, tmp_path, capsys):
     from tractile.tools.reference import run_reference
 
     with pytest.raises(tractile.TractileError, match="unknown reference engine"):
+        run_reference("caffe", str(demo_model), {})
+    with pytest.raises(tractile.TractileError, match="TensorFlow models only .* --with onnxruntime"):
         run_reference("tensorflow", str(demo_model), {})
     disguised = tmp_path / "model.tflite"
     disguised.write_bytes(b"\x1c\x00\x00\x00TFL3" + bytes(56))

@@ -12,15 +12,16 @@ from .run import make_inputs
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "compare", help="compare with onnxruntime (ONNX) or TFLite's reference kernels",
+        "compare", help="compare with onnxruntime (ONNX), TFLite's reference kernels or TensorFlow",
         description="Run tractile's optimized model and a reference engine on the same inputs (random "
                     "from the input facts, or --input) and print, per output, the largest absolute and "
                     "relative differences. Exit status 1 when a value is beyond the tolerance. With "
                     "--per-node, every intermediate value is compared too and the first node in "
                     "evaluation order whose output diverges is named.")
     add_model_arguments(parser)
-    parser.add_argument("--with", dest="engine", choices=("onnxruntime", "tflite"),
-                        help="reference engine (default: onnxruntime for ONNX, tflite for TFLite files)")
+    parser.add_argument("--with", dest="engine", choices=("onnxruntime", "tflite", "tensorflow"),
+                        help="reference engine (default: onnxruntime for ONNX, tflite for TFLite files, "
+                             "tensorflow for frozen .pb graphs and SavedModel folders)")
     parser.add_argument("--input", metavar="NPZ", help="input values (.npz by input name or arr_0.., or .npy)")
     parser.add_argument("--set", action="append", default=[], metavar="SYM=N",
                         help="value of a symbol for random inputs (e.g. --set N=1)")
@@ -41,7 +42,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..tools import parse_pulse, pulsed_model
     from ..tools.compare import Tolerance, compare_streaming, compare_with_reference
-    from ..tools.reference import default_engine
+    from ..tools.reference import check_engine_reads, default_engine
 
     engine = args.engine or default_engine(args.model)
     check_engine_reads(engine, args.model)
@@ -63,19 +64,6 @@ def run(args: argparse.Namespace) -> int:
         return 0 if report.ok else 1
     print_report(report, args.model)
     return 0 if report.ok else 1
-
-
-def check_engine_reads(engine: str, model: str) -> None:
-    """Refuse a reference engine that cannot read the model's format, naming the one that can."""
-    from ..formats.detect import detect_format, format_name
-
-    reads = {"onnxruntime": "onnx", "tflite": "tflite"}
-    kind = detect_format(model)
-    if reads.get(engine) != kind:
-        able = [name for name, format in reads.items() if format == kind]
-        advice = f"use --with {able[0]}" if able else "no reference engine reads it"
-        raise TractileError(f"{engine} runs {format_name(reads[engine]).split()[1]} models only and {model} "
-                            f"is {format_name(kind)} model: {advice}")
 
 
 def print_report(report, model_name: str) -> None:

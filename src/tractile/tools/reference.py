@@ -1,4 +1,5 @@
-"""Reference engines to compare tractile with: onnxruntime for ONNX, TFLite's reference kernels.
+"""Reference engines to compare tractile with: onnxruntime for ONNX, TFLite's reference kernels,
+TensorFlow for TensorFlow graphs (``reference_tensorflow``).
 
 The reference runs the original model file in a child process, so that a crash inside it
 (the TFLite interpreter aborts on some models) is reported instead of killing tractile.
@@ -16,7 +17,9 @@ import numpy as np
 
 from ..errors import TractileError
 
-ENGINES = ("onnxruntime", "tflite")
+ENGINES = ("onnxruntime", "tflite", "tensorflow")
+#: the format each engine reads (``formats.detect`` names)
+ENGINE_READS = {"onnxruntime": "onnx", "tflite": "tflite", "tensorflow": "tf"}
 
 
 @dataclass
@@ -41,17 +44,32 @@ class ReferenceRun:
 
 
 def default_engine(path: str) -> str:
-    """The reference engine for a model file: tflite for TFLite files, onnxruntime otherwise."""
+    """The reference engine for a model file: tflite for TFLite files, tensorflow for TensorFlow
+    graphs, onnxruntime otherwise."""
     from .. import _guess_format
 
-    return "tflite" if _guess_format(path) == "tflite" else "onnxruntime"
+    kind = _guess_format(path)
+    return next((engine for engine, reads in ENGINE_READS.items() if reads == kind), "onnxruntime")
+
+
+def check_engine_reads(engine: str, path: str) -> None:
+    """Refuse a reference engine that cannot read the model's format, naming the one that can."""
+    from ..formats.detect import detect_format, format_name
+
+    if engine not in ENGINES:
+        raise TractileError(f"unknown reference engine {engine!r}: use one of {', '.join(ENGINES)}")
+    kind = detect_format(path)
+    if ENGINE_READS[engine] != kind:
+        able = [name for name, reads in ENGINE_READS.items() if reads == kind]
+        advice = f"use --with {able[0]}" if able else "no reference engine reads it"
+        raise TractileError(f"{engine} runs {format_name(ENGINE_READS[engine]).split()[1]} models only and "
+                            f"{os.fspath(path)} is {format_name(kind)} model: {advice}")
 
 
 def run_reference(engine: str, path: str, inputs: dict[str, np.ndarray], every_value: bool = False,
                   timeout: float = 600.0) -> ReferenceRun:
     """Run ``path`` in ``engine`` on ``inputs`` (by input name) in a child process."""
-    if engine not in ENGINES:
-        raise TractileError(f"unknown reference engine {engine!r}: use one of {', '.join(ENGINES)}")
+    check_engine_reads(engine, path)
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)
     worker = context.Process(target=_serve, args=(sender, engine, os.fspath(path), inputs, every_value),
@@ -90,7 +108,7 @@ def _exit_reason(code: int | None) -> str:
 def _serve(sender, engine: str, path: str, inputs: dict[str, np.ndarray], every_value: bool) -> None:
     """Child process: run the engine and send ("ok", ReferenceRun) or ("error", message)."""
     try:
-        run = (_onnxruntime if engine == "onnxruntime" else _tflite)(path, inputs, every_value)
+        run = _runner(engine)(path, inputs, every_value)
         sender.send(("ok", run))
     except TractileError as error:
         sender.send(("error", str(error)))
@@ -100,7 +118,15 @@ def _serve(sender, engine: str, path: str, inputs: dict[str, np.ndarray], every_
         sender.close()
 
 
-def _ordered(names: list[str], inputs: dict[str, np.ndarray], engine: str) -> list[np.ndarray]:
+def _runner(engine: str):
+    if engine == "tensorflow":
+        from .reference_tensorflow import run_tensorflow
+
+        return run_tensorflow
+    return _onnxruntime if engine == "onnxruntime" else _tflite
+
+
+def ordered_inputs(names: list[str], inputs: dict[str, np.ndarray], engine: str) -> list[np.ndarray]:
     """The inputs in the engine's order: by name, else by position."""
     if all(name in inputs for name in names):
         return [inputs[name] for name in names]
@@ -135,7 +161,7 @@ def _onnxruntime(path: str, inputs: dict[str, np.ndarray], every_value: bool) ->
         raise TractileError(f"onnxruntime cannot load {path}: {error}") from None
     names = [o.name for o in session.get_outputs()]
     try:
-        values = session.run(None, dict(zip(input_names, _ordered(input_names, inputs, "onnxruntime"))))
+        values = session.run(None, dict(zip(input_names, ordered_inputs(input_names, inputs, "onnxruntime"))))
     except Exception as error:
         raise TractileError(f"onnxruntime failed to run {path}: {error}") from None
     return ReferenceRun("onnxruntime", input_names, output_names, dict(zip(names, values)), producers)
@@ -173,7 +199,7 @@ def _tflite(path: str, inputs: dict[str, np.ndarray], every_value: bool) -> Refe
         raise TractileError(f"the TFLite interpreter cannot load {path}: {str(error).split('.')[0]}") from None
     details = interpreter.get_input_details()
     input_names = [d["name"] for d in details]
-    for detail, value in zip(details, _ordered(input_names, inputs, "the TFLite interpreter")):
+    for detail, value in zip(details, ordered_inputs(input_names, inputs, "the TFLite interpreter")):
         value = np.asarray(value)
         if tuple(detail["shape"]) != value.shape:
             interpreter.resize_tensor_input(detail["index"], value.shape)
@@ -239,4 +265,5 @@ def repair_bias_quantization(data: bytes) -> tuple[bytes, int]:
     return bytes(patched), count
 
 
-__all__ = ["ReferenceRun", "run_reference", "default_engine", "repair_bias_quantization", "ENGINES"]
+__all__ = ["ReferenceRun", "run_reference", "check_engine_reads", "default_engine", "repair_bias_quantization",
+           "ordered_inputs", "ENGINES", "ENGINE_READS"]

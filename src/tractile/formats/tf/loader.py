@@ -7,6 +7,12 @@ inlined into the calling scope (their nodes named under the call's name), and th
 the outputs depend on are translated. Values known when loading (constants, and what
 translations compute from constants only) are tracked per outlet: translations read
 parameters such as axes or permutations through :meth:`TfNode.const`.
+
+Names: the nodes a translation adds besides the one named after the TensorFlow node are
+called ``node.suffix``, so they stay in the node's name scope (the graph page's groups).
+Every value of the graph and of inlined functions is labelled with its tensor name
+(``scope/node:0``; inlined nodes under ``call/``, as TensorFlow's own function inlining names
+them), which is how ``tractile compare --with tensorflow`` finds TensorFlow's value of a wire.
 """
 from __future__ import annotations
 
@@ -178,7 +184,7 @@ class Scope:
     # wiring -------------------------------------------------------------------------------------
     def wire_op(self, node: TfNode, suffix: str, op, inputs: list) -> list[OutletId]:
         outlets = []
-        name = self.prefix + node.name + (f"/{suffix}" if suffix else "")
+        name = self.prefix + node.name + (f".{suffix}" if suffix else "")
         for index, item in enumerate(inputs):
             if isinstance(item, OutletId):
                 outlets.append(item)
@@ -256,7 +262,7 @@ class Scope:
         if len(args) != len(inputs):
             raise node.error(f"calls {function_name!r} with {len(inputs)} inputs; it takes {len(args)}")
         scope = Scope(self.model, self.library, self.consts, f"{self.prefix}{node.name}/",
-                      {arg.name: outlet for arg, outlet in zip(args, inputs)}, labels=False)
+                      {arg.name: outlet for arg, outlet in zip(args, inputs)}, labels=self.labels)
         return scope.build_function(function)
 
     def build_function(self, function) -> list[OutletId]:
@@ -334,14 +340,18 @@ def load_graph_def(graph_def, outputs: list[str] | None = None, variables: dict[
     SavedModel's checkpoint); ``inputs`` renames placeholders (a signature's input keys)."""
     from . import ops  # noqa: F401 - registers every translation
 
+    sinks = graph_outputs(graph_def)
     if any(node.op in CONTROL_V1 for node in graph_def.node):
         graph_def = _raise_control_flow_v1(graph_def)
+        raised = {node.name for node in graph_def.node}
+        # what the graph computed, not what raising left unconsumed (a conditional's predicate)
+        sinks = [name for name in sinks if name in raised] or graph_outputs(graph_def)
     library = Library(graph_def)
     for function in library.functions.values():
         if any(node.op in CONTROL_V1 for node in function.node_def):
             raise UnsupportedOpError(f"function {function.signature.name!r} holds TensorFlow 1 control flow")
     nodes = {node.name: node for node in graph_def.node}
-    outputs = outputs or graph_outputs(graph_def)
+    outputs = outputs or sinks
     if not outputs:
         raise ModelFormatError("the TensorFlow graph has no outputs (every node's value is consumed or is a constant)")
     roots = []

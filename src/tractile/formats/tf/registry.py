@@ -79,6 +79,6 @@ class TfNode(Attrs):
         return tuple(int(v) for v in np.asarray(value).reshape(-1))
 
     def wire(self, suffix: str, op, inputs: list) -> list[OutletId]:
-        """Wire ``op`` as a node named after this one (``name/suffix``; just ``name`` when
-        ``suffix`` is empty). Inputs: outlets, node input indices or constant arrays."""
+        """Wire ``op`` as a node named after this one (``name.suffix``, in the node's name scope;
+        just ``name`` when ``suffix`` is empty). Inputs: outlets, node input indices or constant arrays."""
         return self.scope.wire_op(self, suffix, op, inputs)
