@@ -145,4 +145,4 @@ def test_an_endless_trivial_loop_ends_within_seconds_by_default():
     start = time.monotonic()
     with pytest.raises(RunError, match=f"did not stop after {1 << 18} iterations"):
         model.run([np.array(True), np.zeros(1, np.float32)])
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 30  # about 1 s alone; a loaded 2-core machine took 12 s
