@@ -20,6 +20,7 @@ from ..base import expect_inputs
 from .common import TflOp, apply_float_activation, check_activation, scale_of, zero_of
 from .fixedpoint import Requantizer, rounding_divide_by_pot
 from .fixedpoint_functions import int16_table
+from .lstm_micro import micro_parameters, run_micro
 from .output import clip_inplace
 
 #: TFLite's input slots of UNIDIRECTIONAL_SEQUENCE_LSTM
@@ -43,7 +44,8 @@ class UnidirectionalSequenceLstm(TflOp):
     """LSTM over a sequence. ``slots``: the TFLite input slots wired (in order, states excluded).
 
     ``initial_states``: (output state, cell state) initial values; ``state_q`` their
-    quantization; ``hidden_q``: the quantization of the hidden intermediate (integer kernel).
+    quantization; ``hidden_q``: the quantization of the hidden intermediate (integer kernel);
+    ``flavour``: the integer arithmetic of TFLite's reference kernel or of TFLite Micro's.
     """
 
     slots: tuple = ()
@@ -54,6 +56,7 @@ class UnidirectionalSequenceLstm(TflOp):
     initial_states: tuple = field(default=(), repr=False)
     state_q: tuple = (None, None)
     hidden_q: object = None
+    flavour: str = "reference"
     is_stateless = False
 
     def _index(self, slot: int) -> int | None:
@@ -76,6 +79,8 @@ class UnidirectionalSequenceLstm(TflOp):
             n_output = inputs[self._index(16)].shape[0]
         if len(self.initial_states) != 2:
             raise AnalysisError("LSTM needs its output and cell state values")
+        if self.flavour not in ("reference", "micro"):
+            raise AnalysisError(f"unknown LSTM flavour {self.flavour!r}")
         if not x.dtype.is_float:
             if x.dtype != DatumType.I8 or self.hidden_q is None or self.state_q[1] is None:
                 raise AnalysisError(f"integer LSTM needs int8 input, quantized states and hidden scale, got {x}")
@@ -248,6 +253,10 @@ class _LstmState:
         if self.prepared is None or self.prepared[0] is not inputs[op._index(2)]:
             self.prepared = (inputs[op._index(2)], self._prepare(inputs))
         p = self.prepared[1]
+        if op.flavour == "micro":
+            if "micro" not in p:
+                p["micro"] = micro_parameters(op, p)
+            return run_micro(self, p, p["micro"], sequence, zero_of(op.state_q[0]))
         steps, batch = sequence.shape[0], sequence.shape[1]
         units, gates = p["units"], p["gates"]
         columns = {gate: slice(i * units, (i + 1) * units) for i, gate in enumerate(gates)}

@@ -31,7 +31,7 @@ def unidirectional_sequence_lstm(node: TflNode):
         proj_clip=float(options.ProjClip()) if options is not None else 0.0,
         time_major=bool(options.TimeMajor()) if options is not None else False,
         initial_states=(_reset_value(node, 18), _reset_value(node, 19)),
-        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q)
+        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q, flavour=node.flavour)
     return Translated(op, list(slots))
 
 
