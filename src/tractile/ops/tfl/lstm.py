@@ -268,6 +268,9 @@ class _LstmState:
         cell_scale = params["cell_scale"]
         cell_table = int16_table("tanh", 15 + cell_scale)
         table, offsets, peepholes = p["table"], p["table_offsets"], p["peepholes"]
+        rows = batch if op.time_major else 1  # TFLite's reference runs batch-major rows one by one
+        peephole_weights = {gate: _peephole_layout(weights, rows, self.h.reshape(batch, -1).shape[1])
+                            for gate, (_, weights, _) in peepholes.items()}
         outputs = []
         for step in range(steps):
             values = (h.astype(np.float64) @ p["wh"]).astype(np.int64)
@@ -275,10 +278,10 @@ class _LstmState:
             p["rh"].apply_inplace(values)
             values += x_parts[step]
             clip_inplace(values, -32768, 32767)
-            for gate, (_, peephole, requant) in peepholes.items():
+            for gate, (_, _, requant) in peepholes.items():
                 if gate != "output":
                     part = values[:, columns[gate]]
-                    part[...] = clip_inplace(requant(peephole * c) + part, -32768, 32767)
+                    part[...] = clip_inplace(requant(peephole_weights[gate] * c) + part, -32768, 32767)
             activated = table[values + offsets]
             forget, cell_gate = activated[:, columns["forget"]], activated[:, columns["cell"]]
             c = _wrap16(rounding_divide_by_pot(forget * c, 15))
@@ -291,8 +294,9 @@ class _LstmState:
                 c = clip_inplace(c, -params["cell_clip"], params["cell_clip"])
             output_gate = activated[:, columns["output"]]
             if "output" in peepholes:
-                _, peephole, requant = peepholes["output"]
-                raw = clip_inplace(requant(peephole * c) + values[:, columns["output"]], -32768, 32767)
+                requant = peepholes["output"][2]
+                raw = clip_inplace(requant(peephole_weights["output"] * c) + values[:, columns["output"]],
+                                   -32768, 32767)
                 output_gate = table[raw + 32768]
             product = output_gate * cell_table[c + 32768]
             if "projection" in p:
@@ -312,6 +316,15 @@ class _LstmState:
 
 def _sigmoid(values: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-values))).astype(np.float32)
+
+
+def _peephole_layout(weights: np.ndarray, batch: int, outputs: int) -> np.ndarray:
+    """Peephole weights per (row, cell) as TFLite's reference kernel applies them in one call
+    over ``batch`` rows: along the flattened gates with a period of ``outputs`` (not units), to
+    the first batch * outputs cells only. The plain layout when the LSTM has no projection."""
+    units = weights.shape[0]
+    flat = np.arange(batch * units).reshape(batch, units)
+    return np.where(flat < batch * outputs, weights[flat % outputs], 0)
 
 
 def _wrap16(values: np.ndarray) -> np.ndarray:

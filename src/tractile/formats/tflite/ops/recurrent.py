@@ -54,8 +54,11 @@ def write_lstm(op: UnidirectionalSequenceLstm, ctx) -> OpSpec:
             inputs.append(op.slots.index(slot))
         elif slot in STATE_SLOTS:
             which = STATE_SLOTS.index(slot)
-            inputs.append(ctx.variable(op.initial_states[which], ("output_state", "cell_state")[which],
-                                       op.state_q[which]))
+            value = np.asarray(op.initial_states[which])
+            quant = op.state_q[which]
+            if quant is not None and len(quant.zero_point) == 1 and np.all(value == quant.zero_point[0]):
+                value = np.zeros_like(value)  # no buffer: readers reset the state to its zero point
+            inputs.append(ctx.variable(value, ("output_state", "cell_state")[which], quant))
         else:
             inputs.append(None)
     intermediates = []
