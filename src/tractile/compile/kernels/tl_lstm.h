@@ -125,11 +125,16 @@ static inline int32_t tl_lstm_gate_s8(const int8_t *xr, const int8_t *hr, const 
   return tl_sat16(from_h + from_x);
 }
 
-/* a peephole's contribution (weights int16, prq = {multiplier, shift}) added to a gate */
-static inline int32_t tl_lstm_peephole_s8(int32_t gate, const int16_t *peephole, const int32_t *prq, int32_t u,
-                                          int32_t cell) {
-  if (!peephole) return gate;
-  return tl_sat16(tl_mbqm(TL_READ_S16(peephole + u) * cell, TL_READ_S32(prq), TL_READ_S32(prq + 1)) + gate);
+/* a peephole's contribution (weights int16, prq = {multiplier, shift}) added to the gate of
+ * flat cell k. TFLite's reference kernel walks the flattened gates and cells of one call with a
+ * period of outputs, not units (one call per batch row when batch-major, one for all rows when
+ * time-major): with a projection (outputs < units) cell k gets weight k % outputs, and none
+ * from k = limit (the call's rows * outputs) on. */
+static inline int32_t tl_lstm_peephole_s8(int32_t gate, const int16_t *peephole, const int32_t *prq, int32_t k,
+                                          int32_t limit, int32_t outputs, int32_t cell) {
+  if (!peephole || k >= limit) return gate;
+  return tl_sat16(tl_mbqm(TL_READ_S16(peephole + k % outputs) * cell, TL_READ_S32(prq), TL_READ_S32(prq + 1)) +
+                  gate);
 }
 
 /* gemmlowp's int16 sigmoid (tanh) of a Q3.12 value: from a table of every int16 input when
@@ -159,6 +164,7 @@ static inline void tl_lstm_s8(const int8_t *x, int8_t *y, int8_t *h, int16_t *c,
                               const int16_t *tanh_q3, const int16_t *tanh_cell) {
   const int32_t forget = cifg ? 0 : units, cell = forget + units, output = cell + units;
   const int32_t rows = output + units;
+  const int32_t limit = (time_major ? batches : 1) * outputs;
   int32_t b, t, j, u;
   for (b = 0; b < batches; ++b) {
     int8_t *hb = h + b * outputs;
@@ -170,17 +176,20 @@ static inline void tl_lstm_s8(const int8_t *x, int8_t *y, int8_t *h, int16_t *c,
       for (j = 0; j < rows; ++j)
         gates[j] = (int16_t)tl_lstm_gate_s8(xr, hb, wx, bx, wh, bh, rq + 4 * (j / units), j, depth, outputs);
       for (u = 0; u < units; ++u) {
-        const int32_t f_raw = tl_lstm_peephole_s8(gates[forget + u], peep_f, prq + 2, u, cb[u]);
+        const int32_t k = time_major ? b * units + u : u;
+        const int32_t f_raw = tl_lstm_peephole_s8(gates[forget + u], peep_f, prq + 2, k, limit, outputs, cb[u]);
         const int32_t f = tl_lstm_sigmoid(sigmoid, f_raw);
         const int32_t g = tl_lstm_tanh(tanh_q3, gates[cell + u], 3);
         const int32_t i = cifg ? 32767 - f
-                               : tl_lstm_sigmoid(sigmoid, tl_lstm_peephole_s8(gates[u], peep_i, prq, u, cb[u]));
+                               : tl_lstm_sigmoid(sigmoid,
+                                                 tl_lstm_peephole_s8(gates[u], peep_i, prq, k, limit, outputs, cb[u]));
         int32_t state = tl_wrap16(tl_rdbpot(f * cb[u], 15));
         int32_t o, product;
         state = tl_sat16(state + tl_wrap16(tl_rdbpot(i * g, update_shift)));
         if (cell_clip > 0) state = tl_clamp_i32(state, -cell_clip, cell_clip);
         cb[u] = (int16_t)state;
-        o = tl_lstm_sigmoid(sigmoid, tl_lstm_peephole_s8(gates[output + u], peep_o, prq + 4, u, state));
+        o = tl_lstm_sigmoid(sigmoid,
+                            tl_lstm_peephole_s8(gates[output + u], peep_o, prq + 4, k, limit, outputs, state));
         product = o * tl_lstm_tanh(tanh_cell, state, cell_bits);
         if (proj) {
           hidden[u] = (int8_t)tl_clamp_i32(tl_mbqm(product, hidden_m, hidden_s) - hidden_zero, -128, 127);

@@ -107,6 +107,8 @@ def lstm(e: Emit) -> None:
     if x.dtype == DatumType.F32:
         lstm_float(e, op, weights, offsets, shape)
     elif x.dtype == DatumType.I8:
+        if op.flavour != "reference":
+            raise Unsupported("TFLite Micro's integer LSTM arithmetic (the C kernel follows TFLite's reference)")
         lstm_integer(e, op, weights, offsets, shape)
     else:
         raise Unsupported(f"an LSTM on {x.dtype} (float32 and int8)")

@@ -20,6 +20,7 @@ from ..base import expect_inputs
 from .common import TflOp, apply_float_activation, check_activation, scale_of, zero_of
 from .fixedpoint import Requantizer, rounding_divide_by_pot
 from .fixedpoint_functions import int16_table
+from .lstm_micro import micro_parameters, run_micro
 from .output import clip_inplace
 
 #: TFLite's input slots of UNIDIRECTIONAL_SEQUENCE_LSTM
@@ -43,7 +44,8 @@ class UnidirectionalSequenceLstm(TflOp):
     """LSTM over a sequence. ``slots``: the TFLite input slots wired (in order, states excluded).
 
     ``initial_states``: (output state, cell state) initial values; ``state_q`` their
-    quantization; ``hidden_q``: the quantization of the hidden intermediate (integer kernel).
+    quantization; ``hidden_q``: the quantization of the hidden intermediate (integer kernel);
+    ``flavour``: the integer arithmetic of TFLite's reference kernel or of TFLite Micro's.
     """
 
     slots: tuple = ()
@@ -54,6 +56,7 @@ class UnidirectionalSequenceLstm(TflOp):
     initial_states: tuple = field(default=(), repr=False)
     state_q: tuple = (None, None)
     hidden_q: object = None
+    flavour: str = "reference"
     is_stateless = False
 
     def _index(self, slot: int) -> int | None:
@@ -76,6 +79,8 @@ class UnidirectionalSequenceLstm(TflOp):
             n_output = inputs[self._index(16)].shape[0]
         if len(self.initial_states) != 2:
             raise AnalysisError("LSTM needs its output and cell state values")
+        if self.flavour not in ("reference", "micro"):
+            raise AnalysisError(f"unknown LSTM flavour {self.flavour!r}")
         if not x.dtype.is_float:
             if x.dtype != DatumType.I8 or self.hidden_q is None or self.state_q[1] is None:
                 raise AnalysisError(f"integer LSTM needs int8 input, quantized states and hidden scale, got {x}")
@@ -248,6 +253,10 @@ class _LstmState:
         if self.prepared is None or self.prepared[0] is not inputs[op._index(2)]:
             self.prepared = (inputs[op._index(2)], self._prepare(inputs))
         p = self.prepared[1]
+        if op.flavour == "micro":
+            if "micro" not in p:
+                p["micro"] = micro_parameters(op, p)
+            return run_micro(self, p, p["micro"], sequence, zero_of(op.state_q[0]))
         steps, batch = sequence.shape[0], sequence.shape[1]
         units, gates = p["units"], p["gates"]
         columns = {gate: slice(i * units, (i + 1) * units) for i, gate in enumerate(gates)}
@@ -259,6 +268,9 @@ class _LstmState:
         cell_scale = params["cell_scale"]
         cell_table = int16_table("tanh", 15 + cell_scale)
         table, offsets, peepholes = p["table"], p["table_offsets"], p["peepholes"]
+        rows = batch if op.time_major else 1  # TFLite's reference runs batch-major rows one by one
+        peephole_weights = {gate: _peephole_layout(weights, rows, self.h.reshape(batch, -1).shape[1])
+                            for gate, (_, weights, _) in peepholes.items()}
         outputs = []
         for step in range(steps):
             values = (h.astype(np.float64) @ p["wh"]).astype(np.int64)
@@ -266,10 +278,10 @@ class _LstmState:
             p["rh"].apply_inplace(values)
             values += x_parts[step]
             clip_inplace(values, -32768, 32767)
-            for gate, (_, peephole, requant) in peepholes.items():
+            for gate, (_, _, requant) in peepholes.items():
                 if gate != "output":
                     part = values[:, columns[gate]]
-                    part[...] = clip_inplace(requant(peephole * c) + part, -32768, 32767)
+                    part[...] = clip_inplace(requant(peephole_weights[gate] * c) + part, -32768, 32767)
             activated = table[values + offsets]
             forget, cell_gate = activated[:, columns["forget"]], activated[:, columns["cell"]]
             c = _wrap16(rounding_divide_by_pot(forget * c, 15))
@@ -282,8 +294,9 @@ class _LstmState:
                 c = clip_inplace(c, -params["cell_clip"], params["cell_clip"])
             output_gate = activated[:, columns["output"]]
             if "output" in peepholes:
-                _, peephole, requant = peepholes["output"]
-                raw = clip_inplace(requant(peephole * c) + values[:, columns["output"]], -32768, 32767)
+                requant = peepholes["output"][2]
+                raw = clip_inplace(requant(peephole_weights["output"] * c) + values[:, columns["output"]],
+                                   -32768, 32767)
                 output_gate = table[raw + 32768]
             product = output_gate * cell_table[c + 32768]
             if "projection" in p:
@@ -303,6 +316,15 @@ class _LstmState:
 
 def _sigmoid(values: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-values))).astype(np.float32)
+
+
+def _peephole_layout(weights: np.ndarray, batch: int, outputs: int) -> np.ndarray:
+    """Peephole weights per (row, cell) as TFLite's reference kernel applies them in one call
+    over ``batch`` rows: along the flattened gates with a period of ``outputs`` (not units), to
+    the first batch * outputs cells only. The plain layout when the LSTM has no projection."""
+    units = weights.shape[0]
+    flat = np.arange(batch * units).reshape(batch, units)
+    return np.where(flat < batch * outputs, weights[flat % outputs], 0)
 
 
 def _wrap16(values: np.ndarray) -> np.ndarray:

@@ -1,10 +1,13 @@
 """Translations of UNIDIRECTIONAL_SEQUENCE_LSTM and SVDF, whose states are variable tensors."""
 from __future__ import annotations
 
+import numpy as np
+
 from ....datum import DatumType
 from ....errors import ModelFormatError
 from ....ops.tfl.lstm import STATE_SLOTS, UnidirectionalSequenceLstm
 from ....ops.tfl.svdf import Svdf
+from ..reader import buffer_value
 from ..registry import OpSpec, TflNode, Translated, activation_code, activation_name, tflite_op, tflite_writer
 
 
@@ -27,9 +30,20 @@ def unidirectional_sequence_lstm(node: TflNode):
         cell_clip=float(options.CellClip()) if options is not None else 0.0,
         proj_clip=float(options.ProjClip()) if options is not None else 0.0,
         time_major=bool(options.TimeMajor()) if options is not None else False,
-        initial_states=(node.variable_value(18), node.variable_value(19)),
-        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q)
+        initial_states=(_reset_value(node, 18), _reset_value(node, 19)),
+        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q, flavour=node.flavour)
     return Translated(op, list(slots))
+
+
+def _reset_value(node: TflNode, slot: int):
+    """A state's value before the first run: TFLite and TFLite Micro reset a quantized variable
+    to its zero point (the real 0) when the file gives it no buffer."""
+    value = node.variable_value(slot)
+    tensor = node.tensor(slot)
+    if buffer_value(node.loader.info, tensor, node.where) is None and tensor.quant is not None \
+            and len(tensor.quant.zero_point) == 1 and tensor.quant.zero_point[0]:
+        value = np.full_like(value, tensor.quant.zero_point[0])
+    return value
 
 
 @tflite_writer(UnidirectionalSequenceLstm)
@@ -40,8 +54,11 @@ def write_lstm(op: UnidirectionalSequenceLstm, ctx) -> OpSpec:
             inputs.append(op.slots.index(slot))
         elif slot in STATE_SLOTS:
             which = STATE_SLOTS.index(slot)
-            inputs.append(ctx.variable(op.initial_states[which], ("output_state", "cell_state")[which],
-                                       op.state_q[which]))
+            value = np.asarray(op.initial_states[which])
+            quant = op.state_q[which]
+            if quant is not None and len(quant.zero_point) == 1 and np.all(value == quant.zero_point[0]):
+                value = np.zeros_like(value)  # no buffer: readers reset the state to its zero point
+            inputs.append(ctx.variable(value, ("output_state", "cell_state")[which], quant))
         else:
             inputs.append(None)
     intermediates = []
