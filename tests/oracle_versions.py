@@ -7,7 +7,7 @@ import shutil
 import subprocess
 
 PACKAGES = ("numpy", "onnx", "onnxruntime", "ai-edge-litert", "tflite-micro", "tflite", "torch", "ml_dtypes",
-            "tensorflow-cpu", "tensorboard", "ray", "soundfile", "silero-vad", "onnxscript", "pytest")
+            "tensorflow-cpu", "tf-keras", "tensorboard", "ray", "soundfile", "silero-vad", "onnxscript", "pytest")
 TOOLS = (("cc", "--version"), ("gcc", "--version"), ("clang", "--version"), ("arm-none-eabi-gcc", "--version"),
          ("qemu-system-arm", "--version"), ("avr-gcc", "--version"), ("simavr", None),
          ("chromium", "--version"))
