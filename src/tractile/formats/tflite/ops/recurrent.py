@@ -36,12 +36,12 @@ def unidirectional_sequence_lstm(node: TflNode):
 
 
 def _reset_value(node: TflNode, slot: int):
-    """A state's value before the first run: TFLite and TFLite Micro reset a quantized variable
-    to its zero point (the real 0) when the file gives it no buffer."""
+    """A state's value before the first run: TFLite and TFLite Micro reset an int8 variable to
+    its zero point (the real 0) when the file gives it no buffer, and any other to zeros."""
     value = node.variable_value(slot)
     tensor = node.tensor(slot)
-    if buffer_value(node.loader.info, tensor, node.where) is None and tensor.quant is not None \
-            and len(tensor.quant.zero_point) == 1 and tensor.quant.zero_point[0]:
+    if buffer_value(node.loader.info, tensor, node.where) is None and value.dtype == np.int8 \
+            and tensor.quant is not None and len(tensor.quant.zero_point) == 1 and tensor.quant.zero_point[0]:
         value = np.full_like(value, tensor.quant.zero_point[0])
     return value
 
@@ -80,7 +80,7 @@ def svdf(node: TflNode):
         raise ModelFormatError(f"{node.where}: the state input is missing")
     slots = [0, 1, 2] + ([3] if node.present(3) else [])
     op = Svdf(rank=options.Rank(), activation=activation_name(options.FusedActivationFunction()),
-              has_bias=node.present(3), initial_state=node.variable_value(4), state_q=node.tensor(4).quant)
+              has_bias=node.present(3), initial_state=_reset_value(node, 4), state_q=node.tensor(4).quant)
     return Translated(op, slots)
 
 
