@@ -27,8 +27,9 @@ def build_keras(spec: dict):
     layers = spec["layers"]
     for index, units in enumerate(layers):
         last = index == len(layers) - 1
-        x = keras.layers.LSTM(units, return_sequences=(not last) or spec["return_sequences"],
-                              time_major=spec.get("time_major", False))(x)
+        layer = keras.layers.LSTM(units, return_sequences=(not last) or spec["return_sequences"],
+                                  time_major=spec.get("time_major", False))
+        x = keras.layers.Bidirectional(layer)(x) if spec.get("bidirectional") else layer(x)
     if spec.get("head") == "sigmoid":
         x = keras.layers.Dense(spec["head_units"], activation="sigmoid")(x)
     elif spec.get("head") == "dense":

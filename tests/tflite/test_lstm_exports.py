@@ -39,7 +39,13 @@ SPECS = [
     # (TFLite Micro's tanh then shifts its input right)
     dict(name="time_major_last", steps=5, features=3, layers=[4], return_sequences=False, seed=4,
          time_major=True, head="dense", head_units=2),
+    # a Keras Bidirectional LSTM: two UNIDIRECTIONAL_SEQUENCE_LSTMs, the backward one between
+    # two REVERSE_V2 along time, outputs concatenated
+    dict(name="bidirectional", steps=4, features=3, layers=[5], return_sequences=True, seed=6,
+         bidirectional=True, input_offset=-0.4),
 ]
+#: LSTM ops per model
+LSTMS = {"stacked_mask": 2, "time_major_last": 1, "bidirectional": 2}
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +76,12 @@ def _inputs(data: bytes, rng: np.random.Generator) -> list[np.ndarray]:
 def test_converter_emits_integer_lstms(exported, name):
     """The exports hold fused int8 LSTMs whose output state has a nonzero zero point."""
     ops = _lstm_ops(exported[name])
-    expected = len(next(spec for spec in SPECS if spec["name"] == name)["layers"])
-    assert len(ops) == expected
+    assert len(ops) == LSTMS[name]
+    if name == "bidirectional":
+        from tractile.formats.tflite.reader import read_model
+
+        opcodes = [op.opcode for op in read_model(exported[name]).subgraphs[0].operators]
+        assert opcodes.count("REVERSE_V2") == 2, opcodes
     assert all(op.hidden_q is not None and op.state_q[1].scale[0] < 2 ** -8 for op in ops)
     assert any(op.state_q[0].zero_point[0] != 0 for op in ops)
 

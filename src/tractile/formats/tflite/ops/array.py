@@ -109,3 +109,17 @@ def write_reduce(op: Reduce, ctx) -> OpSpec:
     name = {kind: builtin for builtin, kind in _REDUCERS.items()}[op.kind]
     axes = ctx.const(np.asarray(op.axes, dtype=np.int32), "axes")
     return OpSpec(name, ("ReducerOptions", {"KeepDims": op.keep_dims}), [0, axes])
+
+
+@tflite_op("REVERSE_V2")
+def reverse_v2(node: TflNode):
+    """A reversal along constant axes, as a strided slice stepping back over those axes (Keras
+    Bidirectional layers convert to two LSTMs and REVERSE_V2)."""
+    rank = len(node.tensor(0).shape)
+    axes = {a + rank if a < 0 else a for a in _ints(node, 1, "the axes")}
+    if any(not 0 <= a < rank for a in axes):
+        raise ModelFormatError(f"{node.where}: axes {sorted(axes)} out of range for rank {rank}")
+    every = (1 << rank) - 1
+    op = StridedSlice(begin=(0,) * rank, end=(0,) * rank, strides=tuple(-1 if a in axes else 1 for a in range(rank)),
+                      begin_mask=every, end_mask=every, ellipsis_mask=0, new_axis_mask=0, shrink_axis_mask=0)
+    return Translated(op, [0])
