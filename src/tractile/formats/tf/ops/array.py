@@ -108,7 +108,7 @@ def split_v(node: TfNode):
     axis = const_axis(node, 2, "split_dim")
     sizes = list(node.const_ints(1, "size_splits"))
     if -1 in sizes:
-        fact = node.scope.model.outlet_fact(node.input(0))
+        fact = node.input_fact(0)
         dim = fact.shape.dims[axis] if fact.rank is not None else None
         if not isinstance(dim, int):
             raise node.error("a size of -1 needs the split axis's length when loading")
@@ -136,8 +136,10 @@ def pad(node: TfNode):
     mode = "constant"
     if node.op_type == "MirrorPad":
         mode = node.string("mode")
+        if mode == "SYMMETRIC":
+            return symmetric_pad(node)
         if mode != "REFLECT":
-            raise node.error(f"MirrorPad mode {mode!r} is not supported (REFLECT is)")
+            raise node.error(f"MirrorPad mode {mode!r} is not supported (REFLECT or SYMMETRIC)")
         mode = "reflect"
     paddings = node.const(1)
     if paddings is not None:
@@ -149,6 +151,32 @@ def pad(node: TfNode):
     if node.op_type == "PadV2":
         inputs.append(2)
     return Translated(Pad(mode), inputs)
+
+
+def symmetric_pad(node: TfNode):
+    """MirrorPad SYMMETRIC (the edge repeated): each padded axis is the concatenation of its
+    first entries reversed, the input, and its last entries reversed."""
+    paddings = node.const(1)
+    if paddings is None:
+        raise node.error("input 1 (paddings) must be a constant for mode SYMMETRIC")
+    current = [node.input(0)]
+    step = np.array([-1], np.int64)
+    for axis, (begin, end) in enumerate(np.asarray(paddings, np.int64).reshape(-1, 2).tolist()):
+        if begin < 0 or end < 0:
+            raise node.error(f"paddings {np.asarray(paddings).tolist()} hold a negative amount")
+        if not begin and not end:
+            continue
+        axes = np.array([axis], np.int64)
+        parts = []
+        if begin:
+            parts += node.wire(f"front{axis}", Slice(), current + [np.array([begin - 1], np.int64),
+                                                                   np.array([INT64_MIN], np.int64), axes, step])
+        parts += current
+        if end:
+            parts += node.wire(f"back{axis}", Slice(), current + [np.array([-1], np.int64),
+                                                                  np.array([-1 - end], np.int64), axes, step])
+        current = node.wire(f"padded{axis}", Concat(axis), parts)
+    return current
 
 
 @tf_op("Gather", "ResourceGather")
