@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....datum import DatumType
-from ....ops import binary
+from ....ops import binary, logic
 from ....ops.array import Concat, Pad, Slice, Split, Transpose
 from ....ops.cast import Cast
 from ....ops.generate import Range
@@ -248,7 +248,13 @@ def rank(node: TfNode):
 def one_hot(node: TfNode):
     values = node.wire("values", Concat(0), [node.wire(f"value{i}", Unsqueeze(), [i, np.array([0], np.int64)])[0]
                                              for i in (3, 2)])
-    return Translated(OneHot(node.int("axis", -1)), [0, 1] + values)
+    indices = [node.input(0)]
+    index_type = node.type("TI", DatumType.I64)
+    if index_type.is_signed:  # TensorFlow's negative indices are all off, not counted from the end
+        negative = node.wire("negative", logic.Less(), indices + [np.zeros((), index_type.np)])
+        beyond = np.array(np.iinfo(index_type.np).max, index_type.np)
+        indices = node.wire("indices", logic.Where(), negative + [beyond] + indices)
+    return Translated(OneHot(node.int("axis", -1)), indices + [1] + values)
 
 
 @tf_op("Where")

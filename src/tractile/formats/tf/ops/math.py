@@ -57,6 +57,12 @@ def not_equal(node: TfNode):
     return Translated(logic.Not(), equal)
 
 
+@tf_op("Erfc")
+def erfc(node: TfNode):
+    one = np.ones((), dtype=node.type("T").np)
+    return Translated(binary.Sub(), [one] + node.wire("erf", unary.Erf(), [0]))
+
+
 @tf_op("Rsqrt")
 def rsqrt(node: TfNode):
     return Translated(unary.Reciprocal(), node.wire("sqrt", unary.Sqrt(), [0]))
