@@ -258,3 +258,8 @@ def test_fake_quant_per_channel(tmp_path, num_bits, narrow_range):
     x = normal(4, 6, 5) * 4
     check(tmp_path, lambda x: tf.raw_ops.FakeQuantWithMinMaxVarsPerChannel(
         inputs=x, min=tf.constant(lows), max=tf.constant(highs), num_bits=num_bits, narrow_range=narrow_range), x)
+
+
+@pytest.mark.parametrize("radius,bias,alpha,beta", [(5, 1.0, 1.0, 0.5), (2, 2.0, 1e-4, 0.75), (1, 0.5, 0.3, 1.0)])
+def test_local_response_normalization(tmp_path, radius, bias, alpha, beta):
+    check(tmp_path, lambda x: tf.nn.local_response_normalization(x, radius, bias, alpha, beta), normal(2, 3, 4, 7))

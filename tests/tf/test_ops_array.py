@@ -224,3 +224,23 @@ def test_shape_ops(tmp_path):
                 tf.cast(y * 4.0, tf.int32), tf.zeros_like(y), tf.ones_like(y), tf.broadcast_to(y[:1], [3, 3, 4]))
 
     check(tmp_path, graph, normal(2, 3, 4))
+
+
+@pytest.mark.parametrize("batch_axis,seq_axis", [(0, 1), (1, 0), (2, 1)])
+def test_reverse_sequence(tmp_path, batch_axis, seq_axis):
+    x = normal(3, 4, 3)
+    lengths = RNG.integers(0, x.shape[seq_axis] + 1, x.shape[batch_axis]).astype(np.int32)
+    check(tmp_path, lambda x, n: tf.reverse_sequence(x * 2.0, n, seq_axis=seq_axis, batch_axis=batch_axis), x, lengths)
+
+
+@pytest.mark.parametrize("below,above", [(0, -1), (-1, 0), (1, 2), (0, 0), (-1, -1)])
+def test_matrix_band_part(tmp_path, below, above):
+    check(tmp_path, lambda x: tf.linalg.band_part(tf.nn.relu(x), below, above), normal(2, 4, 5))
+
+
+@pytest.mark.parametrize("params_shape,indices_shape,batch_dims", [((2, 3, 4), (2, 5), 1), ((2, 3, 4, 5), (2, 3, 6), 2),
+                                                                  ((2, 3), (2, 5), -1)])
+def test_gather_with_batch_dims(tmp_path, params_shape, indices_shape, batch_dims):
+    rank = len(indices_shape) + batch_dims if batch_dims < 0 else batch_dims
+    indices = integers(*indices_shape, low=0, high=params_shape[rank])
+    check(tmp_path, lambda p, i: tf.gather(p * 2.0, i, batch_dims=batch_dims), normal(*params_shape), indices)

@@ -188,9 +188,24 @@ def gather(node: TfNode):
 
 @tf_op("GatherV2")
 def gather_v2(node: TfNode):
-    if node.int("batch_dims", 0):
-        raise node.error("batch_dims other than 0 are not supported")
-    return Translated(Gather(const_axis(node, 2)), [0, 1])
+    batch_dims, axis = node.int("batch_dims", 0), const_axis(node, 2)
+    if not batch_dims:
+        return Translated(Gather(axis), [0, 1])
+    if batch_dims < 0:
+        batch_dims += _known_rank(node, 1, "indices")
+    if axis < 0:
+        axis += _known_rank(node, 0, "params")
+    if axis != batch_dims:
+        raise node.error(f"batch_dims {batch_dims} with axis {axis}: only axis == batch_dims is supported")
+    indices = node.wire("indices", Unsqueeze(), [1, np.array([-1], np.int64)])
+    return Translated(GatherND(batch_dims), [0] + indices)
+
+
+def _known_rank(node: TfNode, index: int, what: str) -> int:
+    rank = node.input_fact(index).rank
+    if rank is None:
+        raise node.error(f"a negative axis or batch_dims needs the rank of {what} when loading")
+    return rank
 
 
 tf_op("GatherNd")(lambda node: GatherND(0))

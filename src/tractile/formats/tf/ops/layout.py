@@ -1,5 +1,5 @@
 """TensorFlow block rearrangements: SpaceToBatchND / BatchToSpaceND (what Keras emits around
-a dilated convolution), DepthToSpace / SpaceToDepth, and ReverseV2.
+a dilated convolution), DepthToSpace / SpaceToDepth, ReverseV2, ReverseSequence and MatrixBandPart.
 
 SpaceToBatchND and BatchToSpaceND become Pad / Reshape / Transpose / Reshape (/ Slice): the
 block shape, the paddings or crops and the non-batch dims of the input must be known when
@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....datum import DatumType
 from ....ops.array import Pad, Slice, Transpose
-from ....ops.layout import DepthToSpace, SpaceToDepth
+from ....ops.cast import Cast
+from ....ops.layout import DepthToSpace, ReverseSequence, SpaceToDepth, Trilu
 from ....ops.shape import Reshape
+from ....ops.unary import Neg
 from ..registry import TfNode, Translated, tf_op
+from .array import as_int64
 from .nn import NCHW_TO_NHWC, NHWC_TO_NCHW
 
 INT64_MIN = np.iinfo(np.int64).min
@@ -108,3 +112,24 @@ def reverse(node: TfNode):
     count = len(axes)
     return Translated(Slice(), [0, np.full(count, -1, np.int64), np.full(count, INT64_MIN, np.int64), axes,
                                 np.full(count, -1, np.int64)])
+
+
+@tf_op("ReverseSequence")
+def reverse_sequence(node: TfNode):
+    lengths = node.wire("lengths", Cast(DatumType.I64), [1])
+    return Translated(ReverseSequence(node.int("batch_dim", 0), node.int("seq_dim")), [0] + lengths)
+
+
+@tf_op("MatrixBandPart")
+def band_part(node: TfNode):
+    """The band of the last two axes from num_lower diagonals below to num_upper above (-1: all)."""
+    current = [node.input(0)]
+    for index, upper, suffix in ((1, True, "below"), (2, False, "above")):
+        count = node.const(index)
+        if count is not None and int(count) < 0:
+            continue
+        k = as_int64(node, index, "band", f"{suffix}_count")
+        if upper:
+            k = np.asarray(-k) if isinstance(k, np.ndarray) else node.wire("below_k", Neg(), [k])[0]
+        current = node.wire(suffix, Trilu(upper), current + [k])
+    return current

@@ -1,4 +1,4 @@
-"""TensorFlow convolutions, pooling, MatMul, BiasAdd, FusedBatchNorm.
+"""TensorFlow convolutions, pooling, LRN, MatMul, BiasAdd, FusedBatchNorm.
 
 NHWC ops become tractile's NCHW core ops between two Transposes (the filter's layout change
 is folded into the constant weights by declutter); NCHW ones map directly.
@@ -16,6 +16,7 @@ from ....ops.conv import Conv
 from ....ops.conv_transpose import ConvTranspose
 from ....ops.einsum import Einsum
 from ....ops.matmul import MatMul
+from ....ops.nn import LRN
 from ....ops.pool import AveragePool, MaxPool
 from ....ops.shape import Reshape
 from ....ops.window import Window
@@ -153,6 +154,16 @@ def pool(node: TfNode):
     op = AveragePool(window, False) if node.op_type == "AvgPool" else MaxPool(window)
     y = node.wire("pool", op, [in_nchw(node, node.input(0), layout)])
     return back_to(node, y, layout)
+
+
+@tf_op("LRN")
+def local_response_norm(node: TfNode):
+    """Across the last (channel) axis: x / (bias + alpha * sum of squares over 2r + 1 channels) ^ beta."""
+    radius = node.int("depth_radius", 5)
+    size = 2 * radius + 1
+    op = LRN(size, node.float("alpha", 1.0) * size, node.float("beta", 0.5), node.float("bias", 1.0))
+    y = node.wire("lrn", op, [in_nchw(node, node.input(0), "NHWC")])
+    return back_to(node, y, "NHWC")
 
 
 @tf_op("MatMul")
