@@ -263,3 +263,15 @@ def test_fake_quant_per_channel(tmp_path, num_bits, narrow_range):
 @pytest.mark.parametrize("radius,bias,alpha,beta", [(5, 1.0, 1.0, 0.5), (2, 2.0, 1e-4, 0.75), (1, 0.5, 0.3, 1.0)])
 def test_local_response_normalization(tmp_path, radius, bias, alpha, beta):
     check(tmp_path, lambda x: tf.nn.local_response_normalization(x, radius, bias, alpha, beta), normal(2, 3, 4, 7))
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("strides", [(1, 1, 1), (2, 1, 2)])
+def test_conv3d_and_3d_pooling(tmp_path, padding, strides):
+    filters = normal(3, 2, 2, 4, 3)
+    x = normal(2, 5, 6, 4, 4)
+    full = [1, *strides, 1]
+    check(tmp_path, lambda x: (
+        tf.raw_ops.Conv3D(input=x, filter=tf.constant(filters), strides=full, padding=padding),
+        tf.raw_ops.MaxPool3D(input=x, ksize=[1, 2, 3, 2, 1], strides=full, padding=padding),
+        tf.raw_ops.AvgPool3D(input=x, ksize=[1, 2, 2, 3, 1], strides=full, padding=padding)), x)

@@ -105,13 +105,28 @@ def depthwise_conv2d(node: TfNode):
     return back_to(node, y, layout)
 
 
+def _output_sizes(node: TfNode, layout: str) -> tuple[int, ...]:
+    """input_sizes: a constant, or a value inferred when loading whose spatial entries are known
+    (Keras computes it from the symbolic batch); unknown entries are returned as -1."""
+    value = node.const(0)
+    if value is None:
+        value = node.input_fact(0).value
+    if value is None or np.asarray(value).size != 4:
+        raise node.error("input 0 (input_sizes) must hold 4 values known when loading")
+    sizes = tuple(v if isinstance(v, (int, np.integer)) else -1 for v in np.asarray(value).reshape(-1).tolist())
+    spatial_sizes = sizes[1:3] if layout == "NHWC" else sizes[2:4]
+    if any(v < 0 for v in spatial_sizes):
+        raise node.error(f"the spatial entries of input_sizes must be known when loading, got {sizes}")
+    return sizes
+
+
 @tf_op("Conv2DBackpropInput")
 def conv2d_backprop_input(node: TfNode):
     layout = data_format(node)
-    sizes = node.const_ints(0, "input_sizes")
+    sizes = _output_sizes(node, layout)
     filter_value = node.const(1)
-    if filter_value is None or len(sizes) != 4:
-        raise node.error("needs constant input_sizes (4 values) and a constant filter")
+    if filter_value is None:
+        raise node.error("needs a constant filter (input 1)")
     kernel = filter_value.shape[:2]
     strides = spatial(node, "strides", layout)
     dilations = spatial(node, "dilations", layout)
