@@ -2,11 +2,11 @@
 SAME or VALID), onto tractile's channels-first Conv and pools between two Transposes."""
 from __future__ import annotations
 
+from ....graph import OutletId
 from ....ops.array import Transpose
 from ....ops.conv import Conv
 from ....ops.pool import AveragePool, MaxPool
 from ....ops.window import Window
-from ....graph import OutletId
 from ..registry import TfNode, Translated, tf_op
 
 TO_CHANNELS_FIRST = (0, 4, 1, 2, 3)
