@@ -275,3 +275,18 @@ def test_conv3d_and_3d_pooling(tmp_path, padding, strides):
         tf.raw_ops.Conv3D(input=x, filter=tf.constant(filters), strides=full, padding=padding),
         tf.raw_ops.MaxPool3D(input=x, ksize=[1, 2, 3, 2, 1], strides=full, padding=padding),
         tf.raw_ops.AvgPool3D(input=x, ksize=[1, 2, 2, 3, 1], strides=full, padding=padding)), x)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_bias_add_and_fused_batch_norm(tmp_path, layout):
+    channels = 4
+    x = normal(2, 3, 5, channels) if layout == "NHWC" else normal(2, channels, 3, 5)
+    bias, scale, offset = normal(channels), normal(channels), normal(channels)
+    mean, variance = normal(channels), RNG.uniform(0.5, 2.0, channels).astype(np.float32)
+
+    def graph(x):
+        y = tf.nn.bias_add(x, bias, data_format=layout)
+        return tf.raw_ops.FusedBatchNormV3(x=y, scale=scale, offset=offset, mean=mean, variance=variance,
+                                           epsilon=1e-3, data_format=layout, is_training=False)[0]
+
+    check(tmp_path, graph, x)

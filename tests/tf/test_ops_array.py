@@ -198,7 +198,7 @@ def test_unique(tmp_path):
     assert indices.dtype == np.int32
 
 
-@pytest.mark.parametrize("axes", [[0], [1, 2], [-1]])
+@pytest.mark.parametrize("axes", [[0], [1, 2], [-1], [-1, 0]])
 def test_reverse(tmp_path, axes):
     check(tmp_path, lambda x: tf.reverse(tf.nn.relu(x), axes), normal(2, 3, 4))
 

@@ -106,7 +106,11 @@ def depth_space(node: TfNode):
 
 @tf_op("ReverseV2")
 def reverse(node: TfNode):
-    axes = np.asarray(sorted(set(node.const_ints(1, "axis"))), np.int64)
+    axes_list = node.const_ints(1, "axis")
+    rank = node.input_fact(0).rank if any(a < 0 for a in axes_list) else None
+    if rank is not None:
+        axes_list = tuple(a + rank if a < 0 else a for a in axes_list)
+    axes = np.asarray(sorted(set(axes_list)), np.int64)
     if not axes.size:
         return [node.input(0)]
     count = len(axes)
