@@ -290,3 +290,14 @@ def test_bias_add_and_fused_batch_norm(tmp_path, layout):
                                            epsilon=1e-3, data_format=layout, is_training=False)[0]
 
     check(tmp_path, graph, x)
+
+
+@pytest.mark.parametrize("corners", ["legacy", "align_corners", "half_pixel_centers"])
+def test_resize_of_images_of_unknown_size(tmp_path, corners):
+    """Bilinear and nearest are exact; bicubic falls back to core Resize, whose exact cubic weights
+    differ from TensorFlow's 1/1024 table by up to ~1e-3 of the range."""
+    x = normal(2, 5, 4, 3)
+    flags = {"align_corners": corners == "align_corners", "half_pixel_centers": corners == "half_pixel_centers"}
+    check(tmp_path, lambda x: [getattr(tf.raw_ops, op)(images=x, size=(7, 6), **flags)
+                               for op in ("ResizeBilinear", "ResizeNearestNeighbor")], x, dynamic=True)
+    check(tmp_path, lambda x: tf.raw_ops.ResizeBicubic(images=x, size=(7, 6), **flags), x, dynamic=True, rtol=2e-3)

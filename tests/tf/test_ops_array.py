@@ -244,3 +244,20 @@ def test_gather_with_batch_dims(tmp_path, params_shape, indices_shape, batch_dim
     rank = len(indices_shape) + batch_dims if batch_dims < 0 else batch_dims
     indices = integers(*indices_shape, low=0, high=params_shape[rank])
     check(tmp_path, lambda p, i: tf.gather(p * 2.0, i, batch_dims=batch_dims), normal(*params_shape), indices)
+
+
+def test_unsupported_ops_are_listed_together(tmp_path):
+    from tractile.errors import UnsupportedOpError
+
+    with pytest.raises(UnsupportedOpError, match=r"2 unsupported TensorFlow op\(s\)(.|\n)*Digamma(.|\n)*Lgamma"):
+        load_frozen(tmp_path, lambda x: tf.math.lgamma(x) + tf.math.digamma(tf.nn.relu(x)), normal(3))
+
+
+def test_translation_errors_name_the_node(tmp_path):
+    from tractile.errors import ModelFormatError
+
+    with pytest.raises(ModelFormatError, match=r"FakeQuantWithMinMaxVars node .*input 1 \(min\) must be a constant"):
+        load_frozen(tmp_path, lambda x, low: tf.quantization.fake_quant_with_min_max_vars(x, low, 3.0),
+                    normal(4), np.float32(-1.0))
+    with pytest.raises(ModelFormatError, match=r"SpaceToBatchND node .*needs the input's dims after the batch"):
+        load_frozen(tmp_path, lambda x: tf.space_to_batch(x, [2], [[0, 0]]), normal(2, 4, 3), dynamic=True)
