@@ -16,6 +16,7 @@ import numpy as np
 
 from ...dim import fresh_symbols_scope
 from ...errors import TractileError
+from ...fact import InferenceFact
 from ...graph import OutletId
 from .attrs import Attrs
 
@@ -50,6 +51,17 @@ class Translated:
 
     op: Any
     inputs: list = field(default_factory=list)
+
+
+#: values larger than this (weights) are not propagated by ``TfNode.input_fact``: shapes are what it is for
+_LARGEST_INFERRED_VALUE = 256
+
+
+def _without_large_value(fact):
+    value = getattr(fact, "value", None)
+    if value is None or np.asarray(value).size <= _LARGEST_INFERRED_VALUE:
+        return fact
+    return InferenceFact(fact.dtype, fact.shape)
 
 
 class TfNode(Attrs):
@@ -98,8 +110,8 @@ class TfNode(Attrs):
                 outputs = [o.fact for o in node.outputs]
                 if not isinstance(node.op, Source):
                     try:
-                        outputs = infer_node(node.op, [known.get(i, model.outlet_fact(i)) for i in node.inputs],
-                                             outputs)[1]
+                        inputs = [_without_large_value(known.get(i, model.outlet_fact(i))) for i in node.inputs]
+                        outputs = infer_node(node.op, inputs, outputs)[1]
                     except TractileError:  # the analysis after loading reports it, with its context
                         pass
                 for slot, fact in enumerate(outputs):

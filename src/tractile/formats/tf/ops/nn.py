@@ -224,7 +224,7 @@ def per_channel(node: TfNode, values: list, layout: str, rank: int | None) -> li
 @tf_op("BiasAdd", "BiasAddV1")
 def bias_add(node: TfNode):
     layout = data_format(node) if node.has("data_format") else "NHWC"
-    rank = node.input_fact(0).rank
+    rank = node.input_fact(0).rank if layout == "NCHW" else None
     return Translated(binary.Add(), [0] + per_channel(node, [node.input(1)], layout, rank))
 
 
@@ -234,7 +234,7 @@ def fused_batch_norm(node: TfNode):
         raise node.error("is_training is set: only inference (is_training=False) is supported")
     layout = data_format(node)
     epsilon = node.float("epsilon", 1e-4)
-    rank = node.input_fact(0).rank
+    rank = node.input_fact(0).rank if layout == "NCHW" else None
     params = [node.const(i) for i in range(1, 5)]
     if all(p is not None for p in params):
         scale, offset, mean, variance = (np.asarray(p, np.float32) for p in params)
