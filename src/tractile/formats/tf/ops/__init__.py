@@ -1,2 +1,2 @@
 """TensorFlow op translations, one module per family (imported for their registrations)."""
-from . import array, control, image, math, nn, reduce, tensor_list  # noqa: F401
+from . import array, control, image, layout, math, nn, nn3d, quant, reduce, tensor_list  # noqa: F401

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....datum import DatumType
-from ....ops import binary
+from ....ops import binary, logic
 from ....ops.array import Concat, Pad, Slice, Split, Transpose
 from ....ops.cast import Cast
 from ....ops.generate import Range
@@ -108,7 +108,7 @@ def split_v(node: TfNode):
     axis = const_axis(node, 2, "split_dim")
     sizes = list(node.const_ints(1, "size_splits"))
     if -1 in sizes:
-        fact = node.scope.model.outlet_fact(node.input(0))
+        fact = node.input_fact(0)
         dim = fact.shape.dims[axis] if fact.rank is not None else None
         if not isinstance(dim, int):
             raise node.error("a size of -1 needs the split axis's length when loading")
@@ -136,8 +136,10 @@ def pad(node: TfNode):
     mode = "constant"
     if node.op_type == "MirrorPad":
         mode = node.string("mode")
+        if mode == "SYMMETRIC":
+            return symmetric_pad(node)
         if mode != "REFLECT":
-            raise node.error(f"MirrorPad mode {mode!r} is not supported (REFLECT is)")
+            raise node.error(f"MirrorPad mode {mode!r} is not supported (REFLECT or SYMMETRIC)")
         mode = "reflect"
     paddings = node.const(1)
     if paddings is not None:
@@ -151,6 +153,32 @@ def pad(node: TfNode):
     return Translated(Pad(mode), inputs)
 
 
+def symmetric_pad(node: TfNode):
+    """MirrorPad SYMMETRIC (the edge repeated): each padded axis is the concatenation of its
+    first entries reversed, the input, and its last entries reversed."""
+    paddings = node.const(1)
+    if paddings is None:
+        raise node.error("input 1 (paddings) must be a constant for mode SYMMETRIC")
+    current = [node.input(0)]
+    step = np.array([-1], np.int64)
+    for axis, (begin, end) in enumerate(np.asarray(paddings, np.int64).reshape(-1, 2).tolist()):
+        if begin < 0 or end < 0:
+            raise node.error(f"paddings {np.asarray(paddings).tolist()} hold a negative amount")
+        if not begin and not end:
+            continue
+        axes = np.array([axis], np.int64)
+        parts = []
+        if begin:
+            parts += node.wire(f"front{axis}", Slice(), current + [np.array([begin - 1], np.int64),
+                                                                   np.array([INT64_MIN], np.int64), axes, step])
+        parts += current
+        if end:
+            parts += node.wire(f"back{axis}", Slice(), current + [np.array([-1], np.int64),
+                                                                  np.array([-1 - end], np.int64), axes, step])
+        current = node.wire(f"padded{axis}", Concat(axis), parts)
+    return current
+
+
 @tf_op("Gather", "ResourceGather")
 def gather(node: TfNode):
     if node.int("batch_dims", 0):
@@ -160,9 +188,24 @@ def gather(node: TfNode):
 
 @tf_op("GatherV2")
 def gather_v2(node: TfNode):
-    if node.int("batch_dims", 0):
-        raise node.error("batch_dims other than 0 are not supported")
-    return Translated(Gather(const_axis(node, 2)), [0, 1])
+    batch_dims, axis = node.int("batch_dims", 0), const_axis(node, 2)
+    if not batch_dims:
+        return Translated(Gather(axis), [0, 1])
+    if batch_dims < 0:
+        batch_dims += _known_rank(node, 1, "indices")
+    if axis < 0:
+        axis += _known_rank(node, 0, "params")
+    if axis != batch_dims:
+        raise node.error(f"batch_dims {batch_dims} with axis {axis}: only axis == batch_dims is supported")
+    indices = node.wire("indices", Unsqueeze(), [1, np.array([-1], np.int64)])
+    return Translated(GatherND(batch_dims), [0] + indices)
+
+
+def _known_rank(node: TfNode, index: int, what: str) -> int:
+    rank = node.input_fact(index).rank
+    if rank is None:
+        raise node.error(f"a negative axis or batch_dims needs the rank of {what} when loading")
+    return rank
 
 
 tf_op("GatherNd")(lambda node: GatherND(0))
@@ -220,7 +263,13 @@ def rank(node: TfNode):
 def one_hot(node: TfNode):
     values = node.wire("values", Concat(0), [node.wire(f"value{i}", Unsqueeze(), [i, np.array([0], np.int64)])[0]
                                              for i in (3, 2)])
-    return Translated(OneHot(node.int("axis", -1)), [0, 1] + values)
+    indices = [node.input(0)]
+    index_type = node.type("TI", DatumType.I64)
+    if index_type.is_signed:  # TensorFlow's negative indices are all off, not counted from the end
+        negative = node.wire("negative", logic.Less(), indices + [np.zeros((), index_type.np)])
+        beyond = np.array(np.iinfo(index_type.np).max, index_type.np)
+        indices = node.wire("indices", logic.Where(), negative + [beyond] + indices)
+    return Translated(OneHot(node.int("axis", -1)), indices + [1] + values)
 
 
 @tf_op("Where")

@@ -1,13 +1,18 @@
-"""TensorFlow element-wise math, comparisons, logic, activations, Cast, Select, AddN."""
+"""TensorFlow element-wise math, comparisons, logic, activations, Cast, Select, AddN, ClipByValue,
+DivNoNan, Cumsum/Cumprod and Einsum."""
 from __future__ import annotations
 
 import numpy as np
 
 from ....ops import activations as act
 from ....ops import binary, logic, smooth, unary
+from ....ops.array import Concat
 from ....ops.cast import Cast
+from ....ops.einsum import Einsum
+from ....ops.layout import Expand
 from ....ops.nn import Softmax
-from ....ops.shape import Unsqueeze
+from ....ops.scan import CumScan
+from ....ops.shape import Reshape, Shape, Size, Unsqueeze
 from ..registry import TfNode, Translated, tf_op
 
 _BINARY = {
@@ -50,6 +55,12 @@ def is_inf(node: TfNode):
 def not_equal(node: TfNode):
     equal = node.wire("equal", logic.Equal(), [0, 1])
     return Translated(logic.Not(), equal)
+
+
+@tf_op("Erfc")
+def erfc(node: TfNode):
+    one = np.ones((), dtype=node.type("T").np)
+    return Translated(binary.Sub(), [one] + node.wire("erf", unary.Erf(), [0]))
 
 
 @tf_op("Rsqrt")
@@ -107,12 +118,44 @@ def add_n(node: TfNode):
 
 @tf_op("Select", "SelectV2")
 def select(node: TfNode):
+    """SelectV2 broadcasts; v1 Select takes a condition of the inputs' shape, a scalar, or a vector
+    picking rows (trailing axes of size 1 are added to it, at run time when ranks are unknown)."""
     if node.op_type == "SelectV2":
         return logic.Where()
-    cond = node.scope.model.outlet_fact(node.input(0))
-    data = node.scope.model.outlet_fact(node.input(1))
-    cond_rank, data_rank = cond.rank, data.rank
-    if cond_rank == 1 and data_rank is not None and data_rank > 1:  # a vector picks rows
-        axes = np.arange(1, data_rank, dtype=np.int64)
-        return Translated(logic.Where(), node.wire("rows", Unsqueeze(), [0, axes]) + [1, 2])
-    return logic.Where()
+    cond_rank, data_rank = node.input_fact(0).rank, node.input_fact(1).rank
+    if cond_rank is not None and data_rank is not None:
+        if cond_rank == 1 and data_rank > 1:
+            axes = np.arange(1, data_rank, dtype=np.int64)
+            return Translated(logic.Where(), node.wire("rows", Unsqueeze(), [0, axes]) + [1, 2])
+        return logic.Where()
+    cond_shape = node.wire("cond_shape", Shape(), [0])
+    missing = node.wire("missing_axes", binary.Sub(), node.wire("data_rank", Size(), node.wire(
+        "data_shape", Shape(), [1])) + node.wire("cond_rank", Size(), cond_shape))
+    count = node.wire("missing_count", Unsqueeze(), missing + [np.array([0], np.int64)])
+    ones = node.wire("ones", Expand(), [np.array([1], np.int64)] + count)
+    target = node.wire("cond_target", Concat(0), cond_shape + ones)
+    return Translated(logic.Where(), node.wire("cond", Reshape(), [0] + target) + [1, 2])
+
+
+@tf_op("ClipByValue")
+def clip_by_value(node: TfNode):
+    low = node.wire("low", binary.Max(), [0, 1])
+    return Translated(binary.Min(), low + [2])
+
+
+@tf_op("DivNoNan")
+def div_no_nan(node: TfNode):
+    """x / y, and 0 where y is 0."""
+    zero = np.zeros((), dtype=node.type("T").np)
+    quotient = node.wire("divide", binary.Div(), [0, 1])
+    is_zero = node.wire("y_is_zero", logic.Equal(), [1, zero])
+    return Translated(logic.Where(), is_zero + [zero] + quotient)
+
+
+@tf_op("Cumsum", "Cumprod")
+def cumulative(node: TfNode):
+    kind = "sum" if node.op_type == "Cumsum" else "prod"
+    return CumScan(kind, node.bool("exclusive", False), node.bool("reverse", False))
+
+
+tf_op("Einsum")(lambda node: Einsum(node.string("equation")))

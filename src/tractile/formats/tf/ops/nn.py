@@ -1,4 +1,4 @@
-"""TensorFlow convolutions, pooling, MatMul, BiasAdd, FusedBatchNorm.
+"""TensorFlow convolutions, pooling, LRN, MatMul, BiasAdd, FusedBatchNorm.
 
 NHWC ops become tractile's NCHW core ops between two Transposes (the filter's layout change
 is folded into the constant weights by declutter); NCHW ones map directly.
@@ -16,6 +16,7 @@ from ....ops.conv import Conv
 from ....ops.conv_transpose import ConvTranspose
 from ....ops.einsum import Einsum
 from ....ops.matmul import MatMul
+from ....ops.nn import LRN
 from ....ops.pool import AveragePool, MaxPool
 from ....ops.shape import Reshape
 from ....ops.window import Window
@@ -32,9 +33,9 @@ def data_format(node: TfNode) -> str:
     return layout
 
 
-def spatial(node: TfNode, name: str, layout: str, default: int = 1) -> tuple[int, int]:
-    """The H and W entries of a 4-element attribute (strides, dilations, ksize)."""
-    values = node.ints(name, (default,) * 4)
+def spatial(node: TfNode, name: str, layout: str, default: int = 1, values=None) -> tuple[int, int]:
+    """The H and W entries of a 4-element attribute (strides, dilations, ksize), or of ``values``."""
+    values = node.ints(name, (default,) * 4) if values is None else values
     if len(values) != 4:
         raise node.error(f"attribute {name!r} should have 4 entries, got {list(values)}")
     outer = (values[0], values[3]) if layout == "NHWC" else (values[0], values[1])
@@ -71,9 +72,10 @@ def back_to(node: TfNode, outlets: list[OutletId], layout: str):
     return Translated(Transpose(NCHW_TO_NHWC), outlets)
 
 
-def _window(node: TfNode, layout: str, kernel=()) -> Window:
+def _window(node: TfNode, layout: str, kernel=(), strides=None) -> Window:
     auto_pad, pads = padding(node, layout)
-    return Window.make(kernel, spatial(node, "strides", layout), spatial(node, "dilations", layout), pads, auto_pad)
+    strides = spatial(node, "strides", layout) if strides is None else strides
+    return Window.make(kernel, strides, spatial(node, "dilations", layout), pads, auto_pad)
 
 
 @tf_op("Conv2D")
@@ -81,7 +83,7 @@ def conv2d(node: TfNode):
     layout = data_format(node)
     filter_value = node.const(1)
     group = 1
-    x_fact = node.scope.model.outlet_fact(node.input(0))
+    x_fact = node.input_fact(0)
     channel_axis = 3 if layout == "NHWC" else 1
     if filter_value is not None and x_fact.rank == 4 and isinstance(x_fact.shape.dims[channel_axis], int):
         group = max(1, x_fact.shape.dims[channel_axis] // filter_value.shape[2])
@@ -103,13 +105,28 @@ def depthwise_conv2d(node: TfNode):
     return back_to(node, y, layout)
 
 
+def _output_sizes(node: TfNode, layout: str) -> tuple[int, ...]:
+    """input_sizes: a constant, or a value inferred when loading whose spatial entries are known
+    (Keras computes it from the symbolic batch); unknown entries are returned as -1."""
+    value = node.const(0)
+    if value is None:
+        value = node.input_fact(0).value
+    if value is None or np.asarray(value).size != 4:
+        raise node.error("input 0 (input_sizes) must hold 4 values known when loading")
+    sizes = tuple(v if isinstance(v, (int, np.integer)) else -1 for v in np.asarray(value).reshape(-1).tolist())
+    spatial_sizes = sizes[1:3] if layout == "NHWC" else sizes[2:4]
+    if any(v < 0 for v in spatial_sizes):
+        raise node.error(f"the spatial entries of input_sizes must be known when loading, got {sizes}")
+    return sizes
+
+
 @tf_op("Conv2DBackpropInput")
 def conv2d_backprop_input(node: TfNode):
     layout = data_format(node)
-    sizes = node.const_ints(0, "input_sizes")
+    sizes = _output_sizes(node, layout)
     filter_value = node.const(1)
-    if filter_value is None or len(sizes) != 4:
-        raise node.error("needs constant input_sizes (4 values) and a constant filter")
+    if filter_value is None:
+        raise node.error("needs a constant filter (input 1)")
     kernel = filter_value.shape[:2]
     strides = spatial(node, "strides", layout)
     dilations = spatial(node, "dilations", layout)
@@ -141,13 +158,27 @@ def conv2d_backprop_input(node: TfNode):
     return back_to(node, y, layout)
 
 
-@tf_op("MaxPool", "AvgPool")
+@tf_op("MaxPool", "AvgPool", "MaxPoolV2")
 def pool(node: TfNode):
     layout = data_format(node)
-    window = _window(node, layout, spatial(node, "ksize", layout))
-    op = MaxPool(window) if node.op_type == "MaxPool" else AveragePool(window, False)
+    if node.op_type == "MaxPoolV2":  # ksize and strides are inputs
+        kernel = spatial(node, "ksize", layout, values=node.const_ints(1, "ksize"))
+        window = _window(node, layout, kernel, spatial(node, "strides", layout, values=node.const_ints(2, "strides")))
+    else:
+        window = _window(node, layout, spatial(node, "ksize", layout))
+    op = AveragePool(window, False) if node.op_type == "AvgPool" else MaxPool(window)
     y = node.wire("pool", op, [in_nchw(node, node.input(0), layout)])
     return back_to(node, y, layout)
+
+
+@tf_op("LRN")
+def local_response_norm(node: TfNode):
+    """Across the last (channel) axis: x / (bias + alpha * sum of squares over 2r + 1 channels) ^ beta."""
+    radius = node.int("depth_radius", 5)
+    size = 2 * radius + 1
+    op = LRN(size, node.float("alpha", 1.0) * size, node.float("beta", 0.5), node.float("bias", 1.0))
+    y = node.wire("lrn", op, [in_nchw(node, node.input(0), "NHWC")])
+    return back_to(node, y, "NHWC")
 
 
 @tf_op("MatMul")
@@ -193,7 +224,7 @@ def per_channel(node: TfNode, values: list, layout: str, rank: int | None) -> li
 @tf_op("BiasAdd", "BiasAddV1")
 def bias_add(node: TfNode):
     layout = data_format(node) if node.has("data_format") else "NHWC"
-    rank = node.scope.model.outlet_fact(node.input(0)).rank
+    rank = node.input_fact(0).rank if layout == "NCHW" else None
     return Translated(binary.Add(), [0] + per_channel(node, [node.input(1)], layout, rank))
 
 
@@ -203,7 +234,7 @@ def fused_batch_norm(node: TfNode):
         raise node.error("is_training is set: only inference (is_training=False) is supported")
     layout = data_format(node)
     epsilon = node.float("epsilon", 1e-4)
-    rank = node.scope.model.outlet_fact(node.input(0)).rank
+    rank = node.input_fact(0).rank if layout == "NCHW" else None
     params = [node.const(i) for i in range(1, 5)]
     if all(p is not None for p in params):
         scale, offset, mean, variance = (np.asarray(p, np.float32) for p in params)

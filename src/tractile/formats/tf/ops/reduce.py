@@ -1,4 +1,4 @@
-"""TensorFlow reductions (Mean, Sum, Max, Min, Prod, All, Any), ArgMax/ArgMin, TopKV2."""
+"""TensorFlow reductions (Mean, Sum, Max, Min, Prod, All, Any), ArgMax/ArgMin, TopKV2, Unique."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ from ....datum import DatumType
 from ....ops.cast import Cast
 from ....ops.reduce import Reduce
 from ....ops.shape import Reshape
-from ....ops.sort import ArgReduce, TopK
+from ....ops.sort import ArgReduce, TopK, Unique
 from ..registry import TfNode, Translated, tf_op
 from .array import as_int64, const_axis
 
@@ -42,3 +42,11 @@ def top_k(node: TfNode):
     k = k.reshape(1) if isinstance(k, np.ndarray) else node.wire("k1", Reshape(), [k, np.array([1], np.int64)])[0]
     values, indices = node.wire("topk", TopK(-1, True, node.bool("sorted", True)), [0, k])
     return [values] + node.wire("indices", Cast(DatumType.I32), [indices])
+
+
+@tf_op("Unique")
+def unique(node: TfNode):
+    """Values in order of first occurrence, and each input entry's index among them."""
+    values, _, inverse, _ = node.wire("unique", Unique(None, sorted=False), [0])
+    dtype = node.type("out_idx", DatumType.I32)
+    return [values] + (node.wire("idx", Cast(dtype), [inverse]) if dtype != DatumType.I64 else [inverse])

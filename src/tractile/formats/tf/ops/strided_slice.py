@@ -35,7 +35,7 @@ def translate_strided_slice(node: TfNode):
     named = sum(1 for i in range(entries) if not _bit(masks["new_axis_mask"], i) and i not in ellipsis)
     covered = 0
     if ellipsis and ellipsis[0] != entries - 1:
-        rank = node.scope.model.outlet_fact(node.input(0)).rank
+        rank = node.input_fact(0).rank
         if rank is None:
             raise node.error("an ellipsis before other entries needs the input's rank when loading")
         covered = rank - named
