@@ -1,5 +1,8 @@
 """UNIDIRECTIONAL_SEQUENCE_LSTM: float, and TFLite's integer 8x8_16 kernel.
 
+``SequenceLstm`` holds the kernel; ``UnidirectionalSequenceLstm`` is the LSTM without layer
+normalisation, and ``lstm_layer_norm.UnidirectionalSequenceLayerNormLstm`` the one with it
+(its gates are normalised through the hooks ``finish_gate_float`` and ``normalise_gate``).
 The output and cell states are TFLite variable tensors: they are this op's state and
 carry over from one run to the next (``state.reset()`` clears them). The integer kernel
 follows TFLite's: int8 input and output state, int16 gates in Q3.12, int16 cell state
@@ -11,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
@@ -33,6 +37,8 @@ STATE_SLOTS = (18, 19)
 GATES = ("input", "forget", "cell", "output")
 #: the peephole (cell to gate) weight slot of each gate offset (the cell gate has none)
 PEEPHOLE = {0: 9, 1: 10, 3: 11}
+#: the layer-norm coefficients slot of each gate offset
+LAYER_NORM = {0: 20, 1: 21, 2: 22, 3: 23}
 
 
 def _f32(value) -> np.float32:
@@ -40,7 +46,7 @@ def _f32(value) -> np.float32:
 
 
 @dataclass(frozen=True, eq=False)
-class UnidirectionalSequenceLstm(TflOp):
+class SequenceLstm(TflOp):
     """LSTM over a sequence. ``slots``: the TFLite input slots wired (in order, states excluded).
 
     ``initial_states``: (output state, cell state) initial values; ``state_q`` their
@@ -58,6 +64,8 @@ class UnidirectionalSequenceLstm(TflOp):
     hidden_q: object = None
     flavour: str = "reference"
     is_stateless = False
+    #: whether the gates are layer-normalised (the bias is then added after normalising)
+    layer_norm: ClassVar[bool] = False
 
     def _index(self, slot: int) -> int | None:
         return self.slots.index(slot) if slot in self.slots else None
@@ -68,8 +76,7 @@ class UnidirectionalSequenceLstm(TflOp):
         for required in (0, 2, 3, 4, 6, 7, 8, 13, 14, 15):
             if required not in self.slots:
                 raise AnalysisError(f"LSTM input {SLOTS[required]} is missing")
-        if any(slot in self.slots for slot in (20, 21, 22, 23)):
-            raise AnalysisError("layer-normalized LSTMs are not supported")
+        self._check_layer_norm()
         x = inputs[0]
         if x.rank != 3:
             raise AnalysisError(f"LSTM input must be 3-d, got {x}")
@@ -85,6 +92,26 @@ class UnidirectionalSequenceLstm(TflOp):
             if x.dtype != DatumType.I8 or self.hidden_q is None or self.state_q[1] is None:
                 raise AnalysisError(f"integer LSTM needs int8 input, quantized states and hidden scale, got {x}")
         return [self.fact(0, x.dtype, (x.shape[0], x.shape[1], n_output))]
+
+    def _check_layer_norm(self) -> None:
+        if any(slot in self.slots for slot in LAYER_NORM.values()):
+            raise AnalysisError("layer-norm coefficients given to an LSTM op without layer normalisation")
+
+    def gate_scale(self, offset: int) -> np.float32:
+        """The scale of a gate's integer pre-activation: Q3.12, the activations' input."""
+        return _f32(2.0 ** -12)
+
+    def finish_gate_float(self, inputs, offset: int, values: np.ndarray) -> np.ndarray:
+        """A float gate's pre-activation, once summed (bias included unless layer-normalised)."""
+        return values
+
+    def normalise_gate(self, prepared: dict, gate: str, values: np.ndarray) -> np.ndarray:
+        """An integer gate's pre-activation (int16 values, one row per batch), once summed."""
+        return values
+
+    def integer_layer_norm(self, inputs) -> dict:
+        """What ``normalise_gate`` needs, prepared once with the weights."""
+        return {}
 
     def weights(self, inputs, slot: int):
         index = self._index(slot)
@@ -104,12 +131,12 @@ class UnidirectionalSequenceLstm(TflOp):
         if abs(cell_log2 - cell_scale) >= 1e-3:
             raise AnalysisError("the LSTM cell state scale must be a power of two")
         hidden_scale = _f32(scale_of(self.hidden_q))
-        inter = _f32(2.0 ** -12)
         params = {"cell_scale": cell_scale}
         for gate, offset in zip(GATES, range(4)):
             wx, wh = self.q(1 + offset), self.q(5 + offset)
             if wx is None:
                 continue
+            inter = self.gate_scale(offset)
             params[f"x_{gate}"] = Requantizer([np.float64(_f32(_f32(scale_of(wx)) * input_scale) / inter)])
             params[f"h_{gate}"] = Requantizer([np.float64(_f32(_f32(scale_of(wh)) * output_scale) / inter)])
             peephole = self.q(PEEPHOLE[offset]) if offset in PEEPHOLE else None
@@ -130,6 +157,11 @@ class UnidirectionalSequenceLstm(TflOp):
 
     def eval(self, inputs):
         return _LstmState(self).eval(inputs)
+
+
+@dataclass(frozen=True, eq=False)
+class UnidirectionalSequenceLstm(SequenceLstm):
+    """UNIDIRECTIONAL_SEQUENCE_LSTM without layer normalisation (see ``SequenceLstm``)."""
 
 
 class _LstmState:
@@ -164,7 +196,7 @@ class _LstmState:
         biases = [w(inputs, 12 + offset) for offset in gates]
         steps, batch = sequence.shape[0], sequence.shape[1]
         projected = sequence.reshape(steps * batch, -1) @ wx
-        if any(bias is not None for bias in biases):
+        if not op.layer_norm and any(bias is not None for bias in biases):
             projected += np.concatenate([bias if bias is not None else np.zeros(units, np.float32)
                                          for bias in biases])
         projected = projected.reshape(steps, batch, -1)
@@ -181,6 +213,9 @@ class _LstmState:
             for offset in (0, 1):
                 if offset in peepholes:
                     values[:, columns[offset]] += peepholes[offset] * c
+            for offset in columns:
+                if offset != 3:
+                    values[:, columns[offset]] = op.finish_gate_float(inputs, offset, values[:, columns[offset]])
             forget = _sigmoid(values[:, columns[1]])
             input_gate = 1.0 - forget if cifg else _sigmoid(values[:, columns[0]])
             cell_gate = apply_float_activation(values[:, columns[2]].copy(), op.activation)
@@ -190,6 +225,7 @@ class _LstmState:
             output_values = values[:, columns[3]]
             if 3 in peepholes:
                 output_values = output_values + peepholes[3] * c
+            output_values = op.finish_gate_float(inputs, 3, output_values)
             h = _sigmoid(output_values) * apply_float_activation(c.copy(), op.activation)
             if projection is not None:
                 h = h @ projection.T
@@ -218,6 +254,8 @@ class _LstmState:
             wx, wh, bias = w(inputs, 1 + offset), w(inputs, 5 + offset), w(inputs, 12 + offset)
             wx_parts.append(wx.T.astype(np.float64))
             wh_parts.append(wh.T.astype(np.float64))
+            if op.layer_norm:
+                bias = None  # added after normalising
             bx_parts.append((bias.astype(np.int64) if bias is not None else 0) - x_zero * wx.astype(np.int64).sum(1))
             bh_parts.append(-h_zero * wh.astype(np.int64).sum(axis=1))
             for requantizers, key in ((rx, f"x_{gate}"), (rh, f"h_{gate}")):
@@ -238,6 +276,7 @@ class _LstmState:
             "rx": requantizer(rx), "rh": requantizer(rh), "peepholes": peepholes,
             "table": np.concatenate([int16_table("logistic", 3), int16_table("tanh", 3)]),
             "table_offsets": np.repeat(tables, units),
+            "layer_norm": op.integer_layer_norm(inputs),
         }
         projection = w(inputs, 16)
         if projection is not None:
@@ -282,6 +321,10 @@ class _LstmState:
                 if gate != "output":
                     part = values[:, columns[gate]]
                     part[...] = clip_inplace(requant(peephole_weights[gate] * c) + part, -32768, 32767)
+            if op.layer_norm:
+                for gate in gates:
+                    if gate != "output" or gate not in peepholes:
+                        values[:, columns[gate]] = op.normalise_gate(p, gate, values[:, columns[gate]])
             activated = table[values + offsets]
             forget, cell_gate = activated[:, columns["forget"]], activated[:, columns["cell"]]
             c = _wrap16(rounding_divide_by_pot(forget * c, 15))
@@ -297,7 +340,7 @@ class _LstmState:
                 requant = peepholes["output"][2]
                 raw = clip_inplace(requant(peephole_weights["output"] * c) + values[:, columns["output"]],
                                    -32768, 32767)
-                output_gate = table[raw + 32768]
+                output_gate = table[op.normalise_gate(p, "output", raw) + 32768]
             product = output_gate * cell_table[c + 32768]
             if "projection" in p:
                 hidden = clip_inplace(params["hidden"](product) - zero_of(op.hidden_q), -128, 127)

@@ -5,7 +5,9 @@ import numpy as np
 
 from ....datum import DatumType
 from ....errors import ModelFormatError
-from ....ops.tfl.lstm import STATE_SLOTS, UnidirectionalSequenceLstm
+from ....fact import QParams
+from ....ops.tfl.lstm import LAYER_NORM, STATE_SLOTS, SequenceLstm, UnidirectionalSequenceLstm
+from ....ops.tfl.lstm_layer_norm import UnidirectionalSequenceLayerNormLstm, micro_refusal
 from ....ops.tfl.svdf import Svdf
 from ..reader import buffer_value
 from ..registry import OpSpec, TflNode, Translated, activation_code, activation_name, tflite_op, tflite_writer
@@ -24,14 +26,25 @@ def unidirectional_sequence_lstm(node: TflNode):
     intermediates = node.operator.intermediates
     if len(intermediates) == 5 and intermediates[4] >= 0:
         hidden_q = node.subgraph.tensors[intermediates[4]].quant
-    op = UnidirectionalSequenceLstm(
+    # as TFLite decides: layer-normalised when the forget gate's coefficients are given
+    layer_norm = len(node.inputs) == 24 and node.present(LAYER_NORM[1])
+    extra: dict = {}
+    if layer_norm:
+        if node.flavour == "micro":
+            raise micro_refusal(node.where)
+        extra["gate_q"] = tuple(node.subgraph.tensors[intermediates[i]].quant
+                                if len(intermediates) == 5 and intermediates[i] >= 0 else None for i in range(4))
+    else:  # TFLite ignores other coefficients then
+        slots = tuple(slot for slot in slots if slot not in LAYER_NORM.values())
+    kind = UnidirectionalSequenceLayerNormLstm if layer_norm else UnidirectionalSequenceLstm
+    op = kind(
         slots=slots,
         activation=activation_name(options.FusedActivationFunction()) if options is not None else "TANH",
         cell_clip=float(options.CellClip()) if options is not None else 0.0,
         proj_clip=float(options.ProjClip()) if options is not None else 0.0,
         time_major=bool(options.TimeMajor()) if options is not None else False,
         initial_states=(_reset_value(node, 18), _reset_value(node, 19)),
-        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q, flavour=node.flavour)
+        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q, flavour=node.flavour, **extra)
     return Translated(op, list(slots))
 
 
@@ -46,8 +59,8 @@ def _reset_value(node: TflNode, slot: int):
     return value
 
 
-@tflite_writer(UnidirectionalSequenceLstm)
-def write_lstm(op: UnidirectionalSequenceLstm, ctx) -> OpSpec:
+@tflite_writer(UnidirectionalSequenceLstm, UnidirectionalSequenceLayerNormLstm)
+def write_lstm(op: SequenceLstm, ctx) -> OpSpec:
     inputs = []
     for slot in range(24):
         if slot in op.slots:
@@ -63,12 +76,21 @@ def write_lstm(op: UnidirectionalSequenceLstm, ctx) -> OpSpec:
             inputs.append(None)
     intermediates = []
     if op.hidden_q is not None:
-        intermediates = [ctx.scratch(f"intermediate_{i}", DatumType.F32) for i in range(4)]
+        intermediates = [_gate_intermediate(op, ctx, i) for i in range(4)]
         intermediates.append(ctx.scratch("effective_hidden_scale", DatumType.I8, op.hidden_q))
     fields = {"FusedActivationFunction": activation_code(op.activation), "CellClip": op.cell_clip,
               "ProjClip": op.proj_clip, "TimeMajor": op.time_major}
     return OpSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", ("UnidirectionalSequenceLSTMOptions", fields), inputs,
                   intermediates)
+
+
+def _gate_intermediate(op: SequenceLstm, ctx, offset: int):
+    """A gate's intermediate tensor: TFLite reads the scales of all four when the LSTM is
+    layer-normalised (a CIFG one's unused input gate gets Q3.12)."""
+    if not isinstance(op, UnidirectionalSequenceLayerNormLstm):
+        return ctx.scratch(f"intermediate_{offset}", DatumType.F32)
+    quant = op.gate_q[offset] if offset < len(op.gate_q) else None
+    return ctx.scratch(f"intermediate_{offset}", DatumType.I16, quant or QParams((2.0 ** -12,), (0,), None))
 
 
 @tflite_op("SVDF")
