@@ -30,6 +30,9 @@ INT8_VARIANTS = {
     "time_major_batches_clips": {"time_major": True, "batch": 3, "cell_clip": 1.0, "proj_clip": 0.5,
                                  "projection": 3, "peepholes": True},
     "wide": {"units": 9, "depth": 7, "seed": 5, "cell_scale": 2.0 ** -12},
+    # coarse gate scales: rows of nearly equal small values, whose integer variance is 0 and
+    # is replaced by the guard max(1, 10000 * coefficient scale), here 20
+    "variance_guard": {"gate_scale": 0.25, "ln_scale": 2e-3, "ln_range": (60, 700), "units": 4},
 }
 FLOAT_VARIANTS = {
     "plain": {},
@@ -41,7 +44,8 @@ FLOAT_VARIANTS = {
 
 def layer_norm_lstm_model(dtype="i8", batch=2, steps=5, depth=4, units=5, cifg=False, peepholes=False,
                           projection=0, time_major=False, cell_clip=0.0, proj_clip=0.0, seed=0,
-                          cell_scale=2.0 ** -11, flavour="reference"):
+                          cell_scale=2.0 ** -11, gate_scale=3e-4, ln_scale=3e-5, ln_range=(5000, 32767),
+                          flavour="reference"):
     rng = np.random.default_rng(seed)
     outputs = projection or units
     gates = [1, 2, 3] if cifg else [0, 1, 2, 3]
@@ -67,14 +71,15 @@ def layer_norm_lstm_model(dtype="i8", batch=2, steps=5, depth=4, units=5, cifg=F
         x_q, h_q, c_q = q(0.03, -5), q(0.008, 3), q(cell_scale)
         hidden_q = q(0.007, -2) if projection else h_q
         x = g.input("x", "i8", shape, x_q)
-        gate_q = tuple(q(0.0003 + 0.00007 * offset) for offset in range(4))
+        gate_q = tuple(q(gate_scale * (1 + 0.2 * offset)) for offset in range(4))
         for offset in gates:
             slot_values[1 + offset] = ("i8", rng.integers(-127, 128, (units, depth)), q(0.004 + 0.001 * offset))
             slot_values[5 + offset] = ("i8", rng.integers(-127, 128, (units, outputs)), q(0.003 + 0.001 * offset))
-            ln_scale = 3.0e-5 + 1.0e-6 * offset
-            slot_values[20 + offset] = ("i16", rng.integers(5000, 32767, units), q(ln_scale))
+            scale = ln_scale * (1 + 0.03 * offset)
+            slot_values[20 + offset] = ("i16", rng.integers(*ln_range, units), q(scale))
             # the bias is in the coefficients' scale / 1024: here within +-1.5
-            slot_values[12 + offset] = ("i32", rng.integers(-(1 << 25), 1 << 25, units), q(ln_scale / 1024))
+            bound = int(1.5 * 1024 / scale)
+            slot_values[12 + offset] = ("i32", rng.integers(-bound, bound, units), q(scale / 1024))
             if peepholes and offset != 2:
                 slot_values[9 + offset if offset < 2 else 11] = ("i16", rng.integers(-3000, 3000, units),
                                                                   q(0.0002 * (offset + 1)))
