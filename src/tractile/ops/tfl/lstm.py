@@ -165,7 +165,7 @@ class UnidirectionalSequenceLstm(SequenceLstm):
 
 
 class _LstmState:
-    def __init__(self, op: UnidirectionalSequenceLstm):
+    def __init__(self, op: SequenceLstm):
         self.op = op
         self.prepared = None
         self.reset()
@@ -213,7 +213,7 @@ class _LstmState:
             for offset in (0, 1):
                 if offset in peepholes:
                     values[:, columns[offset]] += peepholes[offset] * c
-            for offset in columns:
+            for offset in columns if op.layer_norm else ():
                 if offset != 3:
                     values[:, columns[offset]] = op.finish_gate_float(inputs, offset, values[:, columns[offset]])
             forget = _sigmoid(values[:, columns[1]])
