@@ -307,6 +307,8 @@ def _detached(value, fed: list[np.ndarray]) -> Any:
         return np.asarray(value)
     if not value.flags.writeable:
         return value.copy()
+    if value.base is None:  # owns its memory: a view of nothing, so of no input either
+        return value.copy() if any(value is x for x in fed) else value
     if fed:
         root = _root(value)
         if any(root is _root(x) for x in fed):
