@@ -55,6 +55,7 @@ MODELS = {
     "inception_v1": lambda: light("inception_v1"),
     "lstm": lambda: builders.lstm(hidden=128, steps=100),
     "lstm2": lambda: builders.lstm2(hidden=128, steps=100),
+    "gru": lambda: builders.gru(hidden=128, steps=100),
     "tcn": lambda: (builders.tcn(), [np.random.default_rng(0).standard_normal((1, 40, 200)).astype(np.float32)]),
     "mobilenet": lambda: builders.mobilenet_like(),
     "loop": lambda: builders.loop_model(),

@@ -175,6 +175,9 @@ class GruCell(Cell):
 
     def __init__(self, w, r, bias, activations, clip, dtype, linear_before_reset: bool = False):
         self.linear_before_reset = linear_before_reset
+        #: default activations, no clip: sigmoids as ``1 / (1 + exp(-x))`` (sign in the weights),
+        #: the gates applied by dividing by ``1 + exp(-x)``
+        self.fast = tuple(a.kind for a in activations[:2]) == ("sigmoid", "tanh") and clip is None
         super().__init__(w, r, bias, activations, clip, dtype)
         hidden = self.hidden_size
         if linear_before_reset:
@@ -184,6 +187,8 @@ class GruCell(Cell):
         self.r_t_h = self.r_t[..., 2 * hidden:].copy()
 
     def scales(self):
+        if self.fast:
+            return np.array([-1, -1, 1], self.dtype)
         f, g = (a.input_scale if self.clip is None else 1.0 for a in self.activations[:2])
         return np.array([f, f, g], self.dtype)
 
@@ -203,28 +208,35 @@ class GruCell(Cell):
         second, second_r = self.product(self.r_t_h)
         tmp_in, hh_out = (tmp, hh) if ws["single"] else (self.for_product(tmp), self.for_product(hh))
         hidden_r_bias = self.vector(ws, self.hidden_r_bias) if lbr else None
-        add, mul, sub = np.add, np.multiply, np.subtract
+        add, sub, exp, one = np.add, np.subtract, np.exp, np.asarray(1, self.dtype)
+        fast = self.fast
+        gate = np.divide if fast else np.multiply  # by 1 + exp(-x), or by the activated gate
         moved_zr, moved_h = moved[0:2], moved[2] if lbr else None
-        for p_zr, p_h, y_t, y_out in zip(proj[:, 0:2], proj[:, 2], y, y_product):
-            first(h_product, first_r, raw)
-            add(moved_zr, p_zr, zr)
-            if clip is not None:
-                clip(zr, zr)
-            f(zr, zr)
-            if lbr:
-                add(moved_h, hidden_r_bias, hh)
-                mul(hh, r, hh)
-            else:
-                mul(r, h, tmp)
-                second(tmp_in, second_r, hh_out)
-            add(hh, p_h, hh)
-            if clip is not None:
-                clip(hh, hh)
-            g(hh, hh)
-            sub(h, hh, tmp)
-            mul(tmp, z, tmp)
-            add(hh, tmp, y_t)
-            h, h_product = y_t, y_out
+        with np.errstate(over="ignore"):  # exp(-x) overflows to inf for large negative x: the gate is 0
+            for p_zr, p_h, y_t, y_out in zip(proj[:, 0:2], proj[:, 2], y, y_product):
+                first(h_product, first_r, raw)
+                add(moved_zr, p_zr, zr)
+                if fast:
+                    exp(zr, zr)
+                    add(zr, one, zr)
+                else:
+                    if clip is not None:
+                        clip(zr, zr)
+                    f(zr, zr)
+                if lbr:
+                    add(moved_h, hidden_r_bias, hh)
+                    gate(hh, r, hh)
+                else:
+                    gate(h, r, tmp)
+                    second(tmp_in, second_r, hh_out)
+                add(hh, p_h, hh)
+                if clip is not None:
+                    clip(hh, hh)
+                g(hh, hh)
+                sub(h, hh, tmp)
+                gate(tmp, z, tmp)
+                add(hh, tmp, y_t)
+                h, h_product = y_t, y_out
 
 
 class LstmCell(Cell):
