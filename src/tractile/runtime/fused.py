@@ -90,21 +90,33 @@ def fused_runs(plan, dtypes: dict[int, np.dtype | None]) -> list[list[int]]:
     return groups
 
 
+def plan_runs(plan) -> list[tuple[tuple[int, ...], tuple, tuple[int, ...]]]:
+    """Per program entry: the plan step indices it runs, the in-place kernels of the steps after
+    the first, the slots to free after it. Computed once per plan (states share it)."""
+    cached = plan.fused_runs
+    if cached is not None:
+        return cached
+    steps = plan.steps
+    dtypes = slot_dtypes(plan)
+    runs = []
+    for group in fused_runs(plan, dtypes):
+        inner = {steps[i].outputs[0] for i in group[:-1]}
+        frees = tuple(dict.fromkeys(slot for i in group for slot in steps[i].frees if slot not in inner))
+        dtype = dtypes[steps[group[0]].outputs[0]]
+        kernels = tuple(inplace_kernel(steps[i].op, dtype) for i in group[1:])
+        runs.append((tuple(group), kernels, frees))
+    plan.fused_runs = runs
+    return runs
+
+
 def build_program(plan, evaluators: list[Callable]) -> list[Entry]:
     """The entries a state runs: ``evaluators[i]`` runs plan step ``i``."""
     steps = plan.steps
-    dtypes = slot_dtypes(plan)
     program: list[Entry] = []
-    for group in fused_runs(plan, dtypes):
+    for group, kernels, frees in plan_runs(plan):
         first, last = steps[group[0]], steps[group[-1]]
-        inner = {steps[i].outputs[0] for i in group[:-1]}
-        frees = tuple(dict.fromkeys(slot for i in group for slot in steps[i].frees if slot not in inner))
-        if len(group) == 1:
-            program.append((evaluators[group[0]], first.inputs, first.outputs, frees, tuple(group)))
-            continue
-        dtype = dtypes[first.outputs[0]]
-        kernels = tuple(inplace_kernel(steps[i].op, dtype) for i in group[1:])
-        program.append((_fused(evaluators[group[0]], kernels), first.inputs, last.outputs, frees, tuple(group)))
+        evaluate = _fused(evaluators[group[0]], kernels) if kernels else evaluators[group[0]]
+        program.append((evaluate, first.inputs, last.outputs, frees, group))
     return program
 
 
