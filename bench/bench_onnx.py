@@ -2,12 +2,15 @@
 
     python bench/bench_onnx.py [--models mlp,squeezenet,resnet50,...] [--runs 30] [--threads N]
 
-For each model: every engine runs the same input; after warm-up runs, the median of
-``--runs`` timed runs is reported, with the ratios tractile / onnxruntime and tractile /
-tract (lower is better, 1.0 = as fast). tract (``pip install tract``, the ``bench`` extra)
-is skipped when it is not installed or cannot load a model. The ``chain`` model (200 cheap nodes on a 1-element tensor)
-measures the interpreter's per-node overhead. Results are printed as a table; record
-them in docs/PERFORMANCE.md with the command line used.
+For each model: every engine runs the same input; after warm-up runs, the engines take
+turns run after run (so that changing load on the machine falls on all alike) and the
+median (``--stat min``: the fastest) of ``--runs`` timed runs is reported, with the ratios
+tractile / onnxruntime and tractile / tract (lower is better, 1.0 = as fast). tract
+(``pip install tract``, the ``bench`` extra) is skipped when it is not installed or cannot
+load a model. The ``chain`` model (200 cheap nodes on a 1-element tensor) measures the
+interpreter's per-node overhead. Results are printed as a table; record them in
+docs/PERFORMANCE.md with the command line used. On a machine busy with other work, use
+``--threads 1 --clock cpu --stat min``.
 """
 from __future__ import annotations
 
@@ -54,28 +57,40 @@ MODELS = {
     "inception_v1": lambda: light("inception_v1"),
     "lstm": lambda: builders.lstm(hidden=128, steps=100),
     "lstm2": lambda: builders.lstm2(hidden=128, steps=100),
+    "gru": lambda: builders.gru(hidden=128, steps=100),
     "tcn": lambda: (builders.tcn(), [np.random.default_rng(0).standard_normal((1, 40, 200)).astype(np.float32)]),
     "mobilenet": lambda: builders.mobilenet_like(),
     "loop": lambda: builders.loop_model(),
 }
-DEFAULT = "mlp,chain,tcn,lstm2,mobilenet,squeezenet,resnet50,loop"
+DEFAULT = "mlp,chain,tcn,lstm2,gru,mobilenet,squeezenet,resnet50,loop"
 
 
-def median_time(fn, runs: int, warmup: int) -> float:
-    for _ in range(warmup):
-        fn()
-    samples = []
+def interleaved_times(fns: list, runs: int, warmup: int, clock=time.perf_counter,
+                      stat=statistics.median) -> list[float]:
+    """``stat`` of the times of each function (median, or min: on a machine busy with other
+    work, which only adds time, the fastest run estimates a run's own cost best), the functions
+    taking turns run after run so that a change of load falls on all of them alike. ``clock``:
+    ``time.perf_counter`` (elapsed time) or ``time.process_time`` (CPU time of the process: the
+    time the run computed rather than waited; meaningful with one thread per engine)."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    samples: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for fn, times in zip(fns, samples):
+            start = clock()
+            fn()
+            times.append(clock() - start)
+    return [stat(times) for times in samples]
 
 
-def bench_model(name: str, runs: int, threads: int) -> dict:
+def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, stat=statistics.median) -> dict:
     import onnxruntime as ort
 
     import tractile
+
+    if threads:
+        tractile.set_threads(threads)  # the same thread count as onnxruntime's
 
     proto, inputs = MODELS[name]()
     model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
@@ -90,16 +105,17 @@ def bench_model(name: str, runs: int, threads: int) -> dict:
     theirs = session.run(None, feeds)
     diff = max(float(np.max(np.abs(a.astype(np.float64) - b))) for a, b in zip(ours, theirs))
     warmup = max(3, runs // 10)
-    t_ours = median_time(lambda: state.run(inputs), runs, warmup)
-    t_theirs = median_time(lambda: session.run(None, feeds), runs, warmup)
-    t_tract = None
+    engines = [lambda: state.run(inputs), lambda: session.run(None, feeds)]
     if tract_available():
         try:
             run_tract = tract_runner(proto.SerializeToString(), inputs)
             run_tract(inputs)
-            t_tract = median_time(lambda: run_tract(inputs), runs, warmup)
+            engines.append(lambda: run_tract(inputs))
         except Exception:  # a model tract cannot load: its column stays empty
-            t_tract = None
+            pass
+    times = interleaved_times(engines, runs, warmup, clock, stat)
+    t_ours, t_theirs = times[:2]
+    t_tract = times[2] if len(times) > 2 else None
     return {"model": name, "nodes": len(model.nodes), "tractile_ms": t_ours * 1e3, "ort_ms": t_theirs * 1e3,
             "ratio": t_ours / t_theirs, "max_diff": diff,
             "tract_ms": None if t_tract is None else t_tract * 1e3,
@@ -110,9 +126,18 @@ def bench_model(name: str, runs: int, threads: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=DEFAULT, help=f"comma-separated, from: {', '.join(MODELS)}")
-    parser.add_argument("--runs", type=int, default=30, help="timed runs per engine (median reported)")
-    parser.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads (0: its default)")
+    parser.add_argument("--runs", type=int, default=30, help="timed runs per engine")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="threads of both engines: onnxruntime intra-op threads and tractile.set_threads "
+                             "(0: each library's default)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall: elapsed time; cpu: CPU time of the process (for a machine busy with other "
+                             "work; use it with --threads 1)")
+    parser.add_argument("--stat", choices=("median", "min"), default="median",
+                        help="what is reported of the timed runs (min: for a machine busy with other work)")
     args = parser.parse_args(argv)
+    stat = min if args.stat == "min" else statistics.median
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
@@ -125,11 +150,12 @@ def main(argv=None) -> int:
         for name in names:
             progress.update(task, description=f"benchmarking {name}")
             try:
-                results.append(bench_model(name, args.runs, args.threads))
+                results.append(bench_model(name, args.runs, args.threads, clock, stat))
             except Exception as error:
                 console.print(f"[red]{name}: {type(error).__name__}: {str(error).splitlines()[0]}[/red]")
             progress.advance(task)
-    table = Table(title=f"tractile vs onnxruntime and tract (median of {args.runs} runs, {os.cpu_count()} cores)")
+    table = Table(title=f"tractile vs onnxruntime and tract ({args.stat} of {args.runs} runs, {args.clock} clock, "
+                        f"threads {args.threads or 'default'}, {os.cpu_count()} cores)")
     for column in ("model", "nodes", "tractile ms", "onnxruntime ms", "vs ort", "tract ms", "vs tract",
                    "per node µs", "max |diff|"):
         table.add_column(column, justify="right" if column != "model" else "left")

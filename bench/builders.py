@@ -43,6 +43,22 @@ def lstm(hidden: int = 128, steps: int = 100, inputs: int = 128):
     return helper.make_model(graph, opset_imports=OPSET, ir_version=8), [x]
 
 
+def gru(hidden: int = 128, steps: int = 100, inputs: int = 128):
+    """One forward GRU layer (linear_before_reset, as PyTorch exports it), batch 1."""
+    rng = np.random.default_rng(3)
+    scale = 1 / np.sqrt(hidden)
+    w = (rng.standard_normal((1, 3 * hidden, inputs)) * scale).astype(np.float32)
+    r = (rng.standard_normal((1, 3 * hidden, hidden)) * scale).astype(np.float32)
+    b = (rng.standard_normal((1, 6 * hidden)) * scale).astype(np.float32)
+    node = helper.make_node("GRU", ["x", "w", "r", "b"], ["y"], hidden_size=hidden, linear_before_reset=1)
+    graph = helper.make_graph([node], "gru",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, inputs])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [steps, 1, 1, hidden])],
+                              [_tensor(w, "w"), _tensor(r, "r"), _tensor(b, "b")])
+    x = rng.standard_normal((steps, 1, inputs)).astype(np.float32)
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=8), [x]
+
+
 def loop_model(iterations: int = 50, size: int = 64):
     """A Loop whose body applies a dense layer to a carried state ``iterations`` times."""
     rng = np.random.default_rng(0)

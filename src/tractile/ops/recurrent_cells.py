@@ -4,8 +4,8 @@ A cell holds the weights of one or two directions that share their activations,
 prepared once (gates reordered, biases folded into the input projection); the time
 loop that drives it is :func:`.recurrent_scan.scan`. Each step does one matrix
 product by the recurrent weights and a few in-place ufuncs on preallocated buffers.
-Sigmoids run as ``0.5 * tanh(x / 2) + 0.5`` with the halving folded into the weights,
-which lets an LSTM take the tanh of all its gates at once.
+Sigmoids run as ``0.5 * tanh(x / 2) + 0.5`` with the halving folded into the weights
+(the default LSTM, ``1 / (1 + exp(-x))`` with the sign folded in: see :class:`LstmCell`).
 
 Step buffers are gate-major, ``(gates, directions, rows, hidden)``, so that every gate
 block (and every run of adjacent gates) is contiguous whatever the batch: ufuncs on
@@ -175,6 +175,9 @@ class GruCell(Cell):
 
     def __init__(self, w, r, bias, activations, clip, dtype, linear_before_reset: bool = False):
         self.linear_before_reset = linear_before_reset
+        #: default activations, no clip: sigmoids as ``1 / (1 + exp(-x))`` (sign in the weights),
+        #: the gates applied by dividing by ``1 + exp(-x)``
+        self.fast = tuple(a.kind for a in activations[:2]) == ("sigmoid", "tanh") and clip is None
         super().__init__(w, r, bias, activations, clip, dtype)
         hidden = self.hidden_size
         if linear_before_reset:
@@ -184,6 +187,8 @@ class GruCell(Cell):
         self.r_t_h = self.r_t[..., 2 * hidden:].copy()
 
     def scales(self):
+        if self.fast:
+            return np.array([-1, -1, 1], self.dtype)
         f, g = (a.input_scale if self.clip is None else 1.0 for a in self.activations[:2])
         return np.array([f, f, g], self.dtype)
 
@@ -203,28 +208,35 @@ class GruCell(Cell):
         second, second_r = self.product(self.r_t_h)
         tmp_in, hh_out = (tmp, hh) if ws["single"] else (self.for_product(tmp), self.for_product(hh))
         hidden_r_bias = self.vector(ws, self.hidden_r_bias) if lbr else None
-        add, mul, sub = np.add, np.multiply, np.subtract
+        add, sub, exp, one = np.add, np.subtract, np.exp, np.asarray(1, self.dtype)
+        fast = self.fast
+        gate = np.divide if fast else np.multiply  # by 1 + exp(-x), or by the activated gate
         moved_zr, moved_h = moved[0:2], moved[2] if lbr else None
-        for p_zr, p_h, y_t, y_out in zip(proj[:, 0:2], proj[:, 2], y, y_product):
-            first(h_product, first_r, raw)
-            add(moved_zr, p_zr, zr)
-            if clip is not None:
-                clip(zr, zr)
-            f(zr, zr)
-            if lbr:
-                add(moved_h, hidden_r_bias, hh)
-                mul(hh, r, hh)
-            else:
-                mul(r, h, tmp)
-                second(tmp_in, second_r, hh_out)
-            add(hh, p_h, hh)
-            if clip is not None:
-                clip(hh, hh)
-            g(hh, hh)
-            sub(h, hh, tmp)
-            mul(tmp, z, tmp)
-            add(hh, tmp, y_t)
-            h, h_product = y_t, y_out
+        with np.errstate(over="ignore"):  # exp(-x) overflows to inf for large negative x: the gate is 0
+            for p_zr, p_h, y_t, y_out in zip(proj[:, 0:2], proj[:, 2], y, y_product):
+                first(h_product, first_r, raw)
+                add(moved_zr, p_zr, zr)
+                if fast:
+                    exp(zr, zr)
+                    add(zr, one, zr)
+                else:
+                    if clip is not None:
+                        clip(zr, zr)
+                    f(zr, zr)
+                if lbr:
+                    add(moved_h, hidden_r_bias, hh)
+                    gate(hh, r, hh)
+                else:
+                    gate(h, r, tmp)
+                    second(tmp_in, second_r, hh_out)
+                add(hh, p_h, hh)
+                if clip is not None:
+                    clip(hh, hh)
+                g(hh, hh)
+                sub(h, hh, tmp)
+                gate(tmp, z, tmp)
+                add(hh, tmp, y_t)
+                h, h_product = y_t, y_out
 
 
 class LstmCell(Cell):
@@ -240,6 +252,10 @@ class LstmCell(Cell):
 
     def __init__(self, w, r, bias, activations, clip, dtype, peepholes: np.ndarray | None = None,
                  input_forget: bool = False):
+        kinds = tuple(a.kind for a in activations)
+        #: the default activations and nothing else: sigmoids as ``1 / (1 + exp(-x))``, the sign
+        #: folded into the weights, so that ``[f, i] * [C, c~]`` is one division ``[C, c~] / (1 + e)``
+        self.fast = kinds == ("sigmoid", "tanh", "tanh") and clip is None and peepholes is None and not input_forget
         super().__init__(w, r, bias, activations, clip, dtype)
         self.input_forget = input_forget
         self.peepholes = None
@@ -247,10 +263,10 @@ class LstmCell(Cell):
             scaled = peepholes.astype(self.dtype).reshape(self.directions, 3, 1, self.hidden_size)
             scaled = scaled * self.gate_scales[1]
             self.peepholes = (scaled[:, [2, 0]].transpose(1, 0, 2, 3).copy(), scaled[:, 1].copy())
-        kinds = tuple(a.kind for a in activations)
-        self.fast = kinds == ("sigmoid", "tanh", "tanh") and clip is None and peepholes is None and not input_forget
 
     def scales(self):
+        if self.fast:
+            return np.array([1, -1, -1, -1], self.dtype)
         f, g = (a.input_scale if self.clip is None else 1.0 for a in self.activations[:2])
         return np.array([g, f, f, f], self.dtype)
 
@@ -274,18 +290,20 @@ class LstmCell(Cell):
         product, r = self.product(self.r_t)
         if not self.fast:
             return self._run_general(ws, big, pair, proj, y, y_product, h_product, product, r, raw, moved)
-        add, mul, tanh, half = np.add, np.multiply, np.tanh, np.asarray(0.5, self.dtype)
-        for p, y_t, y_out in zip(proj, y, y_product):
-            product(h_product, r, raw)
-            add(moved, p, gates)
-            tanh(gates, gates)
-            mul(sig, half, sig)
-            add(sig, half, sig)
-            mul(fi, cc, pair)
-            add(pair_a, pair_b, cell)
-            tanh(cell, y_t)
-            mul(y_t, o, y_t)
-            h_product = y_out
+        ct = big[1]
+        add, divide, exp, tanh, one = np.add, np.divide, np.exp, np.tanh, np.asarray(1, self.dtype)
+        with np.errstate(over="ignore"):  # exp(-x) overflows to inf for large negative x: the gate is 0
+            for p, y_t, y_out in zip(proj, y, y_product):
+                product(h_product, r, raw)
+                add(moved, p, gates)
+                tanh(ct, ct)
+                exp(sig, sig)
+                add(sig, one, sig)
+                divide(cc, fi, pair)
+                add(pair_a, pair_b, cell)
+                tanh(cell, y_t)
+                divide(y_t, o, y_t)
+                h_product = y_out
 
     def _run_general(self, ws, big, pair, proj, y, y_product, h_product, product, r, raw, moved):
         cell, cc, ct, gates, fio, fi, f_gate, i_gate, o = (

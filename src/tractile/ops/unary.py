@@ -45,6 +45,8 @@ class UnaryOp(Op):
     output_type: ClassVar[DatumType | None] = None
     #: category of datum types the op accepts (a key of ``ACCEPTS``; None: any)
     accepts: ClassVar[str | None] = None
+    #: a one-input NumPy ufunc computing the op for f32/f64 inputs, which may write in place
+    ufunc: ClassVar[np.ufunc | None] = None
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -92,6 +94,8 @@ def _unary(name: str, fn, accepts: str | None = None, doc: str = "") -> type:
         "compute": _via_f32(fn),
         "accepts": accepts,
         "elementwise": True,
+        # the NumPy function when it can write into its input (runs of element-wise steps do)
+        "ufunc": fn if isinstance(fn, np.ufunc) and fn.nin == 1 and fn.nout == 1 else None,
         "__doc__": doc or f"Element-wise {name}.",
         "__module__": __name__,
         "__qualname__": name,

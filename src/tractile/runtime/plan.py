@@ -63,6 +63,8 @@ class SimplePlan:
         self.output_names = [model.outlet_label(o) for o in self.outputs]
         self._compute_frees()
         self.has_state = any(not step.op.is_stateless for step in self.steps)
+        #: how states group the steps (runtime/fused.py), computed by the first state
+        self.fused_runs: list | None = None
 
     def _compute_frees(self) -> None:
         keep = set(self.output_slots) | set(self.constants)

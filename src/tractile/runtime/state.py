@@ -12,6 +12,7 @@ from ..errors import RunError, TractileError
 from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact
 from ..ops.base import Limits, end_deadline, start_deadline
 from ..ops.tensor_list import UnsetItem
+from .fused import build_program
 from .plan import SimplePlan
 
 
@@ -26,7 +27,7 @@ class SimpleState:
         self.check_facts = check_facts
         self.bindings: dict[str, int] = {}
         self.op_states: dict[int, Any] = {}
-        self._program = []
+        self._program = []  # one entry per plan step (profiles time them one by one)
         for index, step in enumerate(plan.steps):
             if step.op.is_stateless:
                 evaluate = step.op.eval
@@ -35,6 +36,10 @@ class SimpleState:
                 self.op_states[index] = op_state
                 evaluate = op_state.eval
             self._program.append((evaluate, step.inputs, step.outputs, step.frees))
+        # what runs: element-wise runs fused, one-output steps apart (their result stored directly)
+        self._fused = build_program(plan, [entry[0] for entry in self._program])
+        self._runs = [(evaluate, reads, writes[0] if len(writes) == 1 else -1, writes, frees)
+                      for evaluate, reads, writes, frees, _ in self._fused]
         self._checkers = [self._input_checker(name, fact) for name, fact in zip(plan.input_names, plan.input_facts)]
         self._template: list[Any] = [None] * plan.slot_count
         for slot, value in plan.constants.items():
@@ -165,16 +170,35 @@ class SimpleState:
         index = 0
         try:
             with np.errstate(all="ignore"):
-                # index names the failing step in the handler below
-                for index, (evaluate, reads, writes, frees) in enumerate(self._program):  # noqa: B007
+                # index names the failing entry in the handler below
+                for index, (evaluate, reads, single, writes, frees) in enumerate(self._runs):  # noqa: B007
                     results = evaluate([values[i] for i in reads])
-                    for slot, result in zip(writes, results):
-                        values[slot] = result
+                    if single >= 0:
+                        values[single] = results[0]
+                    else:
+                        for slot, result in zip(writes, results):
+                            values[slot] = result
                     for slot in frees:
                         values[slot] = None
         except STEP_ERRORS as error:
-            raise step_error(error, plan.steps[index]) from (None if isinstance(error, TractileError) else error)
+            step = self._failing_step(index, values, error)
+            raise step_error(error, step) from (None if isinstance(error, TractileError) else error)
         return values, fed
+
+    def _failing_step(self, index: int, values: list, error: Exception):
+        """The plan step that raised ``error`` in program entry ``index``: a fused run is
+        re-run step by step (its steps are stateless) to find it."""
+        steps = self._fused[index][4]
+        if len(steps) == 1:
+            return self.plan.steps[steps[0]]
+        value = values[self.plan.steps[steps[0]].inputs[0]]
+        with np.errstate(all="ignore"):
+            for step_index in steps:
+                try:
+                    value = self._program[step_index][0]([value])[0]
+                except STEP_ERRORS:
+                    return self.plan.steps[step_index]
+        return self.plan.steps[steps[-1]]
 
     def _run_checked(self, values: list, bindings: dict[str, int]) -> None:
         from ..ops.base import CHECKING_FACTS
@@ -284,6 +308,8 @@ def _detached(value, fed: list[np.ndarray]) -> Any:
         return np.asarray(value)
     if not value.flags.writeable:
         return value.copy()
+    if value.base is None:  # owns its memory: a view of nothing, so of no input either
+        return value.copy() if any(value is x for x in fed) else value
     if fed:
         root = _root(value)
         if any(root is _root(x) for x in fed):
