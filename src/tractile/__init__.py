@@ -42,7 +42,8 @@ def _apply_facts(model, specs: FactSpecs, outputs: bool) -> None:
 
 
 def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: bool = True,
-         format: str | None = None, compile: str | None = None, values: Mapping[str | int, Any] | None = None):
+         format: str | None = None, compile: str | None = None, values: Mapping[str | int, Any] | None = None,
+         threads: int | None = None):
     """Load a model file (or bytes, or an ``onnx.ModelProto``): ONNX, TFLite, or TensorFlow (a frozen
     GraphDef ``.pb`` or a SavedModel folder, whose ``serving_default`` signature is loaded).
 
@@ -62,7 +63,12 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
     ``values``: inputs whose value is known, by name or position (``{"sr": 16000}``): they
     become constants and stop being inputs, so an If on them folds away (see
     ``with_input_values``).
+
+    ``threads``: at most that many threads for matrix products and OpenMP loops, process-wide
+    (as :func:`set_threads`, which needs the ``fast`` extra).
     """
+    if threads is not None:
+        set_threads(threads)
     kind = format or _guess_format(source)
     if kind == "onnx":
         from .formats.onnx import load_onnx

@@ -31,6 +31,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output-fact", action="append", default=[], metavar="FACT",
                         help="hint about an output, same syntax; analysis propagates it backwards")
     add_value_argument(parser)
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="threads of the matrix products (BLAS) and OpenMP loops (default: the libraries' "
+                             "own; small products always run on one)")
 
 
 def add_value_argument(parser: argparse.ArgumentParser) -> None:
@@ -97,8 +100,10 @@ def facts_from_input_file(path: str | None) -> dict | list:
 
 def load_at_stage(args, stage: str = "optimize"):
     """Load the model and run the pipeline up to ``stage``."""
-    from .. import load
+    from .. import load, set_threads
 
+    if getattr(args, "threads", None) is not None:
+        set_threads(args.threads)
     facts = parse_fact_args(args.input_fact) or facts_from_input_file(getattr(args, "input", None))
     model = load(args.model, inputs=facts,
                  outputs=parse_fact_args(args.output_fact), optimize=False,
