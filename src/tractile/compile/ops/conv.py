@@ -17,6 +17,7 @@ from ...ops.tfl.common import activation_range, zero_of
 from ...ops.tfl.conv import Conv2D, DepthwiseConv2D, QuantizedStage
 from ..emit import Emit
 from ..registry import Unsupported, emitter
+from . import conv_dsp
 from .dense import requant_constants
 from .fused import finish_activation, finish_tflite_activation, fused_float_activation, tflite_float_activation
 
@@ -96,7 +97,6 @@ def conv2d(e: Emit) -> None:
     sums = offset.reshape(filters, -1).sum(axis=1)
     multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(
         e, op, x.dtype, w, bias if bias is None else np.asarray(bias), sums, k_h * k_w * depth)
-    weights = e.constant("weights", offset, DatumType.I8)
     raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
     suffix, bias_type = ("s16", DatumType.I64) if x.dtype == DatumType.I16 else ("s8", DatumType.I32)
     if pointwise and suffix == "s8":
@@ -110,16 +110,18 @@ def conv2d(e: Emit) -> None:
                                                     DatumType.I8), e.constant("bias", total, DatumType.I32), y,
                    e.scratch("acc", DatumType.I32, filters), pixels, depth, filters, multiplier, shift, per_channel,
                    zero, low, high)
-        else:  # microcontrollers: dot products (two MACs per SMLAD on Cortex-M4/M7)
-            from .dense import HEADER as DENSE_HEADER
+        elif not conv_dsp.emit_pointwise(e, x, y, offset, e.constant("bias", total, DatumType.I32), pixels, depth,
+                                         filters, (multiplier, shift, per_channel, zero, low, high)):
+            from .dense import HEADER as DENSE_HEADER  # dot products (two MACs per SMLAD on Cortex-M4/M7)
 
             e.use(DENSE_HEADER)
-            e.call("tl_fc_s8", x, weights, e.constant("bias", total, DatumType.I32), y, pixels, depth, filters,
-                   multiplier, shift, per_channel, zero, low, high)
+            e.call("tl_fc_s8", x, e.constant("weights", offset, DatumType.I8), e.constant("bias", total, DatumType.I32),
+                   y, pixels, depth, filters, multiplier, shift, per_channel, zero, low, high)
         if batches * in_h * in_w > 0:
             e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c, filters))
         return
     e.use(HEADER)
+    weights = e.constant("weights", offset, DatumType.I8)
     e.call(f"tl_conv_nhwc_{suffix}", x, weights, e.constant("bias", raw_bias, bias_type), y, batches, in_h, in_w, in_c,
            out_h, out_w, filters, *window_args(op, k_h, k_w, top, left), depth, x_offset, multiplier, shift,
            per_channel, zero, low, high)
@@ -151,6 +153,14 @@ def depthwise_conv2d(e: Emit) -> None:
             e, op, x.dtype, w, bias, offset.sum(axis=(0, 1)), k_h * k_w)
         raw_bias = np.zeros(out_c, np.int64) if bias is None else bias.astype(np.int64)
         wide = x.dtype == DatumType.I16
+        kernel = None if wide else conv_dsp.depthwise_kernel(e, in_c, multiplier_c, k_h, k_w)
+        if kernel is not None:
+            conv_dsp.emit_depthwise(e, kernel, x, y, offset, raw_bias,
+                                    (batches, in_h, in_w, in_c, out_h, out_w, multiplier_c,
+                                     *window_args(op, k_h, k_w, top, left)),
+                                    (x_offset, multiplier, shift, per_channel, zero, low, high))
+            _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, op.window.stride_h, top, batches)
+            return
         acc_type = DatumType.I64 if wide else DatumType.I32
         e.call(f"tl_dwconv_nhwc_{'s16' if wide else 's8'}", x, e.constant("weights", offset, DatumType.I8),
                e.constant("bias", raw_bias, acc_type), y, e.scratch("acc", acc_type, out_c), batches, in_h,

@@ -1,0 +1,269 @@
+/* tl_conv_dsp.h: int8 convolutions over weights the host repacked for the Cortex-M4/M7 (ARMv7E-M
+ * DSP extension), where one SMLAD multiplies two pairs of int16 halves and adds both products:
+ * the weights are stored as int16 pairs of two taps (or two depths) of the same output, so that
+ * every SMLAD adds two products to one accumulator.
+ *
+ * - tl_dwconv3x3_s8_packed: 3x3 depthwise, one filter per channel. Four channels at a time; the
+ *   input word of a tap is widened by SXTB16 (channels 0 and 2) and its rotated form (1 and 3),
+ *   and PKHBT/PKHTB join the halves of two taps of one channel: taps (0,1), (2,3), (4,5), (6,7)
+ *   by SMLAD, tap 8 by SMLABB/SMLATT. Weights per group of four channels: 16 pair words (per tap
+ *   pair, channels 0..3) and two words of tap 8 ([c0 | c2], [c1 | c3]).
+ * - tl_dwconv3x3_s8_single: 3x3, one input channel, any number of filters: the 9 inputs of a
+ *   window as 5 pair words, each filter 5 SMLAD against its 5 pair words.
+ * - tl_pointwise_s8_wide: 1x1 of depth 4, 8, 12 or 16: the pixel's inputs widened once, each
+ *   output depth / 2 SMLAD against weights stored widened ([d0 | d2], [d1 | d3] per 4 depths).
+ *
+ * The bias holds the input offset folded in (bias + x_offset * sum of the weights); padding taps
+ * read the input zero point (their x + x_offset is 0), so every window, inside or at a border,
+ * sums TFLite's terms exactly. Without the DSP extension the same code runs on portable
+ * equivalents of the instructions. */
+#ifndef TL_CONV_DSP_H
+#define TL_CONV_DSP_H
+
+#include <string.h>
+
+#include "tl_common.h"
+#include "tl_conv.h"
+
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+#define TL_SXTB16(v) ((uint32_t)__sxtb16(v))
+#define TL_SXTB16_ODD(v) tl_sxtb16_odd(v)
+#define TL_SMLAD(a, b, s) ((int32_t)__smlad(a, b, s))
+#define TL_SMLABB(a, b, s) ((int32_t)__smlabb(a, b, s))
+#define TL_SMLATT(a, b, s) ((int32_t)__smlatt(a, b, s))
+/* [bottom half of low | bottom half of high] and [top half of low | top half of high] */
+static inline uint32_t tl_pkhbt(uint32_t low, uint32_t high) {
+  uint32_t r;
+  __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(low), "r"(high));
+  return r;
+}
+static inline uint32_t tl_pkhtb(uint32_t high, uint32_t low) {
+  uint32_t r;
+  __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(high), "r"(low));
+  return r;
+}
+#define TL_WORD(p) tl_load_word(p)
+#else
+static inline uint32_t tl_word_p(const int8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static inline int32_t tl_low_half(uint32_t v) { return (int32_t)(int16_t)(uint16_t)(v & 0xFFFFu); }
+static inline int32_t tl_high_half(uint32_t v) { return (int32_t)(int16_t)(uint16_t)(v >> 16); }
+static inline uint32_t tl_sxtb16_p(uint32_t v) {
+  return (uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)v | (uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)(v >> 16) << 16;
+}
+static inline uint32_t tl_pkhbt(uint32_t low, uint32_t high) { return (low & 0xFFFFu) | (high << 16); }
+static inline uint32_t tl_pkhtb(uint32_t high, uint32_t low) { return (high & 0xFFFF0000u) | (low >> 16); }
+#define TL_SXTB16(v) tl_sxtb16_p(v)
+#define TL_SXTB16_ODD(v) tl_sxtb16_p((uint32_t)(v) >> 8)
+#define TL_SMLAD(a, b, s) ((s) + tl_low_half(a) * tl_low_half((uint32_t)(b)) + tl_high_half(a) * tl_high_half((uint32_t)(b)))
+#define TL_SMLABB(a, b, s) ((s) + tl_low_half(a) * tl_low_half((uint32_t)(b)))
+#define TL_SMLATT(a, b, s) ((s) + tl_high_half(a) * tl_high_half((uint32_t)(b)))
+#define TL_WORD(p) tl_word_p(p)
+#endif
+
+static inline int8_t tl_requant_s8(int32_t acc, const int32_t *multiplier, const int32_t *shift, int32_t index,
+                                   int32_t zero, int32_t low, int32_t high) {
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+  return (int8_t)tl_clamp_s8(tl_mbqm(acc, multiplier[index], shift[index]) + zero, low, high);
+#else
+  return (int8_t)tl_clamp_i32(tl_mbqm(acc, multiplier[index], shift[index]) + zero, low, high);
+#endif
+}
+
+/* two taps of four channels at p + a and p + b against four pair words */
+#define TL_DW_PAIR(a, b, wq)                                                                        \
+  do {                                                                                              \
+    const uint32_t va = TL_WORD(p + (a)), vb = TL_WORD(p + (b));                                    \
+    const uint32_t ea = TL_SXTB16(va), eb = TL_SXTB16(vb), oa = TL_SXTB16_ODD(va), ob = TL_SXTB16_ODD(vb); \
+    s0 = TL_SMLAD(tl_pkhbt(ea, eb), (uint32_t)(wq)[0], s0);                                         \
+    s1 = TL_SMLAD(tl_pkhbt(oa, ob), (uint32_t)(wq)[1], s1);                                         \
+    s2 = TL_SMLAD(tl_pkhtb(eb, ea), (uint32_t)(wq)[2], s2);                                         \
+    s3 = TL_SMLAD(tl_pkhtb(ob, oa), (uint32_t)(wq)[3], s3);                                         \
+  } while (0)
+
+/* the 9 taps of four channels of a window at p (tap (ky, kx) at p + ky * rs + kx * xs) into s[4] */
+static inline void tl_dw3x3_group(const int8_t *p, int32_t xs, int32_t rs, const int32_t *wq, int32_t *s) {
+  int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+  TL_DW_PAIR(0, xs, wq);
+  TL_DW_PAIR(2 * xs, rs, wq + 4);
+  TL_DW_PAIR(rs + xs, rs + 2 * xs, wq + 8);
+  TL_DW_PAIR(2 * rs, 2 * rs + xs, wq + 12);
+  {
+    const uint32_t v = TL_WORD(p + 2 * rs + 2 * xs), e = TL_SXTB16(v), o = TL_SXTB16_ODD(v);
+    s0 = TL_SMLABB(e, (uint32_t)wq[16], s0);
+    s2 = TL_SMLATT(e, (uint32_t)wq[16], s2);
+    s1 = TL_SMLABB(o, (uint32_t)wq[17], s1);
+    s3 = TL_SMLATT(o, (uint32_t)wq[17], s3);
+  }
+  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+}
+#undef TL_DW_PAIR
+
+/* the window's valid rows [ky0, ky1) and columns [kx0, kx1) of a 3x3 window */
+static inline int tl_tap_valid(int32_t ky, int32_t kx, int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1) {
+  return ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1;
+}
+
+/* Arguments as tl_dwconv_nhwc_s8's (multiplier 1, k_h = k_w = 3), with the packed weights `wq`,
+ * the folded bias, and `w` the weights as TFLite lays them out ([tap][channel], offset by their
+ * zero point) for the last in_c % 4 channels (NULL when in_c is a multiple of 4). */
+static inline void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
+                                          const int8_t *w, int32_t batches, int32_t in_h, int32_t in_w,
+                                          int32_t in_c, int32_t out_h, int32_t out_w, int32_t multiplier,
+                                          int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                          int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
+                                          int32_t x_offset, const int32_t *out_multiplier, const int32_t *shift,
+                                          int32_t per_channel, int32_t zero, int32_t low, int32_t high) {
+  const int32_t xs = dil_w * in_c, rs = dil_h * in_w * in_c, x_zero = -x_offset;
+  const uint32_t zero_word = (uint32_t)(uint8_t)(int8_t)x_zero * 0x01010101u;
+  int32_t b, oy, ox, c, ky, kx;
+  (void)multiplier, (void)k_h, (void)k_w;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      const int8_t *base = x + b * in_h * in_w * in_c;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        int32_t kx0, kx1;
+        tl_valid_taps(left, dil_w, 3, in_w, &kx0, &kx1);
+        if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
+          const int8_t *corner = base + (top * in_w + left) * in_c;
+          const int32_t *wg = wq;
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 18) {
+            int32_t s[4];
+            s[0] = bias[c], s[1] = bias[c + 1], s[2] = bias[c + 2], s[3] = bias[c + 3];
+            tl_dw3x3_group(corner + c, xs, rs, wg, s);
+            out[c] = tl_requant_s8(s[0], out_multiplier, shift, c * per_channel, zero, low, high);
+            out[c + 1] = tl_requant_s8(s[1], out_multiplier, shift, (c + 1) * per_channel, zero, low, high);
+            out[c + 2] = tl_requant_s8(s[2], out_multiplier, shift, (c + 2) * per_channel, zero, low, high);
+            out[c + 3] = tl_requant_s8(s[3], out_multiplier, shift, (c + 3) * per_channel, zero, low, high);
+          }
+        } else { /* a border: the window's words gathered, padding taps reading the zero point */
+          const int32_t *wg = wq;
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 18) {
+            uint32_t patch[9];
+            int32_t s[4];
+            for (ky = 0; ky < 3; ++ky)
+              for (kx = 0; kx < 3; ++kx)
+                patch[ky * 3 + kx] = tl_tap_valid(ky, kx, ky0, ky1, kx0, kx1)
+                                         ? TL_WORD(base + ((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + c)
+                                         : zero_word;
+            s[0] = bias[c], s[1] = bias[c + 1], s[2] = bias[c + 2], s[3] = bias[c + 3];
+            tl_dw3x3_group((const int8_t *)patch, 4, 12, wg, s);
+            out[c] = tl_requant_s8(s[0], out_multiplier, shift, c * per_channel, zero, low, high);
+            out[c + 1] = tl_requant_s8(s[1], out_multiplier, shift, (c + 1) * per_channel, zero, low, high);
+            out[c + 2] = tl_requant_s8(s[2], out_multiplier, shift, (c + 2) * per_channel, zero, low, high);
+            out[c + 3] = tl_requant_s8(s[3], out_multiplier, shift, (c + 3) * per_channel, zero, low, high);
+          }
+        }
+        for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
+          int32_t sum = bias[c];
+          for (ky = 0; ky < 3; ++ky)
+            for (kx = 0; kx < 3; ++kx) {
+              const int32_t value = tl_tap_valid(ky, kx, ky0, ky1, kx0, kx1)
+                                        ? base[((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + c]
+                                        : x_zero;
+              sum += value * (int32_t)w[(ky * 3 + kx) * in_c + c];
+            }
+          out[c] = tl_requant_s8(sum, out_multiplier, shift, c * per_channel, zero, low, high);
+        }
+      }
+    }
+}
+
+/* Arguments as tl_dwconv_nhwc_s8's (in_c 1, `multiplier` filters, k_h = k_w = 3) with per filter
+ * five pair words [w0 | w1], [w2 | w3], [w4 | w5], [w6 | w7], [w8 | 0] and the folded bias */
+static inline void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
+                                          const int8_t *w, int32_t batches, int32_t in_h, int32_t in_w,
+                                          int32_t in_c, int32_t out_h, int32_t out_w, int32_t multiplier,
+                                          int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                          int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
+                                          int32_t x_offset, const int32_t *out_multiplier, const int32_t *shift,
+                                          int32_t per_channel, int32_t zero, int32_t low, int32_t high) {
+  const int32_t xs = dil_w, rs = dil_h * in_w;
+  int32_t b, oy, ox, f, ky, kx;
+  (void)w, (void)in_c, (void)k_h, (void)k_w;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      const int8_t *base = x + b * in_h * in_w;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * multiplier;
+        const int32_t *wf = wq;
+        int32_t v[9], kx0, kx1;
+        uint32_t p0, p1, p2, p3, p4;
+        tl_valid_taps(left, dil_w, 3, in_w, &kx0, &kx1);
+        if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
+          const int8_t *p = base + top * in_w + left;
+          v[0] = p[0], v[1] = p[xs], v[2] = p[2 * xs];
+          v[3] = p[rs], v[4] = p[rs + xs], v[5] = p[rs + 2 * xs];
+          v[6] = p[2 * rs], v[7] = p[2 * rs + xs], v[8] = p[2 * rs + 2 * xs];
+        } else
+          for (ky = 0; ky < 3; ++ky)
+            for (kx = 0; kx < 3; ++kx)
+              v[ky * 3 + kx] = tl_tap_valid(ky, kx, ky0, ky1, kx0, kx1)
+                                   ? base[(top + ky * dil_h) * in_w + left + kx * dil_w]
+                                   : -x_offset;
+        p0 = tl_pkhbt((uint32_t)v[0], (uint32_t)v[1]), p1 = tl_pkhbt((uint32_t)v[2], (uint32_t)v[3]);
+        p2 = tl_pkhbt((uint32_t)v[4], (uint32_t)v[5]), p3 = tl_pkhbt((uint32_t)v[6], (uint32_t)v[7]);
+        p4 = (uint32_t)v[8];
+        for (f = 0; f < multiplier; ++f, wf += 5) {
+          int32_t s = bias[f];
+          s = TL_SMLAD(p0, (uint32_t)wf[0], s);
+          s = TL_SMLAD(p1, (uint32_t)wf[1], s);
+          s = TL_SMLAD(p2, (uint32_t)wf[2], s);
+          s = TL_SMLAD(p3, (uint32_t)wf[3], s);
+          s = TL_SMLAD(p4, (uint32_t)wf[4], s);
+          out[f] = tl_requant_s8(s, out_multiplier, shift, f * per_channel, zero, low, high);
+        }
+      }
+    }
+}
+
+/* Arguments as tl_fc_s8's over `pixels` rows of `depth` (4, 8, 12 or 16) inputs, the weights of
+ * output u as depth / 2 words: per 4 depths d, [w(d) | w(d + 2)] and [w(d + 1) | w(d + 3)] */
+static inline void tl_pointwise_s8_wide(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
+                                        int32_t pixels, int32_t depth, int32_t units, const int32_t *multiplier,
+                                        const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
+                                        int32_t high) {
+  int32_t p, u, j;
+  for (p = 0; p < pixels; ++p) {
+    const int8_t *px = x + p * depth;
+    int8_t *out = y + p * units;
+    const int32_t *wu = wq;
+    uint32_t e[4] = {0, 0, 0, 0}, o[4] = {0, 0, 0, 0};
+    for (j = 0; j < 4 && 4 * j < depth; ++j) {
+      const uint32_t v = TL_WORD(px + 4 * j);
+      e[j] = TL_SXTB16(v), o[j] = TL_SXTB16_ODD(v);
+    }
+    for (u = 0; u < units; ++u, wu += depth / 2) {
+      int32_t s = bias[u];
+      s = TL_SMLAD(e[0], (uint32_t)wu[0], s);
+      s = TL_SMLAD(o[0], (uint32_t)wu[1], s);
+      if (depth >= 8) {
+        s = TL_SMLAD(e[1], (uint32_t)wu[2], s);
+        s = TL_SMLAD(o[1], (uint32_t)wu[3], s);
+      }
+      if (depth >= 12) {
+        s = TL_SMLAD(e[2], (uint32_t)wu[4], s);
+        s = TL_SMLAD(o[2], (uint32_t)wu[5], s);
+      }
+      if (depth >= 16) {
+        s = TL_SMLAD(e[3], (uint32_t)wu[6], s);
+        s = TL_SMLAD(o[3], (uint32_t)wu[7], s);
+      }
+      out[u] = tl_requant_s8(s, multiplier, shift, u * per_channel, zero, low, high);
+    }
+  }
+}
+
+#endif /* TL_CONV_DSP_H */
