@@ -28,7 +28,7 @@ def depthwise_pairs(taps: np.ndarray) -> np.ndarray:
     channels: per tap pair (0,1), (2,3), (4,5), (6,7) one word per channel, then tap 8 as
     [c0 | c2], [c1 | c3]."""
     groups = taps.shape[1] // 4
-    words = []
+    words: list[np.int32] = []
     for g in range(groups):
         c = 4 * g
         for p in range(4):
