@@ -64,63 +64,104 @@ static inline uint32_t tl_pkhtb(uint32_t high, uint32_t low) { return (high & 0x
 #define TL_WORD(p) tl_word_p(p)
 #endif
 
-static inline int8_t tl_requant_s8(int32_t acc, const int32_t *multiplier, const int32_t *shift, int32_t index,
-                                   int32_t zero, int32_t low, int32_t high) {
-#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
-  return (int8_t)tl_clamp_s8(tl_mbqm(acc, multiplier[index], shift[index]) + zero, low, high);
+/* a compiler barrier between tap pairs: without it gcc loads every tap and weight of a window
+ * first and spills them to the stack */
+#if defined(__GNUC__)
+#define TL_TAP_ORDER() __asm__ __volatile__("" ::: "memory")
+#define TL_INLINE __attribute__((always_inline)) inline
 #else
-  return (int8_t)tl_clamp_i32(tl_mbqm(acc, multiplier[index], shift[index]) + zero, low, high);
+#define TL_TAP_ORDER() ((void)0)
+#define TL_INLINE inline
+#endif
+/* the kernels are inlined into every layer in speed builds, so that the layer's sizes, strides
+ * and output range are constants (tap offsets become immediate offsets of the loads); size
+ * builds (-Os) keep one copy */
+#if defined(__OPTIMIZE_SIZE__)
+#define TL_KERNEL static inline
+#else
+#define TL_KERNEL static TL_INLINE
+#endif
+
+/* TFLite's requantization of acc with the rounding and the output zero point folded into the
+ * high word of one SMLAL: rq = {multiplier, K, r - 1} for a right shift r >= 2 with
+ * K = 2^(r-2) + zero * 2^(r-1) (|K| < 2^30: the high word plus K is an int32). tl_mbqm_smlal computes
+ * ((T >> (r - 2)) + 1) >> 1 from the high word T of acc * multiplier + nudge, which is
+ * (T + 2^(r-2)) >> (r-1) (nested floor divisions), and adding zero * 2^(r-1) before the shift
+ * adds zero after it. */
+static TL_INLINE int32_t tl_requant_fused(int32_t acc, const int32_t *rq) {
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+  int32_t low = (int32_t)(((uint32_t)acc & 0x80000000u) | 0x40000000u), top = (acc >> 31) + rq[1];
+  __asm__("smlal %0, %1, %2, %3" : "+r"(low), "+r"(top) : "r"(acc), "r"(rq[0]));
+  (void)low;
+  return top >> rq[2];
+#else
+  const int64_t nudge = (int64_t)(acc >> 31) * ((int64_t)1 << 31) + ((int64_t)1 << 30);
+  const int32_t top = (int32_t)(((int64_t)acc * rq[0] + nudge) >> 32) + rq[1];
+  return top >> rq[2];
 #endif
 }
+/* an int8 output of the kernels below, whose arguments `mixed` and `zero` say whether some
+ * channel (rq[2] < 0) takes TFLite's recipe, {multiplier, shift, -1}, and the output zero point */
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+#define TL_CLAMP_OUT(v, low, high) ((int8_t)tl_clamp_s8(v, low, high))
+#else
+#define TL_CLAMP_OUT(v, low, high) ((int8_t)tl_clamp_i32(v, low, high))
+#endif
+#define TL_OUT_S8(acc, rq, low, high)                                                                \
+  TL_CLAMP_OUT(mixed && (rq)[2] < 0 ? tl_mbqm(acc, (rq)[0], (int)(rq)[1]) + zero : tl_requant_fused(acc, rq), \
+               low, high)
 
-/* two taps of four channels at p + a and p + b against four pair words */
-#define TL_DW_PAIR(a, b, wq)                                                                        \
+/* two taps (at `at(a)` and `at(b)`) of four channels against four pair words */
+#define TL_DW_PAIR(at, a, b, wq)                                                                    \
   do {                                                                                              \
-    const uint32_t va = TL_WORD(p + (a)), vb = TL_WORD(p + (b));                                    \
+    const uint32_t va = TL_WORD(at(a)), vb = TL_WORD(at(b));                                        \
     const uint32_t ea = TL_SXTB16(va), eb = TL_SXTB16(vb), oa = TL_SXTB16_ODD(va), ob = TL_SXTB16_ODD(vb); \
     s0 = TL_SMLAD(tl_pkhbt(ea, eb), (uint32_t)(wq)[0], s0);                                         \
     s1 = TL_SMLAD(tl_pkhbt(oa, ob), (uint32_t)(wq)[1], s1);                                         \
     s2 = TL_SMLAD(tl_pkhtb(eb, ea), (uint32_t)(wq)[2], s2);                                         \
     s3 = TL_SMLAD(tl_pkhtb(ob, oa), (uint32_t)(wq)[3], s3);                                         \
+    TL_TAP_ORDER();                                                                                 \
   } while (0)
+/* the 9 taps (tap k at `at(k)`) of four channels into s0..s3, then their four outputs */
+#define TL_DW_GROUP(at)                                                                             \
+  do {                                                                                              \
+    int32_t s0 = bias[c], s1 = bias[c + 1], s2 = bias[c + 2], s3 = bias[c + 3];                     \
+    TL_DW_PAIR(at, 0, 1, wg);                                                                       \
+    TL_DW_PAIR(at, 2, 3, wg + 4);                                                                   \
+    TL_DW_PAIR(at, 4, 5, wg + 8);                                                                   \
+    TL_DW_PAIR(at, 6, 7, wg + 12);                                                                  \
+    {                                                                                               \
+      const uint32_t v = TL_WORD(at(8)), e = TL_SXTB16(v), o = TL_SXTB16_ODD(v);                    \
+      s0 = TL_SMLABB(e, (uint32_t)wg[16], s0);                                                      \
+      s2 = TL_SMLATT(e, (uint32_t)wg[16], s2);                                                      \
+      s1 = TL_SMLABB(o, (uint32_t)wg[17], s1);                                                      \
+      s3 = TL_SMLATT(o, (uint32_t)wg[17], s3);                                                      \
+    }                                                                                               \
+    out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);                                                  \
+    out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);                                          \
+    out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);                                          \
+    out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);                                          \
+  } while (0)
+/* inside the input: tap (ky, kx) at a constant offset from the window's corner */
+#define TL_DW_INSIDE(k) (corner + c + ((k) / 3) * rs + ((k) % 3) * xs)
+/* at a border: through the window's tap pointers (the zero-point row for padding taps) */
+#define TL_DW_BORDER(k) (tap[k] + c)
 
-/* the 9 taps of four channels of a window at p (tap (ky, kx) at p + ky * rs + kx * xs) into s[4] */
-static inline void tl_dw3x3_group(const int8_t *p, int32_t xs, int32_t rs, const int32_t *wq, int32_t *s) {
-  int32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
-  TL_DW_PAIR(0, xs, wq);
-  TL_DW_PAIR(2 * xs, rs, wq + 4);
-  TL_DW_PAIR(rs + xs, rs + 2 * xs, wq + 8);
-  TL_DW_PAIR(2 * rs, 2 * rs + xs, wq + 12);
-  {
-    const uint32_t v = TL_WORD(p + 2 * rs + 2 * xs), e = TL_SXTB16(v), o = TL_SXTB16_ODD(v);
-    s0 = TL_SMLABB(e, (uint32_t)wq[16], s0);
-    s2 = TL_SMLATT(e, (uint32_t)wq[16], s2);
-    s1 = TL_SMLABB(o, (uint32_t)wq[17], s1);
-    s3 = TL_SMLATT(o, (uint32_t)wq[17], s3);
-  }
-  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
-}
-#undef TL_DW_PAIR
-
-/* the window's valid rows [ky0, ky1) and columns [kx0, kx1) of a 3x3 window */
-static inline int tl_tap_valid(int32_t ky, int32_t kx, int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1) {
-  return ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1;
-}
-
-/* Arguments as tl_dwconv_nhwc_s8's (multiplier 1, k_h = k_w = 3), with the packed weights `wq`,
- * the folded bias, and `w` the weights as TFLite lays them out ([tap][channel], offset by their
- * zero point) for the last in_c % 4 channels (NULL when in_c is a multiple of 4). */
-static inline void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
+/* Arguments as tl_dwconv_nhwc_s8's up to pad_left (multiplier 1, k_h = k_w = 3), with the packed
+ * weights `wq`, the folded bias, `w` the weights as TFLite lays them out ([tap][channel], offset
+ * by their zero point) for the last in_c % 4 channels (NULL when in_c is a multiple of 4), then
+ * x_offset, rq (three words per channel, see TL_OUT_S8), mixed, zero, the output range and `zeros`,
+ * in_c bytes of the input zero point. */
+TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
                                           const int8_t *w, int32_t batches, int32_t in_h, int32_t in_w,
                                           int32_t in_c, int32_t out_h, int32_t out_w, int32_t multiplier,
                                           int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
                                           int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
-                                          int32_t x_offset, const int32_t *out_multiplier, const int32_t *shift,
-                                          int32_t per_channel, int32_t zero, int32_t low, int32_t high) {
-  const int32_t xs = dil_w * in_c, rs = dil_h * in_w * in_c, x_zero = -x_offset;
-  const uint32_t zero_word = (uint32_t)(uint8_t)(int8_t)x_zero * 0x01010101u;
-  int32_t b, oy, ox, c, ky, kx;
-  (void)multiplier, (void)k_h, (void)k_w;
+                                          int32_t x_offset, const int32_t *rq, int32_t mixed, int32_t zero,
+                                          int32_t low, int32_t high, const int8_t *zeros) {
+  const int32_t xs = dil_w * in_c, rs = dil_h * in_w * in_c;
+  int32_t b, oy, ox, c, k;
+  (void)multiplier, (void)k_h, (void)k_w, (void)x_offset;
   for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
@@ -130,62 +171,53 @@ static inline void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *wq, co
       for (ox = 0; ox < out_w; ++ox) {
         const int32_t left = ox * stride_w - pad_left;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        const int32_t *wg = wq;
+        const int8_t *tap[9];
         int32_t kx0, kx1;
         tl_valid_taps(left, dil_w, 3, in_w, &kx0, &kx1);
         if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
           const int8_t *corner = base + (top * in_w + left) * in_c;
-          const int32_t *wg = wq;
-          for (c = 0; c + 4 <= in_c; c += 4, wg += 18) {
-            int32_t s[4];
-            s[0] = bias[c], s[1] = bias[c + 1], s[2] = bias[c + 2], s[3] = bias[c + 3];
-            tl_dw3x3_group(corner + c, xs, rs, wg, s);
-            out[c] = tl_requant_s8(s[0], out_multiplier, shift, c * per_channel, zero, low, high);
-            out[c + 1] = tl_requant_s8(s[1], out_multiplier, shift, (c + 1) * per_channel, zero, low, high);
-            out[c + 2] = tl_requant_s8(s[2], out_multiplier, shift, (c + 2) * per_channel, zero, low, high);
-            out[c + 3] = tl_requant_s8(s[3], out_multiplier, shift, (c + 3) * per_channel, zero, low, high);
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 18) TL_DW_GROUP(TL_DW_INSIDE);
+        } else {
+          for (k = 0; k < 9; ++k) {
+            const int32_t ky = k / 3, kx = k % 3;
+            tap[k] = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1
+                         ? base + ((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c
+                         : zeros;
           }
-        } else { /* a border: the window's words gathered, padding taps reading the zero point */
-          const int32_t *wg = wq;
-          for (c = 0; c + 4 <= in_c; c += 4, wg += 18) {
-            uint32_t patch[9];
-            int32_t s[4];
-            for (ky = 0; ky < 3; ++ky)
-              for (kx = 0; kx < 3; ++kx)
-                patch[ky * 3 + kx] = tl_tap_valid(ky, kx, ky0, ky1, kx0, kx1)
-                                         ? TL_WORD(base + ((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + c)
-                                         : zero_word;
-            s[0] = bias[c], s[1] = bias[c + 1], s[2] = bias[c + 2], s[3] = bias[c + 3];
-            tl_dw3x3_group((const int8_t *)patch, 4, 12, wg, s);
-            out[c] = tl_requant_s8(s[0], out_multiplier, shift, c * per_channel, zero, low, high);
-            out[c + 1] = tl_requant_s8(s[1], out_multiplier, shift, (c + 1) * per_channel, zero, low, high);
-            out[c + 2] = tl_requant_s8(s[2], out_multiplier, shift, (c + 2) * per_channel, zero, low, high);
-            out[c + 3] = tl_requant_s8(s[3], out_multiplier, shift, (c + 3) * per_channel, zero, low, high);
-          }
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 18) TL_DW_GROUP(TL_DW_BORDER);
         }
-        for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
-          int32_t sum = bias[c];
-          for (ky = 0; ky < 3; ++ky)
-            for (kx = 0; kx < 3; ++kx) {
-              const int32_t value = tl_tap_valid(ky, kx, ky0, ky1, kx0, kx1)
-                                        ? base[((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c + c]
-                                        : x_zero;
-              sum += value * (int32_t)w[(ky * 3 + kx) * in_c + c];
-            }
-          out[c] = tl_requant_s8(sum, out_multiplier, shift, c * per_channel, zero, low, high);
+        if (in_c % 4) {
+          for (k = 0; k < 9; ++k) {
+            const int32_t ky = k / 3, kx = k % 3;
+            tap[k] = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1
+                         ? base + ((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c
+                         : zeros;
+          }
+          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
+            int32_t sum = bias[c];
+            for (k = 0; k < 9; ++k) sum += (int32_t)tap[k][c] * (int32_t)w[k * in_c + c];
+            out[c] = TL_OUT_S8(sum, rq + 3 * c, low, high);
+          }
         }
       }
     }
 }
+#undef TL_DW_PAIR
+#undef TL_DW_GROUP
+#undef TL_DW_INSIDE
+#undef TL_DW_BORDER
 
-/* Arguments as tl_dwconv_nhwc_s8's (in_c 1, `multiplier` filters, k_h = k_w = 3) with per filter
- * five pair words [w0 | w1], [w2 | w3], [w4 | w5], [w6 | w7], [w8 | 0] and the folded bias */
-static inline void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
+/* Arguments as tl_dwconv_nhwc_s8's up to pad_left (in_c 1, `multiplier` filters, k_h = k_w = 3)
+ * with per filter five pair words [w0 | w1], [w2 | w3], [w4 | w5], [w6 | w7], [w8 | 0] and the
+ * folded bias, then x_offset, rq, mixed, zero, low and high as tl_dwconv3x3_s8_packed's */
+TL_KERNEL void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
                                           const int8_t *w, int32_t batches, int32_t in_h, int32_t in_w,
                                           int32_t in_c, int32_t out_h, int32_t out_w, int32_t multiplier,
                                           int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
                                           int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
-                                          int32_t x_offset, const int32_t *out_multiplier, const int32_t *shift,
-                                          int32_t per_channel, int32_t zero, int32_t low, int32_t high) {
+                                          int32_t x_offset, const int32_t *rq, int32_t mixed, int32_t zero,
+                                          int32_t low, int32_t high) {
   const int32_t xs = dil_w, rs = dil_h * in_w;
   int32_t b, oy, ox, f, ky, kx;
   (void)w, (void)in_c, (void)k_h, (void)k_w;
@@ -198,7 +230,7 @@ static inline void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *wq, co
       for (ox = 0; ox < out_w; ++ox) {
         const int32_t left = ox * stride_w - pad_left;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * multiplier;
-        const int32_t *wf = wq;
+        const int32_t *wf = wq, *rf = rq;
         int32_t v[9], kx0, kx1;
         uint32_t p0, p1, p2, p3, p4;
         tl_valid_taps(left, dil_w, 3, in_w, &kx0, &kx1);
@@ -210,42 +242,42 @@ static inline void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *wq, co
         } else
           for (ky = 0; ky < 3; ++ky)
             for (kx = 0; kx < 3; ++kx)
-              v[ky * 3 + kx] = tl_tap_valid(ky, kx, ky0, ky1, kx0, kx1)
+              v[ky * 3 + kx] = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1
                                    ? base[(top + ky * dil_h) * in_w + left + kx * dil_w]
                                    : -x_offset;
         p0 = tl_pkhbt((uint32_t)v[0], (uint32_t)v[1]), p1 = tl_pkhbt((uint32_t)v[2], (uint32_t)v[3]);
         p2 = tl_pkhbt((uint32_t)v[4], (uint32_t)v[5]), p3 = tl_pkhbt((uint32_t)v[6], (uint32_t)v[7]);
         p4 = (uint32_t)v[8];
-        for (f = 0; f < multiplier; ++f, wf += 5) {
+        for (f = 0; f < multiplier; ++f, wf += 5, rf += 3) {
           int32_t s = bias[f];
           s = TL_SMLAD(p0, (uint32_t)wf[0], s);
           s = TL_SMLAD(p1, (uint32_t)wf[1], s);
           s = TL_SMLAD(p2, (uint32_t)wf[2], s);
           s = TL_SMLAD(p3, (uint32_t)wf[3], s);
           s = TL_SMLAD(p4, (uint32_t)wf[4], s);
-          out[f] = tl_requant_s8(s, out_multiplier, shift, f * per_channel, zero, low, high);
+          out[f] = TL_OUT_S8(s, rf, low, high);
         }
       }
     }
 }
 
 /* Arguments as tl_fc_s8's over `pixels` rows of `depth` (4, 8, 12 or 16) inputs, the weights of
- * output u as depth / 2 words: per 4 depths d, [w(d) | w(d + 2)] and [w(d + 1) | w(d + 3)] */
-static inline void tl_pointwise_s8_wide(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
-                                        int32_t pixels, int32_t depth, int32_t units, const int32_t *multiplier,
-                                        const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
-                                        int32_t high) {
+ * output u as depth / 2 words: per 4 depths d, [w(d) | w(d + 2)] and [w(d + 1) | w(d + 3)];
+ * rq, mixed, zero, low and high as tl_dwconv3x3_s8_packed's */
+TL_KERNEL void tl_pointwise_s8_wide(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
+                                        int32_t pixels, int32_t depth, int32_t units, const int32_t *rq,
+                                        int32_t mixed, int32_t zero, int32_t low, int32_t high) {
   int32_t p, u, j;
   for (p = 0; p < pixels; ++p) {
     const int8_t *px = x + p * depth;
     int8_t *out = y + p * units;
-    const int32_t *wu = wq;
+    const int32_t *wu = wq, *ru = rq;
     uint32_t e[4] = {0, 0, 0, 0}, o[4] = {0, 0, 0, 0};
     for (j = 0; j < 4 && 4 * j < depth; ++j) {
       const uint32_t v = TL_WORD(px + 4 * j);
       e[j] = TL_SXTB16(v), o[j] = TL_SXTB16_ODD(v);
     }
-    for (u = 0; u < units; ++u, wu += depth / 2) {
+    for (u = 0; u < units; ++u, wu += depth / 2, ru += 3) {
       int32_t s = bias[u];
       s = TL_SMLAD(e[0], (uint32_t)wu[0], s);
       s = TL_SMLAD(o[0], (uint32_t)wu[1], s);
@@ -261,7 +293,7 @@ static inline void tl_pointwise_s8_wide(const int8_t *x, const int32_t *wq, cons
         s = TL_SMLAD(e[3], (uint32_t)wu[6], s);
         s = TL_SMLAD(o[3], (uint32_t)wu[7], s);
       }
-      out[u] = tl_requant_s8(s, multiplier, shift, u * per_channel, zero, low, high);
+      out[u] = TL_OUT_S8(s, ru, low, high);
     }
   }
 }

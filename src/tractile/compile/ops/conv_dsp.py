@@ -58,39 +58,63 @@ def folded_bias(raw_bias: np.ndarray, x_offset: int, sums: np.ndarray) -> np.nda
     return total
 
 
-def depthwise_kernel(e: Emit, in_c: int, multiplier: int, k_h: int, k_w: int) -> str | None:
-    """The repacked kernel for this int8 depthwise layer on this target, or None."""
-    if not e.target.dsp or e.target.progmem or (k_h, k_w) != (3, 3):
-        return None
-    if multiplier == 1 and in_c >= 4:
-        return "tl_dwconv3x3_s8_packed"
-    if in_c == 1:
-        return "tl_dwconv3x3_s8_single"
-    return None
+def fused_requant(multipliers, shifts, zero: int, channels: int) -> tuple[np.ndarray, int]:
+    """tl_requant_fused's words per channel, {multiplier, K, r - 1} with r = -shift and
+    K = 2^(r-2) + zero * 2^(r-1), and whether some channel takes TFLite's recipe instead,
+    {multiplier, shift, -1}: a shift above -2 or a K whose high word would leave the int32
+    range."""
+    m = np.broadcast_to(np.atleast_1d(np.asarray(multipliers, np.int64)), (channels,))
+    shift = np.broadcast_to(np.atleast_1d(np.asarray(shifts, np.int64)), (channels,))
+    r = np.clip(-shift, 2, 31)
+    k = (np.int64(1) << (r - 2)) + int(zero) * (np.int64(1) << (r - 1))
+    fused = (-shift >= 2) & (-shift <= 31) & (np.abs(k) < 1 << 30)
+    words = np.stack([m, np.where(fused, k, shift), np.where(fused, r - 1, -1)], axis=1)
+    return words.reshape(-1).astype(np.int32), int(not fused.all())
 
 
-def emit_depthwise(e: Emit, kernel: str, x, y, offset: np.ndarray, raw_bias: np.ndarray, shape_args: tuple,
-                   requant_args: tuple) -> None:
-    """``offset`` [3][3][channels] weights without their zero point; ``shape_args`` from batches
-    to pad_left, ``requant_args`` from x_offset to high, as tl_dwconv_nhwc_s8 takes them."""
-    taps = offset.reshape(9, -1)
-    bias = e.constant("bias", folded_bias(raw_bias, requant_args[0], taps.sum(axis=0)), DatumType.I32)
-    if kernel == "tl_dwconv3x3_s8_single":
-        packed, plain = single_input_pairs(taps), "NULL"
-    else:
-        packed = depthwise_pairs(taps)
-        plain = e.constant("weights", offset, DatumType.I8) if taps.shape[1] % 4 else "NULL"
-    e.use(HEADER)
-    e.call(kernel, x, e.constant("weights_pairs", packed, DatumType.I32), bias, y, plain, *shape_args, *requant_args)
+def _usable(e: Emit, dtype: DatumType) -> bool:
+    return e.target.dsp and not e.target.progmem and dtype == DatumType.I8
 
 
-def emit_pointwise(e: Emit, x, y, offset: np.ndarray, bias: str, pixels: int, depth: int, filters: int,
-                   requant_args: tuple) -> bool:
-    """A 1x1 int8 convolution of depth 4 to 16 with widened weights; False when it is not one."""
-    if not e.target.dsp or e.target.progmem or depth not in WIDE_DEPTHS:
+def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: tuple, shape_args: tuple) -> bool:
+    """A 3x3 int8 depthwise layer with one filter per channel (4 channels or more) or one input
+    channel, on a DSP target; False (nothing emitted) for any other. ``offset``: [3][3][channels]
+    weights without their zero point; ``numbers``: (multipliers, shifts, x_offset, zero, low,
+    high); ``shape_args``: tl_dwconv_nhwc_s8's from batches to pad_left."""
+    in_c, multiplier, k_h, k_w = shape_args[3], shape_args[6], shape_args[7], shape_args[8]
+    if not _usable(e, x.dtype) or (k_h, k_w) != (3, 3) or not (multiplier == 1 and in_c >= 4 or in_c == 1):
         return False
+    multipliers, shifts, x_offset, zero, low, high = numbers
+    taps = offset.reshape(9, -1)
+    rq, mixed = fused_requant(multipliers, shifts, zero, taps.shape[1])
+    bias = e.constant("bias", folded_bias(raw_bias, x_offset, taps.sum(axis=0)), DatumType.I32)
+    requant = e.constant("requant", rq, DatumType.I32)
     e.use("tl_conv.h")
     e.use(HEADER)
-    e.call("tl_pointwise_s8_wide", x, e.constant("weights_wide", widened_rows(offset.reshape(filters, depth)),
-                                                 DatumType.I32), bias, y, pixels, depth, filters, *requant_args)
+    if in_c == 1:
+        e.call("tl_dwconv3x3_s8_single", x, e.constant("weights_pairs", single_input_pairs(taps), DatumType.I32),
+               bias, y, "NULL", *shape_args, x_offset, requant, mixed, zero, low, high)
+        return True
+    plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 else "NULL"
+    zeros = e.constant("zero_points", np.full(in_c, -x_offset, np.int64), DatumType.I8)
+    e.call("tl_dwconv3x3_s8_packed", x, e.constant("weights_pairs", depthwise_pairs(taps), DatumType.I32), bias, y,
+           plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros)
+    return True
+
+
+def emit_pointwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: tuple, depth: int) -> bool:
+    """A 1x1 stride-1 int8 convolution of depth 4 to 16 on a DSP target, with widened weights;
+    False (nothing emitted) for any other. ``offset``: [filters][1][1][depth]."""
+    if not _usable(e, x.dtype) or depth not in WIDE_DEPTHS:
+        return False
+    multipliers, shifts, x_offset, zero, low, high = numbers
+    filters = offset.shape[0]
+    rows = offset.reshape(filters, depth)
+    rq, mixed = fused_requant(multipliers, shifts, zero, filters)
+    bias = e.constant("bias", folded_bias(raw_bias, x_offset, rows.sum(axis=1)), DatumType.I32)
+    pixels = int(np.prod(x.shape[:-1]))
+    e.use("tl_conv.h")
+    e.use(HEADER)
+    e.call("tl_pointwise_s8_wide", x, e.constant("weights_wide", widened_rows(rows), DatumType.I32), bias, y, pixels,
+           depth, filters, e.constant("requant", rq, DatumType.I32), mixed, zero, low, high)
     return True
