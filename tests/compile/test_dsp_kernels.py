@@ -139,3 +139,151 @@ def test_m4_kernels_build_without_warnings(compiler, tmp_path):
     listing = subprocess.run(["arm-none-eabi-objdump", "-d", "m4.o"], cwd=tmp_path, capture_output=True, text=True)
     for instruction in ("smlabb", "smlad", "smlal", "ssat"):
         assert instruction in listing.stdout, f"{compiler}: no {instruction} in the M4 build"
+
+
+# --- the kernels over weights repacked on the host (tl_conv_dsp.h) ------------------------------
+
+def depthwise_model(channels: int, multiplier: int, window: Window2D, mixed: bool = False, shape=(9, 10)):
+    """A 3x3 int8 depthwise layer quantized as person_detect's are (per-channel weights, output
+    zero point -128 after RELU6, right shifts of 5 to 9: the folded requantization); ``mixed``
+    gives two channels scale ratios of 1.5 and 3 (shifts 1 and 2: TFLite's recipe for them)."""
+    from tractile.ops.tfl.conv import DepthwiseConv2D
+
+    from ..tflite.builder import qc
+
+    out_c = channels * multiplier
+    rng = np.random.default_rng(out_c * 31 + channels)
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, *shape, channels), q(0.02, -5))
+    w_scales = [0.004 * (1 + 0.37 * (i % 7)) for i in range(out_c)]
+    if mixed:
+        w_scales[0], w_scales[-1] = 3.75, 7.5  # 0.02 * s / 0.05 = 1.5 and 3
+    w = g.const("w", rng.integers(-127, 128, (1, 3, 3, out_c)), "i8", qc(w_scales, 3))
+    b = g.const("b", rng.integers(-4000, 4000, (out_c,)), "i32", qc([0.02 * s for s in w_scales], 0))
+    op = DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6", has_bias=True)
+    g.model.outputs = [g.op("dw", op, [x, w, b], out_q=q(0.05 if mixed else 6 / 255, -128))]
+    return g.model
+
+
+#: (channels, multiplier): four channels per pass and the last channels one by one, one input
+#: channel against 8 or 3 filters
+REPACKED = [(4, 1), (13, 1), (16, 1), (1, 8), (1, 3)]
+
+
+def test_repacked_weights_pair_the_taps_of_one_output():
+    from tractile.compile.ops.conv_dsp import depthwise_pairs, pairs, single_input_pairs, widened_rows
+
+    taps = np.arange(9 * 8).reshape(9, 8) - 36
+    words = depthwise_pairs(taps).view(np.int16).reshape(2, 18, 2)  # [group][word][low, high]
+    assert words[1, 1].tolist() == [taps[0, 5], taps[1, 5]]  # tap pair (0, 1), channel 4 + 1
+    assert words[0, 14].tolist() == [taps[6, 2], taps[7, 2]]
+    assert words[1, 16].tolist() == [taps[8, 4], taps[8, 6]] and words[1, 17].tolist() == [taps[8, 5], taps[8, 7]]
+    single = single_input_pairs(taps[:, :3]).view(np.int16).reshape(3, 5, 2)
+    assert single[2, 1].tolist() == [taps[2, 2], taps[3, 2]] and single[1, 4].tolist() == [taps[8, 1], 0]
+    rows = widened_rows(np.arange(16).reshape(2, 8) - 8).view(np.int16).reshape(2, 4, 2)
+    assert rows[1, 2].tolist() == [4 - 8 + 8, 6 - 8 + 8] and rows[0, 3].tolist() == [5 - 8, 7 - 8]
+    assert pairs(np.array([-1]), np.array([-128])).item() == (-128 << 16) | 0xFFFF
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("channels,multiplier", REPACKED)
+def test_repacked_depthwise_kernels_run_portably_on_the_host(window, channels, multiplier, tmp_path):
+    """The same kernels built without the DSP extension (their portable SXTB16, PKHBT, SMLAD)
+    for a host target that asks for the repacked weights: the packing against the interpreter."""
+    from dataclasses import replace
+
+    from tractile.compile.target import HOST
+
+    target = replace(HOST, dsp=True)
+    for mixed in (False, True):
+        model = depthwise_model(channels, multiplier, window, mixed)
+        rows = window.stride_w == window.dilation_w == 1
+        kernel = "tl_dwconv3x3_s8_single" if channels == 1 else f"tl_dwconv3x3_s8_{'rows' if rows else 'packed'}"
+        assert f"{kernel}(" in generate(model, target=target).source
+        cm = compiled_for(model, tmp_path / f"m{int(mixed)}", target)
+        rng = np.random.default_rng(channels)
+        for _ in range(3):
+            values = [rng.integers(-128, 128, (1, 9, 10, channels)).astype(np.int8)]
+            assert np.array_equal(cm.run(values)[0], model.run(values)[0])
+
+
+def compiled_for(model, folder: Path, target):
+    from tractile.compile import compile_model
+
+    from .harness import needs_cc
+
+    needs_cc()
+    return compile_model(model, cache_dir=folder, target=target)
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("channels,multiplier", REPACKED)
+def test_repacked_depthwise_kernels_are_bit_exact_on_the_cortex_m4(window, channels, multiplier, tmp_path):
+    needs_board("cortex-m4")
+    for mixed in (False, True):
+        model = depthwise_model(channels, multiplier, window, mixed)
+        report = verify(model, "cortex-m4", runs=2, opt="speed", folder=tmp_path / f"m{int(mixed)}")
+        assert report["verified"], report["first_difference"]
+        assert report["layers"][0]["kernel"].startswith("tl_dwconv3x3_s8_"), report["layers"][0]
+
+
+@pytest.mark.parametrize("depth", [4, 8, 12, 16])
+def test_widened_pointwise_convolutions_are_bit_exact_on_the_cortex_m4(depth, tmp_path):
+    needs_board("cortex-m4")
+    report = verify(pointwise_model(depth, 7), "cortex-m4", runs=3, folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    assert report["layers"][0]["kernel"] == "tl_pointwise_s8_wide", report["layers"][0]
+
+
+def test_depth_8_pointwise_convolution_takes_at_most_four_instructions_per_mac(tmp_path):
+    """person_detect's first pointwise layer: 8 inputs widened once per pixel, then per output
+    4 SMLAD and the folded requantization."""
+    needs_board("cortex-m4")
+    report = verify(pointwise_model(8, 16, pixels=48, activation="RELU6"), "cortex-m4", runs=2, opt="speed",
+                    folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    layer = report["layers"][0]
+    assert layer["macs"] == 48 * 8 * 16 and layer["per_mac"] <= 4.0, layer
+
+
+FUSED_CHECK = r"""
+#include <stdio.h>
+#include "tl_conv_dsp.h"
+static uint64_t state = 88172645463325252u;
+static uint64_t next(void) { state ^= state << 13; state ^= state >> 7; state ^= state << 17; return state; }
+int main(void) {
+  static const int32_t edges[] = {0, 1, -1, 2, -2, 2147483647, -2147483647 - 1, 1073741824, -1073741824, 12345};
+  long differ = 0, checked = 0, i;
+  for (i = 0; i < 3000000; ++i) {
+    const uint64_t r = next();
+    const int32_t x = i % 3 == 0 ? edges[r % 10] : (int32_t)(r >> 32) >> (i % 3 == 1 ? 0 : (int)(r % 31));
+    const int32_t m = (r & 15) == 1 ? 2147483647 : (int32_t)((1u << 30) + (uint32_t)(next() >> 34));
+    const int right = 2 + (int)((next() >> 40) % 30), zero = (int)((next() >> 40) % 256) - 128;
+    const int64_t k = ((int64_t)1 << (right - 2)) + (int64_t)zero * ((int64_t)1 << (right - 1));
+    int32_t rq[3];
+    if (k >= ((int64_t)1 << 30) || k <= -((int64_t)1 << 30)) continue;
+    rq[0] = m, rq[1] = (int32_t)k, rq[2] = right - 1;
+    ++checked;
+    if (tl_requant_fused(x, rq) != tl_mbqm_portable(x, m, -right) + zero) {
+      if (differ++ < 5) printf("x=%ld m=%ld right=%d zero=%d\n", (long)x, (long)m, right, zero);
+    }
+  }
+  printf("%ld checked, %ld differ\n", checked, differ);
+  return 0;
+}
+"""
+
+
+def test_folded_requantization_equals_tflites_recipe(tmp_path):
+    """The rounding and the output zero point folded into the high word (tl_requant_fused, its C
+    form; the M4 runs it as one SMLAL) against MultiplyByQuantizedMultiplier plus the zero point."""
+    needs_cc()
+    source = tmp_path / "fused.c"
+    source.write_text(FUSED_CHECK)
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    built = subprocess.run([compiler, *WARNING_FLAGS, "-O2", "-I", str(KERNELS), str(source), "-o",
+                            str(tmp_path / "fused")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run([str(tmp_path / "fused")], capture_output=True, text=True, timeout=60)
+    checked = int(ran.stdout.split()[-4])
+    assert checked > 1000000 and ran.stdout.strip().endswith(" 0 differ"), ran.stdout

@@ -31,6 +31,8 @@
 #define TL_SMLAD(a, b, s) ((int32_t)__smlad(a, b, s))
 #define TL_SMLABB(a, b, s) ((int32_t)__smlabb(a, b, s))
 #define TL_SMLATT(a, b, s) ((int32_t)__smlatt(a, b, s))
+#define TL_SMLABT(a, b, s) ((int32_t)__smlabt(a, b, s))
+#define TL_SMLATB(a, b, s) ((int32_t)__smlatb(a, b, s))
 /* [bottom half of low | bottom half of high] and [top half of low | top half of high] */
 static inline uint32_t tl_pkhbt(uint32_t low, uint32_t high) {
   uint32_t r;
@@ -61,6 +63,8 @@ static inline uint32_t tl_pkhtb(uint32_t high, uint32_t low) { return (high & 0x
 #define TL_SMLAD(a, b, s) ((s) + tl_low_half(a) * tl_low_half((uint32_t)(b)) + tl_high_half(a) * tl_high_half((uint32_t)(b)))
 #define TL_SMLABB(a, b, s) ((s) + tl_low_half(a) * tl_low_half((uint32_t)(b)))
 #define TL_SMLATT(a, b, s) ((s) + tl_high_half(a) * tl_high_half((uint32_t)(b)))
+#define TL_SMLABT(a, b, s) ((s) + tl_low_half(a) * tl_high_half((uint32_t)(b)))
+#define TL_SMLATB(a, b, s) ((s) + tl_high_half(a) * tl_low_half((uint32_t)(b)))
 #define TL_WORD(p) tl_word_p(p)
 #endif
 
@@ -152,13 +156,13 @@ static TL_INLINE int32_t tl_requant_fused(int32_t acc, const int32_t *rq) {
  * by their zero point) for the last in_c % 4 channels (NULL when in_c is a multiple of 4), then
  * x_offset, rq (three words per channel, see TL_OUT_S8), mixed, zero, the output range and `zeros`,
  * in_c bytes of the input zero point. */
-TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
-                                          const int8_t *w, int32_t batches, int32_t in_h, int32_t in_w,
+TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
+                                          const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w,
                                           int32_t in_c, int32_t out_h, int32_t out_w, int32_t multiplier,
                                           int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
                                           int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
-                                          int32_t x_offset, const int32_t *rq, int32_t mixed, int32_t zero,
-                                          int32_t low, int32_t high, const int8_t *zeros) {
+                                          int32_t x_offset, const int32_t *restrict rq, int32_t mixed, int32_t zero,
+                                          int32_t low, int32_t high, const int8_t *restrict zeros) {
   const int32_t xs = dil_w * in_c, rs = dil_h * in_w * in_c;
   int32_t b, oy, ox, c, k;
   (void)multiplier, (void)k_h, (void)k_w, (void)x_offset;
@@ -208,15 +212,150 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *wq, const 
 #undef TL_DW_INSIDE
 #undef TL_DW_BORDER
 
+/* Stride 1 along the rows (and no dilation there): two neighbouring outputs A and B at a time
+ * share the four input columns j..j+3 of each window row. Per channel, q0 = [x0 | x1] and
+ * q1 = [x2 | x3] against W01 = [w0 | w1] and W12 = [w1 | w2]: A = SMLAD(q0, W01) + x2 w2 (SMLABT),
+ * B = SMLAD(q1, W12) + x1 w0 (SMLATB): six MACs in four instructions. The weights of a group of
+ * four channels: per row, per pass (even channels c, c + 2 from SXTB16, then odd channels from its
+ * rotated form) the words W01 and W12 of its two channels: 24 words. */
+#define TL_DW2_ROW(off, wr, SX)                                                                     \
+  do {                                                                                              \
+    const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));                 \
+    const uint32_t e2 = SX(TL_WORD(p + (off) + 2 * in_c)), e3 = SX(TL_WORD(p + (off) + 3 * in_c));  \
+    const uint32_t q0 = tl_pkhbt(e0, e1), q1 = tl_pkhbt(e2, e3), r0 = tl_pkhtb(e1, e0), r1 = tl_pkhtb(e3, e2); \
+    a0 = TL_SMLAD(q0, (uint32_t)(wr)[0], a0);                                                       \
+    b0 = TL_SMLAD(q1, (uint32_t)(wr)[1], b0);                                                       \
+    a0 = TL_SMLABT(q1, (uint32_t)(wr)[1], a0);                                                      \
+    b0 = TL_SMLATB(q0, (uint32_t)(wr)[0], b0);                                                      \
+    a1 = TL_SMLAD(r0, (uint32_t)(wr)[2], a1);                                                       \
+    b1 = TL_SMLAD(r1, (uint32_t)(wr)[3], b1);                                                       \
+    a1 = TL_SMLABT(r1, (uint32_t)(wr)[3], a1);                                                      \
+    b1 = TL_SMLATB(r0, (uint32_t)(wr)[2], b1);                                                      \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+/* one pass (channels c + odd and c + odd + 2) of two outputs over the three rows, the window's
+ * first column of channel c at p */
+#define TL_DW2_PASS(SX, odd)                                                                        \
+  do {                                                                                              \
+    int32_t a0 = bias[c + (odd)], a1 = bias[c + (odd) + 2], b0 = a0, b1 = a1;                       \
+    TL_DW2_ROW(0, wg + 4 * (odd), SX);                                                              \
+    TL_DW2_ROW(row_step, wg + 8 + 4 * (odd), SX);                                                   \
+    TL_DW2_ROW(2 * row_step, wg + 16 + 4 * (odd), SX);                                              \
+    {                                                                                               \
+      const int8_t ya0 = TL_OUT_S8(a0, rq + 3 * (c + (odd)), low, high);                            \
+      const int8_t yb0 = TL_OUT_S8(b0, rq + 3 * (c + (odd)), low, high);                            \
+      const int8_t ya1 = TL_OUT_S8(a1, rq + 3 * (c + (odd) + 2), low, high);                        \
+      const int8_t yb1 = TL_OUT_S8(b1, rq + 3 * (c + (odd) + 2), low, high);                        \
+      out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1, out[in_c + c + (odd)] = yb0;                  \
+      out[in_c + c + (odd) + 2] = yb1;                                                              \
+    }                                                                                               \
+  } while (0)
+/* a pointer the compiler must take as it is: tap addresses become immediate offsets from it
+ * rather than one induction variable each (which gcc spills) */
+#if defined(__GNUC__)
+#define TL_OPAQUE(p) __asm__("" : "+r"(p))
+#else
+#define TL_OPAQUE(p) ((void)0)
+#endif
+/* one output's row of taps (at t0, t1, t2) of four channels: channel pairs by SMLAD, the third
+ * tap by SMLABT/SMLATT */
+#define TL_DW1_ROW(t0, t1, t2, wr)                                                                  \
+  do {                                                                                              \
+    const uint32_t v0 = TL_WORD(t0), v1 = TL_WORD(t1), v2 = TL_WORD(t2);                            \
+    uint32_t e0 = TL_SXTB16(v0), e1 = TL_SXTB16(v1), e2 = TL_SXTB16(v2);                            \
+    s0 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[0], s0);                                         \
+    s0 = TL_SMLABT(e2, (uint32_t)(wr)[1], s0);                                                      \
+    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[2], s2);                                         \
+    s2 = TL_SMLATT(e2, (uint32_t)(wr)[3], s2);                                                      \
+    e0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16_ODD(v1), e2 = TL_SXTB16_ODD(v2);                         \
+    s1 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[4], s1);                                         \
+    s1 = TL_SMLABT(e2, (uint32_t)(wr)[5], s1);                                                      \
+    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[6], s3);                                         \
+    s3 = TL_SMLATT(e2, (uint32_t)(wr)[7], s3);                                                      \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+
+/* Arguments as tl_dwconv3x3_s8_packed's (stride_w = dil_w = 1) with the row-pair weights above
+ * and `zeros` in_c bytes of the input zero point */
+TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
+                                    const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
+                                    int32_t out_h, int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w,
+                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+                                    int32_t pad_top, int32_t pad_left, int32_t x_offset, const int32_t *restrict rq,
+                                    int32_t mixed, int32_t zero, int32_t low, int32_t high, const int8_t *restrict zeros) {
+  const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes;
+  int32_t b, oy, ox, c, k;
+  (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)stride_w, (void)dil_w;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      const int8_t *base = x + b * in_h * row_bytes;
+      const int8_t *rows[3];
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
+      for (k = 0; k < 3; ++k) rows[k] = k >= ky0 && k < ky1 ? base + (top + k * dil_h) * row_bytes : NULL;
+      for (ox = 0; ox < out_w;) {
+        const int32_t left = ox - pad_left;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        const int32_t *wg = wq;
+        if (ky0 == 0 && ky1 == 3 && left >= 0 && left + 4 <= in_w && ox + 1 < out_w) { /* two outputs inside */
+          const int8_t *corner = rows[0] + left * in_c;
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
+            const int8_t *p = corner + c;
+            TL_OPAQUE(p);
+            TL_DW2_PASS(TL_SXTB16, 0);
+            TL_DW2_PASS(TL_SXTB16_ODD, 1);
+          }
+          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
+            int32_t sa = bias[c], sb = bias[c];
+            for (k = 0; k < 9; ++k) {
+              const int8_t *tap = corner + (k / 3) * row_step + (k % 3) * in_c + c;
+              sa += (int32_t)tap[0] * (int32_t)w[k * in_c + c];
+              sb += (int32_t)tap[in_c] * (int32_t)w[k * in_c + c];
+            }
+            out[c] = TL_OUT_S8(sa, rq + 3 * c, low, high);
+            out[in_c + c] = TL_OUT_S8(sb, rq + 3 * c, low, high);
+          }
+          ox += 2;
+        } else { /* one output, through its tap pointers (the zero-point row for padding taps) */
+          const int8_t *tap[9];
+          for (k = 0; k < 9; ++k) {
+            const int32_t col = left + k % 3;
+            tap[k] = rows[k / 3] && col >= 0 && col < in_w ? rows[k / 3] + col * in_c : zeros;
+          }
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
+            int32_t s0 = bias[c], s1 = bias[c + 1], s2 = bias[c + 2], s3 = bias[c + 3];
+            TL_DW1_ROW(tap[0] + c, tap[1] + c, tap[2] + c, wg);
+            TL_DW1_ROW(tap[3] + c, tap[4] + c, tap[5] + c, wg + 8);
+            TL_DW1_ROW(tap[6] + c, tap[7] + c, tap[8] + c, wg + 16);
+            out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);
+            out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);
+            out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);
+            out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);
+          }
+          for (c = in_c - in_c % 4; c < in_c; ++c) {
+            int32_t sum = bias[c];
+            for (k = 0; k < 9; ++k) sum += (int32_t)tap[k][c] * (int32_t)w[k * in_c + c];
+            out[c] = TL_OUT_S8(sum, rq + 3 * c, low, high);
+          }
+          ox += 1;
+        }
+      }
+    }
+}
+#undef TL_DW2_ROW
+#undef TL_DW2_PASS
+#undef TL_DW1_ROW
+
 /* Arguments as tl_dwconv_nhwc_s8's up to pad_left (in_c 1, `multiplier` filters, k_h = k_w = 3)
  * with per filter five pair words [w0 | w1], [w2 | w3], [w4 | w5], [w6 | w7], [w8 | 0] and the
  * folded bias, then x_offset, rq, mixed, zero, low and high as tl_dwconv3x3_s8_packed's */
-TL_KERNEL void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
-                                          const int8_t *w, int32_t batches, int32_t in_h, int32_t in_w,
+TL_KERNEL void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
+                                          const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w,
                                           int32_t in_c, int32_t out_h, int32_t out_w, int32_t multiplier,
                                           int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
                                           int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
-                                          int32_t x_offset, const int32_t *rq, int32_t mixed, int32_t zero,
+                                          int32_t x_offset, const int32_t *restrict rq, int32_t mixed, int32_t zero,
                                           int32_t low, int32_t high) {
   const int32_t xs = dil_w, rs = dil_h * in_w;
   int32_t b, oy, ox, f, ky, kx;
@@ -264,8 +403,8 @@ TL_KERNEL void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *wq, const 
 /* Arguments as tl_fc_s8's over `pixels` rows of `depth` (4, 8, 12 or 16) inputs, the weights of
  * output u as depth / 2 words: per 4 depths d, [w(d) | w(d + 2)] and [w(d + 1) | w(d + 3)];
  * rq, mixed, zero, low and high as tl_dwconv3x3_s8_packed's */
-TL_KERNEL void tl_pointwise_s8_wide(const int8_t *x, const int32_t *wq, const int32_t *bias, int8_t *y,
-                                        int32_t pixels, int32_t depth, int32_t units, const int32_t *rq,
+TL_KERNEL void tl_pointwise_s8_wide(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
+                                        int32_t pixels, int32_t depth, int32_t units, const int32_t *restrict rq,
                                         int32_t mixed, int32_t zero, int32_t low, int32_t high) {
   int32_t p, u, j;
   for (p = 0; p < pixels; ++p) {

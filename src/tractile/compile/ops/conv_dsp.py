@@ -37,6 +37,20 @@ def depthwise_pairs(taps: np.ndarray) -> np.ndarray:
     return np.array(words, np.int32)
 
 
+def row_pairs(taps: np.ndarray) -> np.ndarray:
+    """``taps`` [9][channels] (a multiple of 4 of them kept) as 24 words per group of four
+    channels: per window row, per pass (channels c and c + 2, then c + 1 and c + 3), per channel
+    [w0 | w1] and [w1 | w2] (tl_dwconv3x3_s8_rows)."""
+    rows = taps.reshape(3, 3, -1)
+    words = []
+    for c in range(0, rows.shape[2] - 3, 4):
+        for ky in range(3):
+            for odd in (0, 1):
+                for ch in (c + odd, c + odd + 2):
+                    words += [pairs(rows[ky, 0, ch], rows[ky, 1, ch]), pairs(rows[ky, 1, ch], rows[ky, 2, ch])]
+    return np.array(words, np.int32)
+
+
 def single_input_pairs(taps: np.ndarray) -> np.ndarray:
     """``taps`` [9][filters] as five words per filter: [w0 | w1] .. [w6 | w7], [w8 | 0]."""
     padded = np.concatenate([taps, np.zeros((1, taps.shape[1]), taps.dtype)])
@@ -96,9 +110,13 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
                bias, y, "NULL", *shape_args, x_offset, requant, mixed, zero, low, high)
         return True
     plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 else "NULL"
+    if shape_args[10] == shape_args[12] == 1:  # stride and dilation 1 along the rows: two outputs at a time
+        kernel, packed = "tl_dwconv3x3_s8_rows", row_pairs(taps)
+    else:
+        kernel, packed = "tl_dwconv3x3_s8_packed", depthwise_pairs(taps)
     zeros = e.constant("zero_points", np.full(in_c, -x_offset, np.int64), DatumType.I8)
-    e.call("tl_dwconv3x3_s8_packed", x, e.constant("weights_pairs", depthwise_pairs(taps), DatumType.I32), bias, y,
-           plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros)
+    e.call(kernel, x, e.constant("weights_pairs", packed, DatumType.I32), bias, y, plain, *shape_args, x_offset,
+           requant, mixed, zero, low, high, zeros)
     return True
 
 
