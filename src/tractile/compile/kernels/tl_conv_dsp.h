@@ -13,7 +13,8 @@
  * - tl_pointwise_s8_wide: 1x1 of depth 4, 8, 12 or 16: the pixel's inputs widened once, each
  *   output depth / 2 SMLAD against weights stored widened ([d0 | d2], [d1 | d3] per 4 depths).
  *
- * The bias holds the input offset folded in (bias + x_offset * sum of the weights); padding taps
+ * The bias holds the input offset folded in (bias + x_offset * sum of the weights), and bias and
+ * weights are doubled for the requantization (tl_requant_doubled); padding taps
  * read the input zero point (their x + x_offset is 0), so every window, inside or at a border,
  * sums TFLite's terms exactly. Without the DSP extension the same code runs on portable
  * equivalents of the instructions. */
@@ -86,33 +87,34 @@ static inline uint32_t tl_pkhtb(uint32_t high, uint32_t low) { return (high & 0x
 #define TL_KERNEL static TL_INLINE
 #endif
 
-/* TFLite's requantization of acc with the rounding and the output zero point folded into the
- * high word of one SMLAL: rq = {multiplier, K, r - 1} for a right shift r >= 2 with
- * K = 2^(r-2) + zero * 2^(r-1) (|K| < 2^30: the high word plus K is an int32). tl_mbqm_smlal computes
- * ((T >> (r - 2)) + 1) >> 1 from the high word T of acc * multiplier + nudge, which is
- * (T + 2^(r-2)) >> (r-1) (nested floor divisions), and adding zero * 2^(r-1) before the shift
- * adds zero after it. */
-static TL_INLINE int32_t tl_requant_fused(int32_t acc, const int32_t *rq) {
+/* TFLite's requantization of an accumulator x from acc = 2x (the host doubles the weights, int16
+ * halves, and the bias, and proves |x| < 2^30): with the sign nudge n = 2^30 for x >= 0, -2^30
+ * otherwise, MultiplyByQuantizedMultiplier(x, m, -r) + zero is
+ * floor((x m + n + 2^(30+r)) / 2^(31+r)) + zero (tl_mbqm_smlal's derivation), and one SMMLAR
+ * (the high word of Ra * 2^32 + 2x m + 2^31) with Ra = K - (x < 0) gives floor((x m + n) / 2^31) + K:
+ * with K = 2^(r-1) + zero * 2^r, an arithmetic shift by r ends it. rq = {m, K, r}, r >= 1 and
+ * |K| < 2^30. */
+static TL_INLINE int32_t tl_requant_doubled(int32_t acc, const int32_t *rq) {
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
-  int32_t low = (int32_t)(((uint32_t)acc & 0x80000000u) | 0x40000000u), top = (acc >> 31) + rq[1];
-  __asm__("smlal %0, %1, %2, %3" : "+r"(low), "+r"(top) : "r"(acc), "r"(rq[0]));
-  (void)low;
+  int32_t top;
+  __asm__("smmlar %0, %1, %2, %3" : "=r"(top) : "r"(acc), "r"(rq[0]), "r"((acc >> 31) + rq[1]));
   return top >> rq[2];
 #else
-  const int64_t nudge = (int64_t)(acc >> 31) * ((int64_t)1 << 31) + ((int64_t)1 << 30);
-  const int32_t top = (int32_t)(((int64_t)acc * rq[0] + nudge) >> 32) + rq[1];
+  const int64_t high = (int64_t)((acc >> 31) + rq[1]) * ((int64_t)1 << 32);
+  const int32_t top = (int32_t)((high + (int64_t)acc * rq[0] + ((int64_t)1 << 31)) >> 32);
   return top >> rq[2];
 #endif
 }
-/* an int8 output of the kernels below, whose arguments `mixed` and `zero` say whether some
- * channel (rq[2] < 0) takes TFLite's recipe, {multiplier, shift, -1}, and the output zero point */
+/* an int8 output of the kernels below from a doubled accumulator; their arguments `mixed` and
+ * `zero` say whether some channel (rq[2] < 0) takes TFLite's recipe, {multiplier, shift, -1},
+ * and the output zero point */
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
 #define TL_CLAMP_OUT(v, low, high) ((int8_t)tl_clamp_s8(v, low, high))
 #else
 #define TL_CLAMP_OUT(v, low, high) ((int8_t)tl_clamp_i32(v, low, high))
 #endif
 #define TL_OUT_S8(acc, rq, low, high)                                                                \
-  TL_CLAMP_OUT(mixed && (rq)[2] < 0 ? tl_mbqm(acc, (rq)[0], (int)(rq)[1]) + zero : tl_requant_fused(acc, rq), \
+  TL_CLAMP_OUT(mixed && (rq)[2] < 0 ? tl_mbqm((acc) >> 1, (rq)[0], (int)(rq)[1]) + zero : tl_requant_doubled(acc, rq), \
                low, high)
 
 /* two taps (at `at(a)` and `at(b)`) of four channels against four pair words */
@@ -199,9 +201,9 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
                          : zeros;
           }
           for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
-            int32_t sum = bias[c];
+            int32_t sum = 0;
             for (k = 0; k < 9; ++k) sum += (int32_t)tap[k][c] * (int32_t)w[k * in_c + c];
-            out[c] = TL_OUT_S8(sum, rq + 3 * c, low, high);
+            out[c] = TL_OUT_S8(bias[c] + 2 * sum, rq + 3 * c, low, high);
           }
         }
       }
@@ -275,14 +277,23 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     TL_TAP_ORDER();                                                                                 \
   } while (0)
 
-/* Arguments as tl_dwconv3x3_s8_packed's (stride_w = dil_w = 1) with the row-pair weights above
- * and `zeros` in_c bytes of the input zero point */
+/* a window row of padding: the zero point times the row's weights, row_sums[ky][c] */
+#define TL_DW1_SKIP(ky)                                                                             \
+  do {                                                                                              \
+    const int32_t *sums = row_sums + (ky) * in_c + c;                                               \
+    s0 += sums[0], s1 += sums[1], s2 += sums[2], s3 += sums[3];                                     \
+  } while (0)
+
+/* Arguments as tl_dwconv3x3_s8_packed's (stride_w = dil_w = 1) with the row-pair weights above,
+ * `zeros` in_c bytes of the input zero point and `row_sums` [3][in_c] what a row of padding adds
+ * to each output (single outputs skip such rows) */
 TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
                                     const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
                                     int32_t out_h, int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w,
                                     int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
                                     int32_t pad_top, int32_t pad_left, int32_t x_offset, const int32_t *restrict rq,
-                                    int32_t mixed, int32_t zero, int32_t low, int32_t high, const int8_t *restrict zeros) {
+                                    int32_t mixed, int32_t zero, int32_t low, int32_t high, const int8_t *restrict zeros,
+                                    const int32_t *restrict row_sums) {
   const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes;
   int32_t b, oy, ox, c, k;
   (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)stride_w, (void)dil_w;
@@ -307,14 +318,14 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
             TL_DW2_PASS(TL_SXTB16_ODD, 1);
           }
           for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
-            int32_t sa = bias[c], sb = bias[c];
+            int32_t sa = 0, sb = 0;
             for (k = 0; k < 9; ++k) {
               const int8_t *tap = corner + (k / 3) * row_step + (k % 3) * in_c + c;
               sa += (int32_t)tap[0] * (int32_t)w[k * in_c + c];
               sb += (int32_t)tap[in_c] * (int32_t)w[k * in_c + c];
             }
-            out[c] = TL_OUT_S8(sa, rq + 3 * c, low, high);
-            out[in_c + c] = TL_OUT_S8(sb, rq + 3 * c, low, high);
+            out[c] = TL_OUT_S8(bias[c] + 2 * sa, rq + 3 * c, low, high);
+            out[in_c + c] = TL_OUT_S8(bias[c] + 2 * sb, rq + 3 * c, low, high);
           }
           ox += 2;
         } else { /* one output, through its tap pointers (the zero-point row for padding taps) */
@@ -325,18 +336,21 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
           }
           for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
             int32_t s0 = bias[c], s1 = bias[c + 1], s2 = bias[c + 2], s3 = bias[c + 3];
-            TL_DW1_ROW(tap[0] + c, tap[1] + c, tap[2] + c, wg);
-            TL_DW1_ROW(tap[3] + c, tap[4] + c, tap[5] + c, wg + 8);
-            TL_DW1_ROW(tap[6] + c, tap[7] + c, tap[8] + c, wg + 16);
+            if (rows[0]) TL_DW1_ROW(tap[0] + c, tap[1] + c, tap[2] + c, wg);
+            else TL_DW1_SKIP(0);
+            if (rows[1]) TL_DW1_ROW(tap[3] + c, tap[4] + c, tap[5] + c, wg + 8);
+            else TL_DW1_SKIP(1);
+            if (rows[2]) TL_DW1_ROW(tap[6] + c, tap[7] + c, tap[8] + c, wg + 16);
+            else TL_DW1_SKIP(2);
             out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);
             out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);
             out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);
             out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);
           }
           for (c = in_c - in_c % 4; c < in_c; ++c) {
-            int32_t sum = bias[c];
+            int32_t sum = 0;
             for (k = 0; k < 9; ++k) sum += (int32_t)tap[k][c] * (int32_t)w[k * in_c + c];
-            out[c] = TL_OUT_S8(sum, rq + 3 * c, low, high);
+            out[c] = TL_OUT_S8(bias[c] + 2 * sum, rq + 3 * c, low, high);
           }
           ox += 1;
         }
@@ -346,6 +360,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW2_ROW
 #undef TL_DW2_PASS
 #undef TL_DW1_ROW
+#undef TL_DW1_SKIP
 
 /* Arguments as tl_dwconv_nhwc_s8's up to pad_left (in_c 1, `multiplier` filters, k_h = k_w = 3)
  * with per filter five pair words [w0 | w1], [w2 | w3], [w4 | w5], [w6 | w7], [w8 | 0] and the

@@ -1,16 +1,16 @@
 """int8 convolutions on targets with the Armv7E-M DSP instructions (Cortex-M4/M7): the weights
 repacked on the host as int16 pairs of two taps (or depths) of one output, so that each SMLAD
-adds two products to one accumulator (kernels in ``tl_conv_dsp.h``), and the input offset folded
-into the bias. Which layers take them: 3x3 depthwise with one filter per channel or one input
-channel, and 1x1 convolutions of depth 4 to 16 (deeper ones already reach two MACs per SMLAD
-through ``tl_fc_s8``)."""
+adds two products to one accumulator (kernels in ``tl_conv_dsp.h``), the input offset folded
+into the bias, and weights and bias doubled for a requantization by one SMMLAR. Which layers
+take them: 3x3 depthwise with one filter per channel or one input channel, and 1x1
+convolutions of depth 4 to 16 (deeper ones already reach two MACs per SMLAD through
+``tl_fc_s8``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...datum import DatumType
 from ..emit import Emit
-from ..registry import Unsupported
 
 HEADER = "tl_conv_dsp.h"
 #: depths of the 1x1 convolutions whose weights are stored widened
@@ -65,24 +65,24 @@ def widened_rows(w: np.ndarray) -> np.ndarray:
     return words.reshape(-1)
 
 
-def folded_bias(raw_bias: np.ndarray, x_offset: int, sums: np.ndarray) -> np.ndarray:
-    total = raw_bias.astype(np.int64) + int(x_offset) * sums.astype(np.int64)
-    if np.abs(total).max(initial=0) >= 1 << 31:
-        raise Unsupported("the folded bias leaves the int32 range")
-    return total
+def doubled_bias(raw_bias: np.ndarray, x_offset: int, weights: np.ndarray) -> np.ndarray | None:
+    """2 (bias + x_offset * the sum of the weights) per output (``weights`` [taps][outputs]), or
+    None when an accumulator could reach 2^30 in magnitude (its double would leave the int32 range)."""
+    total = raw_bias.astype(np.int64) + int(x_offset) * weights.sum(axis=0).astype(np.int64)
+    bound = np.abs(total) + 128 * np.abs(weights).sum(axis=0).astype(np.int64)
+    return 2 * total if bound.max(initial=0) < 1 << 30 else None
 
 
-def fused_requant(multipliers, shifts, zero: int, channels: int) -> tuple[np.ndarray, int]:
-    """tl_requant_fused's words per channel, {multiplier, K, r - 1} with r = -shift and
-    K = 2^(r-2) + zero * 2^(r-1), and whether some channel takes TFLite's recipe instead,
-    {multiplier, shift, -1}: a shift above -2 or a K whose high word would leave the int32
-    range."""
+def doubled_requant(multipliers, shifts, zero: int, channels: int) -> tuple[np.ndarray, int]:
+    """tl_requant_doubled's words per channel, {multiplier, K, r} with r = -shift and
+    K = 2^(r-1) + zero * 2^r, and whether some channel takes TFLite's recipe instead,
+    {multiplier, shift, -1}: a shift above -1, or |K| >= 2^30."""
     m = np.broadcast_to(np.atleast_1d(np.asarray(multipliers, np.int64)), (channels,))
     shift = np.broadcast_to(np.atleast_1d(np.asarray(shifts, np.int64)), (channels,))
-    r = np.clip(-shift, 2, 31)
-    k = (np.int64(1) << (r - 2)) + int(zero) * (np.int64(1) << (r - 1))
-    fused = (-shift >= 2) & (-shift <= 31) & (np.abs(k) < 1 << 30)
-    words = np.stack([m, np.where(fused, k, shift), np.where(fused, r - 1, -1)], axis=1)
+    r = np.clip(-shift, 1, 31)
+    k = (np.int64(1) << (r - 1)) + int(zero) * (np.int64(1) << r)
+    fused = (-shift >= 1) & (-shift <= 31) & (np.abs(k) < 1 << 30)
+    words = np.stack([m, np.where(fused, k, shift), np.where(fused, r, -1)], axis=1)
     return words.reshape(-1).astype(np.int32), int(not fused.all())
 
 
@@ -99,24 +99,29 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
     if not _usable(e, x.dtype) or (k_h, k_w) != (3, 3) or not (multiplier == 1 and in_c >= 4 or in_c == 1):
         return False
     multipliers, shifts, x_offset, zero, low, high = numbers
-    taps = offset.reshape(9, -1)
-    rq, mixed = fused_requant(multipliers, shifts, zero, taps.shape[1])
-    bias = e.constant("bias", folded_bias(raw_bias, x_offset, taps.sum(axis=0)), DatumType.I32)
+    taps = offset.reshape(9, -1).astype(np.int64)
+    total = doubled_bias(raw_bias, x_offset, taps)
+    if total is None:
+        return False
+    rq, mixed = doubled_requant(multipliers, shifts, zero, taps.shape[1])
+    bias = e.constant("bias", total, DatumType.I32)
     requant = e.constant("requant", rq, DatumType.I32)
     e.use("tl_conv.h")
     e.use(HEADER)
     if in_c == 1:
-        e.call("tl_dwconv3x3_s8_single", x, e.constant("weights_pairs", single_input_pairs(taps), DatumType.I32),
+        e.call("tl_dwconv3x3_s8_single", x, e.constant("weights_pairs", single_input_pairs(2 * taps), DatumType.I32),
                bias, y, "NULL", *shape_args, x_offset, requant, mixed, zero, low, high)
         return True
     plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 else "NULL"
-    if shape_args[10] == shape_args[12] == 1:  # stride and dilation 1 along the rows: two outputs at a time
-        kernel, packed = "tl_dwconv3x3_s8_rows", row_pairs(taps)
-    else:
-        kernel, packed = "tl_dwconv3x3_s8_packed", depthwise_pairs(taps)
     zeros = e.constant("zero_points", np.full(in_c, -x_offset, np.int64), DatumType.I8)
-    e.call(kernel, x, e.constant("weights_pairs", packed, DatumType.I32), bias, y, plain, *shape_args, x_offset,
-           requant, mixed, zero, low, high, zeros)
+    if shape_args[10] == shape_args[12] == 1:  # stride and dilation 1 along the rows: two outputs at a time
+        # what a window row of padding adds (zero point x doubled weights), for the rows it skips
+        row_sums = e.constant("padding_rows", -2 * x_offset * taps.reshape(3, 3, -1).sum(axis=1), DatumType.I32)
+        e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(2 * taps), DatumType.I32), bias, y,
+               plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros, row_sums)
+    else:
+        e.call("tl_dwconv3x3_s8_packed", x, e.constant("weights_pairs", depthwise_pairs(2 * taps), DatumType.I32),
+               bias, y, plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros)
     return True
 
 
@@ -127,12 +132,16 @@ def emit_pointwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
         return False
     multipliers, shifts, x_offset, zero, low, high = numbers
     filters = offset.shape[0]
-    rows = offset.reshape(filters, depth)
-    rq, mixed = fused_requant(multipliers, shifts, zero, filters)
-    bias = e.constant("bias", folded_bias(raw_bias, x_offset, rows.sum(axis=1)), DatumType.I32)
+    rows = offset.reshape(filters, depth).astype(np.int64)
+    total = doubled_bias(raw_bias, x_offset, rows.T)
+    if total is None:
+        return False
+    rq, mixed = doubled_requant(multipliers, shifts, zero, filters)
+    bias = e.constant("bias", total, DatumType.I32)
     pixels = int(np.prod(x.shape[:-1]))
     e.use("tl_conv.h")
     e.use(HEADER)
-    e.call("tl_pointwise_s8_wide", x, e.constant("weights_wide", widened_rows(rows), DatumType.I32), bias, y, pixels,
-           depth, filters, e.constant("requant", rq, DatumType.I32), mixed, zero, low, high)
+    weights = e.constant("weights_wide", widened_rows(2 * rows), DatumType.I32)
+    requant = e.constant("requant", rq, DatumType.I32)
+    e.call("tl_pointwise_s8_wide", x, weights, bias, y, pixels, depth, filters, requant, mixed, zero, low, high)
     return True
