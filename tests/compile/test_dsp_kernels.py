@@ -246,25 +246,25 @@ def test_depth_8_pointwise_convolution_takes_at_most_four_instructions_per_mac(t
     assert layer["macs"] == 48 * 8 * 16 and layer["per_mac"] <= 4.0, layer
 
 
-FUSED_CHECK = r"""
+DOUBLED_CHECK = r"""
 #include <stdio.h>
 #include "tl_conv_dsp.h"
 static uint64_t state = 88172645463325252u;
 static uint64_t next(void) { state ^= state << 13; state ^= state >> 7; state ^= state << 17; return state; }
 int main(void) {
-  static const int32_t edges[] = {0, 1, -1, 2, -2, 2147483647, -2147483647 - 1, 1073741824, -1073741824, 12345};
+  static const int32_t edges[] = {0, 1, -1, 2, -2, 1073741823, -1073741823, 536870912, -536870912, 12345};
   long differ = 0, checked = 0, i;
   for (i = 0; i < 3000000; ++i) {
     const uint64_t r = next();
-    const int32_t x = i % 3 == 0 ? edges[r % 10] : (int32_t)(r >> 32) >> (i % 3 == 1 ? 0 : (int)(r % 31));
-    const int32_t m = (r & 15) == 1 ? 2147483647 : (int32_t)((1u << 30) + (uint32_t)(next() >> 34));
-    const int right = 2 + (int)((next() >> 40) % 30), zero = (int)((next() >> 40) % 256) - 128;
-    const int64_t k = ((int64_t)1 << (right - 2)) + (int64_t)zero * ((int64_t)1 << (right - 1));
+    const int32_t x = i % 3 == 0 ? edges[r % 10] : (int32_t)(r >> 34) >> (i % 3 == 1 ? 0 : (int)(r % 30));
+    const int32_t m = (r & 15) == 1 ? 2147483647 : (r & 15) == 2 ? 0 : (int32_t)((1u << 30) + (uint32_t)(next() >> 34));
+    const int right = 1 + (int)((next() >> 40) % 31), zero = (int)((next() >> 40) % 256) - 128;
+    const int64_t k = ((int64_t)1 << (right - 1)) + (int64_t)zero * ((int64_t)1 << right);
     int32_t rq[3];
     if (k >= ((int64_t)1 << 30) || k <= -((int64_t)1 << 30)) continue;
-    rq[0] = m, rq[1] = (int32_t)k, rq[2] = right - 1;
+    rq[0] = m, rq[1] = (int32_t)k, rq[2] = right;
     ++checked;
-    if (tl_requant_fused(x, rq) != tl_mbqm_portable(x, m, -right) + zero) {
+    if (tl_requant_doubled(2 * x, rq) != tl_mbqm_portable(x, m, -right) + zero) {
       if (differ++ < 5) printf("x=%ld m=%ld right=%d zero=%d\n", (long)x, (long)m, right, zero);
     }
   }
@@ -274,16 +274,17 @@ int main(void) {
 """
 
 
-def test_folded_requantization_equals_tflites_recipe(tmp_path):
-    """The rounding and the output zero point folded into the high word (tl_requant_fused, its C
-    form; the M4 runs it as one SMLAL) against MultiplyByQuantizedMultiplier plus the zero point."""
+def test_doubled_requantization_equals_tflites_recipe(tmp_path):
+    """The requantization of the repacked kernels (tl_requant_doubled, its C form; the M4 runs it
+    as one SMMLAR) from twice the accumulator, against MultiplyByQuantizedMultiplier plus the
+    output zero point, on random and edge accumulators below 2^30, right shifts of 1 to 31."""
     needs_cc()
-    source = tmp_path / "fused.c"
-    source.write_text(FUSED_CHECK)
+    source = tmp_path / "doubled.c"
+    source.write_text(DOUBLED_CHECK)
     compiler = shutil.which("cc") or shutil.which("gcc")
     built = subprocess.run([compiler, *WARNING_FLAGS, "-O2", "-I", str(KERNELS), str(source), "-o",
-                            str(tmp_path / "fused")], capture_output=True, text=True)
+                            str(tmp_path / "doubled")], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    ran = subprocess.run([str(tmp_path / "fused")], capture_output=True, text=True, timeout=60)
+    ran = subprocess.run([str(tmp_path / "doubled")], capture_output=True, text=True, timeout=60)
     checked = int(ran.stdout.split()[-4])
     assert checked > 1000000 and ran.stdout.strip().endswith(" 0 differ"), ran.stdout

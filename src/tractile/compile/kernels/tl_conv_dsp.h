@@ -277,23 +277,57 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     TL_TAP_ORDER();                                                                                 \
   } while (0)
 
-/* a window row of padding: the zero point times the row's weights, row_sums[ky][c] */
-#define TL_DW1_SKIP(ky)                                                                             \
+/* two valid columns of a row: [x0 | x1] against W01 (sel 0) or [x1 | x2] against W12 (sel 1) */
+#define TL_DW1_PAIR(t0, wr)                                                                         \
   do {                                                                                              \
-    const int32_t *sums = row_sums + (ky) * in_c + c;                                               \
-    s0 += sums[0], s1 += sums[1], s2 += sums[2], s3 += sums[3];                                     \
+    const uint32_t v0 = TL_WORD(t0), v1 = TL_WORD((t0) + in_c);                                     \
+    uint32_t e0 = TL_SXTB16(v0), e1 = TL_SXTB16(v1);                                                \
+    s0 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[0], s0);                                         \
+    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[2], s2);                                         \
+    e0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16_ODD(v1);                                                 \
+    s1 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[4], s1);                                         \
+    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[6], s3);                                         \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+
+/* the valid rows (start[k] not NULL) of one output's window, of 3 or 2 valid columns */
+#define TL_DW1_FULL(k)                                                                              \
+  do {                                                                                              \
+    const int8_t *p = start[k] + c;                                                                 \
+    TL_OPAQUE(p);                                                                                   \
+    TL_DW1_ROW(p, p + in_c, p + 2 * in_c, wg + 8 * (k));                                            \
+  } while (0)
+#define TL_DW1_TWO(k)                                                                               \
+  do {                                                                                              \
+    const int8_t *p = start[k] + c;                                                                 \
+    TL_OPAQUE(p);                                                                                   \
+    TL_DW1_PAIR(p, wg + 8 * (k) + kx0);                                                             \
+  } while (0)
+#define TL_DW1_GROUP(row)                                                                           \
+  do {                                                                                              \
+    int32_t s0 = kb[c], s1 = kb[c + 1], s2 = kb[c + 2], s3 = kb[c + 3];                             \
+    if (start[0]) row(0);                                                                           \
+    if (start[1]) row(1);                                                                           \
+    if (start[2]) row(2);                                                                           \
+    out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);                                                  \
+    out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);                                          \
+    out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);                                          \
+    out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);                                          \
   } while (0)
 
 /* Arguments as tl_dwconv3x3_s8_packed's (stride_w = dil_w = 1) with the row-pair weights above,
- * `zeros` in_c bytes of the input zero point and `row_sums` [3][in_c] what a row of padding adds
- * to each output (single outputs skip such rows) */
+ * then for the outputs at a border, which compute their valid taps only (padding taps skipped as
+ * TFLite's kernels do): `kind_bias` [row kinds][col_kinds][in_c] the doubled bias plus the input
+ * offset times the valid taps' weights of each kind of window, `row_kind` and `col_kind` each
+ * output row's and column's kind (the host checks that two columns or more are valid) */
 TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
                                     const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
                                     int32_t out_h, int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w,
                                     int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
                                     int32_t pad_top, int32_t pad_left, int32_t x_offset, const int32_t *restrict rq,
-                                    int32_t mixed, int32_t zero, int32_t low, int32_t high, const int8_t *restrict zeros,
-                                    const int32_t *restrict row_sums) {
+                                    int32_t mixed, int32_t zero, int32_t low, int32_t high,
+                                    const int32_t *restrict kind_bias, const int32_t *restrict row_kind,
+                                    const int32_t *restrict col_kind, int32_t col_kinds) {
   const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes;
   int32_t b, oy, ox, c, k;
   (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)stride_w, (void)dil_w;
@@ -328,29 +362,20 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
             out[in_c + c] = TL_OUT_S8(bias[c] + 2 * sb, rq + 3 * c, low, high);
           }
           ox += 2;
-        } else { /* one output, through its tap pointers (the zero-point row for padding taps) */
-          const int8_t *tap[9];
-          for (k = 0; k < 9; ++k) {
-            const int32_t col = left + k % 3;
-            tap[k] = rows[k / 3] && col >= 0 && col < in_w ? rows[k / 3] + col * in_c : zeros;
-          }
-          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
-            int32_t s0 = bias[c], s1 = bias[c + 1], s2 = bias[c + 2], s3 = bias[c + 3];
-            if (rows[0]) TL_DW1_ROW(tap[0] + c, tap[1] + c, tap[2] + c, wg);
-            else TL_DW1_SKIP(0);
-            if (rows[1]) TL_DW1_ROW(tap[3] + c, tap[4] + c, tap[5] + c, wg + 8);
-            else TL_DW1_SKIP(1);
-            if (rows[2]) TL_DW1_ROW(tap[6] + c, tap[7] + c, tap[8] + c, wg + 16);
-            else TL_DW1_SKIP(2);
-            out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);
-            out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);
-            out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);
-            out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);
-          }
+        } else { /* one output: its valid taps only, over the bias of its kind of border */
+          const int32_t kx0 = left < 0 ? -left : 0, kx1 = left + 3 > in_w ? in_w - left : 3;
+          const int32_t *kb = kind_bias + (row_kind[oy] * col_kinds + col_kind[ox]) * in_c;
+          const int8_t *start[3] = {NULL, NULL, NULL};
+          for (k = ky0; k < ky1; ++k) start[k] = rows[k] + (left + kx0) * in_c;
+          if (kx1 - kx0 == 3)
+            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW1_GROUP(TL_DW1_FULL);
+          else
+            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW1_GROUP(TL_DW1_TWO);
           for (c = in_c - in_c % 4; c < in_c; ++c) {
-            int32_t sum = 0;
-            for (k = 0; k < 9; ++k) sum += (int32_t)tap[k][c] * (int32_t)w[k * in_c + c];
-            out[c] = TL_OUT_S8(bias[c] + 2 * sum, rq + 3 * c, low, high);
+            int32_t sum = 0, kx;
+            for (k = ky0; k < ky1; ++k)
+              for (kx = kx0; kx < kx1; ++kx) sum += (int32_t)start[k][(kx - kx0) * in_c + c] * (int32_t)w[(k * 3 + kx) * in_c + c];
+            out[c] = TL_OUT_S8(kb[c] + 2 * sum, rq + 3 * c, low, high);
           }
           ox += 1;
         }
@@ -360,7 +385,10 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW2_ROW
 #undef TL_DW2_PASS
 #undef TL_DW1_ROW
-#undef TL_DW1_SKIP
+#undef TL_DW1_PAIR
+#undef TL_DW1_FULL
+#undef TL_DW1_TWO
+#undef TL_DW1_GROUP
 
 /* Arguments as tl_dwconv_nhwc_s8's up to pad_left (in_c 1, `multiplier` filters, k_h = k_w = 3)
  * with per filter five pair words [w0 | w1], [w2 | w3], [w4 | w5], [w6 | w7], [w8 | 0] and the

@@ -113,16 +113,42 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
                bias, y, "NULL", *shape_args, x_offset, requant, mixed, zero, low, high)
         return True
     plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 else "NULL"
+    kinds = border_kinds(*shape_args[1:3], *shape_args[4:6], *shape_args[9:15])
+    if shape_args[10] == shape_args[12] == 1 and kinds is not None:  # two outputs at a time along the rows
+        row_kind, col_kind, windows = kinds
+        kind_bias = [doubled_bias(raw_bias, x_offset, taps.reshape(3, 3, -1)[r0:r1, c0:c1].reshape(-1, in_c))
+                     for (r0, r1), (c0, c1) in windows]
+        if all(b is not None for b in kind_bias):
+            e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(2 * taps), DatumType.I32), bias,
+                   y, plain, *shape_args, x_offset, requant, mixed, zero, low, high,
+                   e.constant("border_bias", np.concatenate(kind_bias), DatumType.I32),
+                   e.constant("row_kinds", row_kind, DatumType.I32), e.constant("col_kinds", col_kind, DatumType.I32),
+                   len(set(col_kind.tolist())))
+            return True
     zeros = e.constant("zero_points", np.full(in_c, -x_offset, np.int64), DatumType.I8)
-    if shape_args[10] == shape_args[12] == 1:  # stride and dilation 1 along the rows: two outputs at a time
-        # what a window row of padding adds (zero point x doubled weights), for the rows it skips
-        row_sums = e.constant("padding_rows", -2 * x_offset * taps.reshape(3, 3, -1).sum(axis=1), DatumType.I32)
-        e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(2 * taps), DatumType.I32), bias, y,
-               plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros, row_sums)
-    else:
-        e.call("tl_dwconv3x3_s8_packed", x, e.constant("weights_pairs", depthwise_pairs(2 * taps), DatumType.I32),
-               bias, y, plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros)
+    e.call("tl_dwconv3x3_s8_packed", x, e.constant("weights_pairs", depthwise_pairs(2 * taps), DatumType.I32),
+           bias, y, plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros)
     return True
+
+
+def valid_taps(start: int, dilation: int, size: int) -> tuple[int, int]:
+    """The first and one-past-last of 3 taps from ``start`` (step ``dilation``) inside [0, size)."""
+    inside = [k for k in range(3) if 0 <= start + k * dilation < size]
+    return (inside[0], inside[-1] + 1) if inside else (0, 0)
+
+
+def border_kinds(in_h: int, in_w: int, out_h: int, out_w: int, stride_h: int, stride_w: int, dil_h: int,
+                 dil_w: int, pad_top: int, pad_left: int):
+    """(row kind per output row, column kind per output column, the (rows, columns) of valid taps
+    of each kind, row kinds major) of a 3x3 window, or None when some output has fewer than two
+    valid columns (tl_dwconv3x3_s8_rows computes its borders over pairs of columns)."""
+    rows = [valid_taps(oy * stride_h - pad_top, dil_h, in_h) for oy in range(out_h)]
+    cols = [valid_taps(ox * stride_w - pad_left, dil_w, in_w) for ox in range(out_w)]
+    if any(c1 - c0 < 2 for c0, c1 in cols):
+        return None
+    row_kinds, col_kinds = sorted(set(rows)), sorted(set(cols))
+    windows = [(r, c) for r in row_kinds for c in col_kinds]
+    return (np.array([row_kinds.index(r) for r in rows]), np.array([col_kinds.index(c) for c in cols]), windows)
 
 
 def emit_pointwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: tuple, depth: int) -> bool:
