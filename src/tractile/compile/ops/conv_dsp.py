@@ -118,10 +118,11 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
         row_kind, col_kind, windows = kinds
         kind_bias = [doubled_bias(raw_bias, x_offset, taps.reshape(3, 3, -1)[r0:r1, c0:c1].reshape(-1, in_c))
                      for (r0, r1), (c0, c1) in windows]
-        if all(b is not None for b in kind_bias):
+        found = [b for b in kind_bias if b is not None]
+        if len(found) == len(kind_bias):
             e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(2 * taps), DatumType.I32), bias,
                    y, plain, *shape_args, x_offset, requant, mixed, zero, low, high,
-                   e.constant("border_bias", np.concatenate(kind_bias), DatumType.I32),
+                   e.constant("border_bias", np.concatenate(found), DatumType.I32),
                    e.constant("row_kinds", row_kind, DatumType.I32), e.constant("col_kinds", col_kind, DatumType.I32),
                    len(set(col_kind.tolist())))
             return True
