@@ -288,3 +288,38 @@ def test_doubled_requantization_equals_tflites_recipe(tmp_path):
     ran = subprocess.run([str(tmp_path / "doubled")], capture_output=True, text=True, timeout=60)
     checked = int(ran.stdout.split()[-4])
     assert checked > 1000000 and ran.stdout.strip().endswith(" 0 differ"), ran.stdout
+
+
+@pytest.mark.parametrize("chain_windows", [0, 2])
+def test_repacked_kernels_run_in_bands_of_rows(chain_windows, tmp_path):
+    """A chain with repacked depthwise layers computed in bands of rows (bands.py rewrites their
+    row arguments; the stride-1 kernel's border kinds are those of the whole layer), in their
+    portable form on the host, against the interpreter."""
+    from dataclasses import replace
+
+    from tractile.compile.bands import Chain, chains_of
+    from tractile.compile.target import HOST
+
+    from .harness import assert_same_outputs, random_input
+    from .test_bands import WINDOWS as CHAIN_WINDOWS
+    from .test_bands import conv_chain
+
+    model = conv_chain("i8", CHAIN_WINDOWS[chain_windows])
+    (run,) = chains_of(model.into_optimized())
+    target = replace(HOST, dsp=True)
+    assert "tl_dwconv3x3_s8_" in generate(model, target=target).source
+    rng = np.random.default_rng(5)
+    inputs = [random_input(model.input_facts[0], rng) for _ in range(3)]
+    for rows in (1, 2, 3):
+        cm = compile_for_chains(model, tmp_path / f"r{rows}", target, [Chain(tuple(run), rows)])
+        for x in inputs:
+            assert_same_outputs(model.run([x]), cm.run([x]), what=f"bands of {rows}")
+
+
+def compile_for_chains(model, folder: Path, target, chains):
+    from tractile.compile import compile_model
+
+    from .harness import needs_cc
+
+    needs_cc()
+    return compile_model(model, cache_dir=folder, target=target, chains=chains)

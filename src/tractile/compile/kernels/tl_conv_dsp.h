@@ -318,8 +318,9 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
 /* Arguments as tl_dwconv3x3_s8_packed's (stride_w = dil_w = 1) with the row-pair weights above,
  * then for the outputs at a border, which compute their valid taps only (padding taps skipped as
  * TFLite's kernels do): `kind_bias` [row kinds][col_kinds][in_c] the doubled bias plus the input
- * offset times the valid taps' weights of each kind of window, `row_kind` and `col_kind` each
- * output row's and column's kind (the host checks that two columns or more are valid) */
+ * offset times the valid taps' weights of each kind of window, `row_kind` and `col_kind` the kind
+ * of the valid rows [ky0, ky1) at ky0 * 4 + ky1, of the valid columns likewise (the kinds of the
+ * whole layer, which are those of its bands; the host checks that two columns or more are valid) */
 TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
                                     const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
                                     int32_t out_h, int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w,
@@ -364,7 +365,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
           ox += 2;
         } else { /* one output: its valid taps only, over the bias of its kind of border */
           const int32_t kx0 = left < 0 ? -left : 0, kx1 = left + 3 > in_w ? in_w - left : 3;
-          const int32_t *kb = kind_bias + (row_kind[oy] * col_kinds + col_kind[ox]) * in_c;
+          const int32_t *kb = kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[kx0 * 4 + kx1]) * in_c;
           const int8_t *start[3] = {NULL, NULL, NULL};
           for (k = ky0; k < ky1; ++k) start[k] = rows[k] + (left + kx0) * in_c;
           if (kx1 - kx0 == 3)

@@ -124,7 +124,7 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
                    y, plain, *shape_args, x_offset, requant, mixed, zero, low, high,
                    e.constant("border_bias", np.concatenate(found), DatumType.I32),
                    e.constant("row_kinds", row_kind, DatumType.I32), e.constant("col_kinds", col_kind, DatumType.I32),
-                   len(set(col_kind.tolist())))
+                   len({c for _, c in windows}))
             return True
     zeros = e.constant("zero_points", np.full(in_c, -x_offset, np.int64), DatumType.I8)
     e.call("tl_dwconv3x3_s8_packed", x, e.constant("weights_pairs", depthwise_pairs(2 * taps), DatumType.I32),
@@ -133,23 +133,33 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
 
 
 def valid_taps(start: int, dilation: int, size: int) -> tuple[int, int]:
-    """The first and one-past-last of 3 taps from ``start`` (step ``dilation``) inside [0, size)."""
-    inside = [k for k in range(3) if 0 <= start + k * dilation < size]
-    return (inside[0], inside[-1] + 1) if inside else (0, 0)
+    """The first and one-past-last of 3 taps from ``start`` (step ``dilation``) inside [0, size),
+    as tl_valid_taps finds them (also where none is)."""
+    low, high = 0, 3
+    while low < 3 and start + low * dilation < 0:
+        low += 1
+    while high > low and start + (high - 1) * dilation >= size:
+        high -= 1
+    return low, high
 
 
 def border_kinds(in_h: int, in_w: int, out_h: int, out_w: int, stride_h: int, stride_w: int, dil_h: int,
                  dil_w: int, pad_top: int, pad_left: int):
-    """(row kind per output row, column kind per output column, the (rows, columns) of valid taps
-    of each kind, row kinds major) of a 3x3 window, or None when some output has fewer than two
-    valid columns (tl_dwconv3x3_s8_rows computes its borders over pairs of columns)."""
-    rows = [valid_taps(oy * stride_h - pad_top, dil_h, in_h) for oy in range(out_h)]
-    cols = [valid_taps(ox * stride_w - pad_left, dil_w, in_w) for ox in range(out_w)]
-    if any(c1 - c0 < 2 for c0, c1 in cols):
+    """(the kind of each range of valid rows [ky0, ky1) at ky0 * 4 + ky1, the same for columns,
+    the (rows, columns) of valid taps of each kind, row kinds major) of a 3x3 window, or None when
+    some output has fewer than two valid columns (tl_dwconv3x3_s8_rows computes its borders over
+    pairs of columns). Bands of rows (bands.py) see the same kinds: a band holds every input row
+    its outputs read but the padding."""
+    row_kinds = sorted({valid_taps(oy * stride_h - pad_top, dil_h, in_h) for oy in range(out_h)})
+    col_kinds = sorted({valid_taps(ox * stride_w - pad_left, dil_w, in_w) for ox in range(out_w)})
+    if any(c1 - c0 < 2 for c0, c1 in col_kinds):
         return None
-    row_kinds, col_kinds = sorted(set(rows)), sorted(set(cols))
-    windows = [(r, c) for r in row_kinds for c in col_kinds]
-    return (np.array([row_kinds.index(r) for r in rows]), np.array([col_kinds.index(c) for c in cols]), windows)
+    row_kind, col_kind = np.zeros(16, np.int64), np.zeros(16, np.int64)
+    for index, (k0, k1) in enumerate(row_kinds):
+        row_kind[k0 * 4 + k1] = index
+    for index, (k0, k1) in enumerate(col_kinds):
+        col_kind[k0 * 4 + k1] = index
+    return row_kind, col_kind, [(r, c) for r in row_kinds for c in col_kinds]
 
 
 def emit_pointwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: tuple, depth: int) -> bool:
