@@ -3,21 +3,24 @@
  * the weights are stored as int16 pairs of two taps (or two depths) of the same output, so that
  * every SMLAD adds two products to one accumulator.
  *
- * - tl_dwconv3x3_s8_packed: 3x3 depthwise, one filter per channel. Four channels at a time; the
- *   input word of a tap is widened by SXTB16 (channels 0 and 2) and its rotated form (1 and 3),
- *   and PKHBT/PKHTB join the halves of two taps of one channel: taps (0,1), (2,3), (4,5), (6,7)
- *   by SMLAD, tap 8 by SMLABB/SMLATT. Weights per group of four channels: 16 pair words (per tap
- *   pair, channels 0..3) and two words of tap 8 ([c0 | c2], [c1 | c3]).
+ * - tl_dwconv3x3_s8_packed: 3x3 depthwise, one filter per channel (any stride). Four channels at
+ *   a time; the input word of a tap is widened by SXTB16 (channels 0 and 2) and its rotated form
+ *   (1 and 3), and PKHBT/PKHTB join the halves of two taps of one channel: taps (0,1), (2,3),
+ *   (4,5), (6,7) by SMLAD, tap 8 by SMLABB/SMLATT. Weights per group of four channels: 16 pair
+ *   words (per tap pair, channels 0..3) and two words of tap 8 ([c0 | c2], [c1 | c3]). Padding
+ *   taps read the input zero point (their x + x_offset is 0).
+ * - tl_dwconv3x3_s8_rows: the same with stride and dilation 1 along the rows: two neighbouring
+ *   outputs per pass over shared input columns; outputs at a border skip their padding taps over
+ *   a bias computed on the host per kind of border window.
  * - tl_dwconv3x3_s8_single: 3x3, one input channel, any number of filters: the 9 inputs of a
  *   window as 5 pair words, each filter 5 SMLAD against its 5 pair words.
  * - tl_pointwise_s8_wide: 1x1 of depth 4, 8, 12 or 16: the pixel's inputs widened once, each
  *   output depth / 2 SMLAD against weights stored widened ([d0 | d2], [d1 | d3] per 4 depths).
  *
  * The bias holds the input offset folded in (bias + x_offset * sum of the weights), and bias and
- * weights are doubled for the requantization (tl_requant_doubled); padding taps
- * read the input zero point (their x + x_offset is 0), so every window, inside or at a border,
- * sums TFLite's terms exactly. Without the DSP extension the same code runs on portable
- * equivalents of the instructions. */
+ * weights are doubled for the requantization (tl_requant_doubled): every window, inside or at a
+ * border, sums TFLite's terms exactly. Without the DSP extension the same code runs on portable
+ * equivalents of the instructions (tested on the host). */
 #ifndef TL_CONV_DSP_H
 #define TL_CONV_DSP_H
 
