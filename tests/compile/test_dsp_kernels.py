@@ -110,35 +110,62 @@ def test_smlal_requantization_equals_tflites_recipe(tmp_path):
 
 
 @pytest.mark.parametrize("compiler", ["arm-none-eabi-gcc", "clang"])
-def test_m4_kernels_build_without_warnings(compiler, tmp_path):
-    """Every DSP kernel in one model (depthwise of both kinds, pointwise, dense), under strict C99
-    warnings for the Cortex-M4, where __ARM_FEATURE_DSP selects them."""
-    if shutil.which(compiler) is None or shutil.which("arm-none-eabi-gcc") is None:
-        pytest.skip(f"{compiler} or arm-none-eabi-gcc not installed")
-    g = GraphBuilder()
-    x = g.input("x", "i8", (1, 6, 6, 4), q(0.05, -7))
+def all_dsp_kernels_model():
+    """One model through every DSP kernel: depthwise from one channel (single), multiplier 4 (the
+    earlier kernel), stride 1 (rows) and 2 (packed), pointwise of depth 16 (wide) and 32 (tl_fc_s8)."""
     from tractile.ops.tfl.conv import DepthwiseConv2D
 
     rng = np.random.default_rng(1)
-    w1 = g.const("w1", rng.integers(-127, 128, (1, 3, 3, 16)), "i8", q(0.01))
-    h = g.op("dw4", DepthwiseConv2D(window=Window2D("SAME", 1, 1), depth_multiplier=4, activation="RELU6",
-                                    has_bias=False), [x, w1], out_q=q(0.1, -3))
-    w2 = g.const("w2", rng.integers(-127, 128, (1, 3, 3, 16)), "i8", q(0.01))
-    h = g.op("dw1", DepthwiseConv2D(window=Window2D("VALID", 1, 1), depth_multiplier=1, activation="NONE",
-                                    has_bias=False), [h, w2], out_q=q(0.1, 2))
-    w3 = g.const("w3", rng.integers(-127, 128, (8, 1, 1, 16)), "i8", q(0.01))
-    g.model.outputs = [g.op("pw", Conv2D(window=Window2D("SAME", 1, 1), activation="RELU", has_bias=False),
-                            [h, w3], out_q=q(0.2, 1))]
-    source = generate(g.model, name="m4", target=find_target("cortex-m4"))
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 8, 8, 1), q(0.05, -7))
+    layers = [("single", 1, 4, Window2D("SAME", 1, 1)), ("dw4", 4, 4, Window2D("SAME", 1, 1)),
+              ("rows", 16, 1, Window2D("VALID", 1, 1)), ("packed", 16, 1, Window2D("SAME", 2, 2))]
+    for index, (name, channels, multiplier, window) in enumerate(layers):
+        w = g.const(f"w{index}", rng.integers(-127, 128, (1, 3, 3, channels * multiplier)), "i8", q(0.01))
+        h = g.op(name, DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6",
+                                       has_bias=False), [h, w], out_q=q(0.1, index - 3))
+    for index, (depth, filters) in enumerate([(16, 32), (32, 8)]):
+        w = g.const(f"p{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", q(0.01))
+        h = g.op(f"pw{index}", Conv2D(window=Window2D("SAME", 1, 1), activation="RELU", has_bias=False), [h, w],
+                 out_q=q(0.2, 1))
+    g.model.outputs = [h]
+    return g.model
+
+
+@pytest.mark.parametrize("compiler", ["arm-none-eabi-gcc", "clang"])
+def test_m4_kernels_build_without_warnings(compiler, tmp_path):
+    """Every DSP kernel in one model, under strict C99 warnings for the Cortex-M4, where
+    __ARM_FEATURE_DSP selects them."""
+    if shutil.which(compiler) is None or shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip(f"{compiler} or arm-none-eabi-gcc not installed")
+    source = generate(all_dsp_kernels_model(), name="m4", target=find_target("cortex-m4"))
+    for kernel in ("tl_dwconv3x3_s8_single", "tl_dwconv_nhwc_s8", "tl_dwconv3x3_s8_rows", "tl_dwconv3x3_s8_packed",
+                   "tl_pointwise_s8_wide", "tl_fc_s8"):
+        assert f"{kernel}(" in source.source, kernel
     source.write(tmp_path)
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
                                                   "/usr/lib/arm-none-eabi/include"]
-    built = subprocess.run([compiler, *flags, *WARNING_FLAGS, "-O2", "-c", "m4.c", "-o", "m4.o"], cwd=tmp_path,
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
+    for opt in ("-Os", "-O2"):  # the listing below is the -O2 build's
+        built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "m4.c", "-o", "m4.o"], cwd=tmp_path,
+                               capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr
     listing = subprocess.run(["arm-none-eabi-objdump", "-d", "m4.o"], cwd=tmp_path, capture_output=True, text=True)
-    for instruction in ("smlabb", "smlad", "smlal", "ssat"):
+    for instruction in ("smlabb", "smlad", "smlal", "ssat", "smmlar", "pkhbt", "pkhtb"):
         assert instruction in listing.stdout, f"{compiler}: no {instruction} in the M4 build"
+    assert "smlatb" in listing.stdout or "smlabt" in listing.stdout, f"{compiler}: no SMLATB/SMLABT"
+
+
+def test_repacked_kernels_portable_form_builds_without_warnings(tmp_path):
+    """The same kernels without the DSP extension (a host target asking for the repacked
+    weights), under strict C99 warnings with gcc and clang."""
+    from dataclasses import replace
+
+    from tractile.compile.target import HOST
+
+    from .harness import assert_builds_without_warnings
+
+    assert_builds_without_warnings(generate(all_dsp_kernels_model(), name="portable", target=replace(HOST, dsp=True)),
+                                   tmp_path)
 
 
 # --- the kernels over weights repacked on the host (tl_conv_dsp.h) ------------------------------
@@ -323,3 +350,12 @@ def compile_for_chains(model, folder: Path, target, chains):
 
     needs_cc()
     return compile_model(model, cache_dir=folder, target=target, chains=chains)
+
+
+@pytest.mark.parametrize("target,opt", [("cortex-m4", "size"), ("cortex-m4", "speed"), ("cortex-m7", "speed")])
+def test_a_model_through_every_dsp_kernel_is_bit_exact(target, opt, tmp_path):
+    """Size builds keep one out-of-line copy of each kernel (runtime sizes), speed builds inline
+    them per layer; the Cortex-M7 (mps2-an500) runs the same DSP code."""
+    needs_board(target)
+    report = verify(all_dsp_kernels_model(), target, runs=3, opt=opt, folder=tmp_path)
+    assert report["verified"], report["first_difference"]
