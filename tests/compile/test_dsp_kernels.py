@@ -110,32 +110,252 @@ def test_smlal_requantization_equals_tflites_recipe(tmp_path):
 
 
 @pytest.mark.parametrize("compiler", ["arm-none-eabi-gcc", "clang"])
-def test_m4_kernels_build_without_warnings(compiler, tmp_path):
-    """Every DSP kernel in one model (depthwise of both kinds, pointwise, dense), under strict C99
-    warnings for the Cortex-M4, where __ARM_FEATURE_DSP selects them."""
-    if shutil.which(compiler) is None or shutil.which("arm-none-eabi-gcc") is None:
-        pytest.skip(f"{compiler} or arm-none-eabi-gcc not installed")
-    g = GraphBuilder()
-    x = g.input("x", "i8", (1, 6, 6, 4), q(0.05, -7))
+def all_dsp_kernels_model():
+    """One model through every DSP kernel: depthwise from one channel (single), multiplier 4 (the
+    earlier kernel), stride 1 (rows) and 2 (packed), pointwise of depth 16 (wide) and 32 (tl_fc_s8)."""
     from tractile.ops.tfl.conv import DepthwiseConv2D
 
     rng = np.random.default_rng(1)
-    w1 = g.const("w1", rng.integers(-127, 128, (1, 3, 3, 16)), "i8", q(0.01))
-    h = g.op("dw4", DepthwiseConv2D(window=Window2D("SAME", 1, 1), depth_multiplier=4, activation="RELU6",
-                                    has_bias=False), [x, w1], out_q=q(0.1, -3))
-    w2 = g.const("w2", rng.integers(-127, 128, (1, 3, 3, 16)), "i8", q(0.01))
-    h = g.op("dw1", DepthwiseConv2D(window=Window2D("VALID", 1, 1), depth_multiplier=1, activation="NONE",
-                                    has_bias=False), [h, w2], out_q=q(0.1, 2))
-    w3 = g.const("w3", rng.integers(-127, 128, (8, 1, 1, 16)), "i8", q(0.01))
-    g.model.outputs = [g.op("pw", Conv2D(window=Window2D("SAME", 1, 1), activation="RELU", has_bias=False),
-                            [h, w3], out_q=q(0.2, 1))]
-    source = generate(g.model, name="m4", target=find_target("cortex-m4"))
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 8, 8, 1), q(0.05, -7))
+    layers = [("single", 1, 4, Window2D("SAME", 1, 1)), ("dw4", 4, 4, Window2D("SAME", 1, 1)),
+              ("rows", 16, 1, Window2D("VALID", 1, 1)), ("packed", 16, 1, Window2D("SAME", 2, 2))]
+    for index, (name, channels, multiplier, window) in enumerate(layers):
+        w = g.const(f"w{index}", rng.integers(-127, 128, (1, 3, 3, channels * multiplier)), "i8", q(0.01))
+        h = g.op(name, DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6",
+                                       has_bias=False), [h, w], out_q=q(0.1, index - 3))
+    for index, (depth, filters) in enumerate([(16, 32), (32, 8)]):
+        w = g.const(f"p{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", q(0.01))
+        h = g.op(f"pw{index}", Conv2D(window=Window2D("SAME", 1, 1), activation="RELU", has_bias=False), [h, w],
+                 out_q=q(0.2, 1))
+    g.model.outputs = [h]
+    return g.model
+
+
+@pytest.mark.parametrize("compiler", ["arm-none-eabi-gcc", "clang"])
+def test_m4_kernels_build_without_warnings(compiler, tmp_path):
+    """Every DSP kernel in one model, under strict C99 warnings for the Cortex-M4, where
+    __ARM_FEATURE_DSP selects them."""
+    if shutil.which(compiler) is None or shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip(f"{compiler} or arm-none-eabi-gcc not installed")
+    source = generate(all_dsp_kernels_model(), name="m4", target=find_target("cortex-m4"))
+    for kernel in ("tl_dwconv3x3_s8_single", "tl_dwconv_nhwc_s8", "tl_dwconv3x3_s8_rows", "tl_dwconv3x3_s8_packed",
+                   "tl_pointwise_s8_wide", "tl_fc_s8"):
+        assert f"{kernel}(" in source.source, kernel
     source.write(tmp_path)
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
                                                   "/usr/lib/arm-none-eabi/include"]
-    built = subprocess.run([compiler, *flags, *WARNING_FLAGS, "-O2", "-c", "m4.c", "-o", "m4.o"], cwd=tmp_path,
-                           capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
+    for opt in ("-Os", "-O2"):  # the listing below is the -O2 build's
+        built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "m4.c", "-o", "m4.o"], cwd=tmp_path,
+                               capture_output=True, text=True)
+        assert built.returncode == 0, built.stderr
     listing = subprocess.run(["arm-none-eabi-objdump", "-d", "m4.o"], cwd=tmp_path, capture_output=True, text=True)
-    for instruction in ("smlabb", "smlad", "smlal", "ssat"):
+    for instruction in ("smlabb", "smlad", "smlal", "ssat", "smmlar", "pkhbt", "pkhtb"):
         assert instruction in listing.stdout, f"{compiler}: no {instruction} in the M4 build"
+    assert "smlatb" in listing.stdout or "smlabt" in listing.stdout, f"{compiler}: no SMLATB/SMLABT"
+
+
+def test_repacked_kernels_portable_form_builds_without_warnings(tmp_path):
+    """The same kernels without the DSP extension (a host target asking for the repacked
+    weights), under strict C99 warnings with gcc and clang."""
+    from dataclasses import replace
+
+    from tractile.compile.target import HOST
+
+    from .harness import assert_builds_without_warnings
+
+    assert_builds_without_warnings(generate(all_dsp_kernels_model(), name="portable", target=replace(HOST, dsp=True)),
+                                   tmp_path)
+
+
+# --- the kernels over weights repacked on the host (tl_conv_dsp.h) ------------------------------
+
+def depthwise_model(channels: int, multiplier: int, window: Window2D, mixed: bool = False, shape=(9, 10)):
+    """A 3x3 int8 depthwise layer quantized as person_detect's are (per-channel weights, output
+    zero point -128 after RELU6, right shifts of 5 to 9: the folded requantization); ``mixed``
+    gives two channels scale ratios of 1.5 and 3 (shifts 1 and 2: TFLite's recipe for them)."""
+    from tractile.ops.tfl.conv import DepthwiseConv2D
+
+    from ..tflite.builder import qc
+
+    out_c = channels * multiplier
+    rng = np.random.default_rng(out_c * 31 + channels)
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, *shape, channels), q(0.02, -5))
+    w_scales = [0.004 * (1 + 0.37 * (i % 7)) for i in range(out_c)]
+    if mixed:
+        w_scales[0], w_scales[-1] = 3.75, 7.5  # 0.02 * s / 0.05 = 1.5 and 3
+    w = g.const("w", rng.integers(-127, 128, (1, 3, 3, out_c)), "i8", qc(w_scales, 3))
+    b = g.const("b", rng.integers(-4000, 4000, (out_c,)), "i32", qc([0.02 * s for s in w_scales], 0))
+    op = DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6", has_bias=True)
+    g.model.outputs = [g.op("dw", op, [x, w, b], out_q=q(0.05 if mixed else 6 / 255, -128))]
+    return g.model
+
+
+#: (channels, multiplier): four channels per pass and the last channels one by one, one input
+#: channel against 8 or 3 filters
+REPACKED = [(4, 1), (13, 1), (16, 1), (1, 8), (1, 3)]
+
+
+def test_repacked_weights_pair_the_taps_of_one_output():
+    from tractile.compile.ops.conv_dsp import depthwise_pairs, pairs, single_input_pairs, widened_rows
+
+    taps = np.arange(9 * 8).reshape(9, 8) - 36
+    words = depthwise_pairs(taps).view(np.int16).reshape(2, 18, 2)  # [group][word][low, high]
+    assert words[1, 1].tolist() == [taps[0, 5], taps[1, 5]]  # tap pair (0, 1), channel 4 + 1
+    assert words[0, 14].tolist() == [taps[6, 2], taps[7, 2]]
+    assert words[1, 16].tolist() == [taps[8, 4], taps[8, 6]] and words[1, 17].tolist() == [taps[8, 5], taps[8, 7]]
+    single = single_input_pairs(taps[:, :3]).view(np.int16).reshape(3, 5, 2)
+    assert single[2, 1].tolist() == [taps[2, 2], taps[3, 2]] and single[1, 4].tolist() == [taps[8, 1], 0]
+    rows = widened_rows(np.arange(16).reshape(2, 8) - 8).view(np.int16).reshape(2, 4, 2)
+    assert rows[1, 2].tolist() == [4 - 8 + 8, 6 - 8 + 8] and rows[0, 3].tolist() == [5 - 8, 7 - 8]
+    assert pairs(np.array([-1]), np.array([-128])).item() == (-128 << 16) | 0xFFFF
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("channels,multiplier", REPACKED)
+def test_repacked_depthwise_kernels_run_portably_on_the_host(window, channels, multiplier, tmp_path):
+    """The same kernels built without the DSP extension (their portable SXTB16, PKHBT, SMLAD)
+    for a host target that asks for the repacked weights: the packing against the interpreter."""
+    from dataclasses import replace
+
+    from tractile.compile.target import HOST
+
+    target = replace(HOST, dsp=True)
+    for mixed in (False, True):
+        model = depthwise_model(channels, multiplier, window, mixed)
+        rows = window.stride_w == window.dilation_w == 1
+        kernel = "tl_dwconv3x3_s8_single" if channels == 1 else f"tl_dwconv3x3_s8_{'rows' if rows else 'packed'}"
+        assert f"{kernel}(" in generate(model, target=target).source
+        cm = compiled_for(model, tmp_path / f"m{int(mixed)}", target)
+        rng = np.random.default_rng(channels)
+        for _ in range(3):
+            values = [rng.integers(-128, 128, (1, 9, 10, channels)).astype(np.int8)]
+            assert np.array_equal(cm.run(values)[0], model.run(values)[0])
+
+
+def compiled_for(model, folder: Path, target):
+    from tractile.compile import compile_model
+
+    from .harness import needs_cc
+
+    needs_cc()
+    return compile_model(model, cache_dir=folder, target=target)
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("channels,multiplier", REPACKED)
+def test_repacked_depthwise_kernels_are_bit_exact_on_the_cortex_m4(window, channels, multiplier, tmp_path):
+    needs_board("cortex-m4")
+    for mixed in (False, True):
+        model = depthwise_model(channels, multiplier, window, mixed)
+        report = verify(model, "cortex-m4", runs=2, opt="speed", folder=tmp_path / f"m{int(mixed)}")
+        assert report["verified"], report["first_difference"]
+        assert report["layers"][0]["kernel"].startswith("tl_dwconv3x3_s8_"), report["layers"][0]
+
+
+@pytest.mark.parametrize("depth", [4, 8, 12, 16])
+def test_widened_pointwise_convolutions_are_bit_exact_on_the_cortex_m4(depth, tmp_path):
+    needs_board("cortex-m4")
+    report = verify(pointwise_model(depth, 7), "cortex-m4", runs=3, folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    assert report["layers"][0]["kernel"] == "tl_pointwise_s8_wide", report["layers"][0]
+
+
+def test_depth_8_pointwise_convolution_takes_at_most_four_instructions_per_mac(tmp_path):
+    """person_detect's first pointwise layer: 8 inputs widened once per pixel, then per output
+    4 SMLAD and the folded requantization."""
+    needs_board("cortex-m4")
+    report = verify(pointwise_model(8, 16, pixels=48, activation="RELU6"), "cortex-m4", runs=2, opt="speed",
+                    folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    layer = report["layers"][0]
+    assert layer["macs"] == 48 * 8 * 16 and layer["per_mac"] <= 4.0, layer
+
+
+DOUBLED_CHECK = r"""
+#include <stdio.h>
+#include "tl_conv_dsp.h"
+static uint64_t state = 88172645463325252u;
+static uint64_t next(void) { state ^= state << 13; state ^= state >> 7; state ^= state << 17; return state; }
+int main(void) {
+  static const int32_t edges[] = {0, 1, -1, 2, -2, 1073741823, -1073741823, 536870912, -536870912, 12345};
+  long differ = 0, checked = 0, i;
+  for (i = 0; i < 3000000; ++i) {
+    const uint64_t r = next();
+    const int32_t x = i % 3 == 0 ? edges[r % 10] : (int32_t)(r >> 34) >> (i % 3 == 1 ? 0 : (int)(r % 30));
+    const int32_t m = (r & 15) == 1 ? 2147483647 : (r & 15) == 2 ? 0 : (int32_t)((1u << 30) + (uint32_t)(next() >> 34));
+    const int right = 1 + (int)((next() >> 40) % 31), zero = (int)((next() >> 40) % 256) - 128;
+    const int64_t k = ((int64_t)1 << (right - 1)) + (int64_t)zero * ((int64_t)1 << right);
+    int32_t rq[3];
+    if (k >= ((int64_t)1 << 30) || k <= -((int64_t)1 << 30)) continue;
+    rq[0] = m, rq[1] = (int32_t)k, rq[2] = right;
+    ++checked;
+    if (tl_requant_doubled(2 * x, rq) != tl_mbqm_portable(x, m, -right) + zero) {
+      if (differ++ < 5) printf("x=%ld m=%ld right=%d zero=%d\n", (long)x, (long)m, right, zero);
+    }
+  }
+  printf("%ld checked, %ld differ\n", checked, differ);
+  return 0;
+}
+"""
+
+
+def test_doubled_requantization_equals_tflites_recipe(tmp_path):
+    """The requantization of the repacked kernels (tl_requant_doubled, its C form; the M4 runs it
+    as one SMMLAR) from twice the accumulator, against MultiplyByQuantizedMultiplier plus the
+    output zero point, on random and edge accumulators below 2^30, right shifts of 1 to 31."""
+    needs_cc()
+    source = tmp_path / "doubled.c"
+    source.write_text(DOUBLED_CHECK)
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    built = subprocess.run([compiler, *WARNING_FLAGS, "-O2", "-I", str(KERNELS), str(source), "-o",
+                            str(tmp_path / "doubled")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run([str(tmp_path / "doubled")], capture_output=True, text=True, timeout=60)
+    checked = int(ran.stdout.split()[-4])
+    assert checked > 1000000 and ran.stdout.strip().endswith(" 0 differ"), ran.stdout
+
+
+@pytest.mark.parametrize("chain_windows", [0, 2])
+def test_repacked_kernels_run_in_bands_of_rows(chain_windows, tmp_path):
+    """A chain with repacked depthwise layers computed in bands of rows (bands.py rewrites their
+    row arguments; the stride-1 kernel's border kinds are those of the whole layer), in their
+    portable form on the host, against the interpreter."""
+    from dataclasses import replace
+
+    from tractile.compile.bands import Chain, chains_of
+    from tractile.compile.target import HOST
+
+    from .harness import assert_same_outputs, random_input
+    from .test_bands import WINDOWS as CHAIN_WINDOWS
+    from .test_bands import conv_chain
+
+    model = conv_chain("i8", CHAIN_WINDOWS[chain_windows])
+    (run,) = chains_of(model.into_optimized())
+    target = replace(HOST, dsp=True)
+    assert "tl_dwconv3x3_s8_" in generate(model, target=target).source
+    rng = np.random.default_rng(5)
+    inputs = [random_input(model.input_facts[0], rng) for _ in range(3)]
+    for rows in (1, 2, 3):
+        cm = compile_for_chains(model, tmp_path / f"r{rows}", target, [Chain(tuple(run), rows)])
+        for x in inputs:
+            assert_same_outputs(model.run([x]), cm.run([x]), what=f"bands of {rows}")
+
+
+def compile_for_chains(model, folder: Path, target, chains):
+    from tractile.compile import compile_model
+
+    from .harness import needs_cc
+
+    needs_cc()
+    return compile_model(model, cache_dir=folder, target=target, chains=chains)
+
+
+@pytest.mark.parametrize("target,opt", [("cortex-m4", "size"), ("cortex-m4", "speed"), ("cortex-m7", "speed")])
+def test_a_model_through_every_dsp_kernel_is_bit_exact(target, opt, tmp_path):
+    """Size builds keep one out-of-line copy of each kernel (runtime sizes), speed builds inline
+    them per layer; the Cortex-M7 (mps2-an500) runs the same DSP code."""
+    needs_board(target)
+    report = verify(all_dsp_kernels_model(), target, runs=3, opt=opt, folder=tmp_path)
+    assert report["verified"], report["first_difference"]

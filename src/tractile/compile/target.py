@@ -14,7 +14,8 @@ class Target:
     cheap (else integer models keep integer-only code paths); ``double_bits``: the width
     of C's ``double`` (32 on AVR); ``progmem``: constants live in program memory and are
     read through ``pgm_read_*`` (AVR); ``flavour``: the TFLite integer semantics integer
-    kernels follow by default on this target (None: the model's own).
+    kernels follow by default on this target (None: the model's own); ``dsp``: the Armv7E-M DSP
+    instructions (SMLAD, SXTB16, PKHBT): int8 convolutions take weights repacked as int16 pairs.
     """
 
     name: str = "host"
@@ -23,6 +24,7 @@ class Target:
     double_bits: int = 64
     progmem: bool = False
     flavour: str | None = None
+    dsp: bool = False
     description: str = "this machine, built by the system C compiler"
 
 

@@ -302,7 +302,7 @@ static inline void tl_dwconv_nhwc_s8(const int8_t *x, const int8_t *w, const int
           out[o + 3] = (int8_t)tl_clamp_s8(tl_mbqm(s3, out_multiplier[(o + 3) * per_channel],
                                                     shift[(o + 3) * per_channel]) + zero, low, high);
         }
-        for (; o < out_c; ++o) { /* the last out_c % 4 channels (multiplier 1) */
+        for (o = out_c - out_c % 4; o < out_c; ++o) { /* the last out_c % 4 channels (multiplier 1) */
           int32_t sum = acc[o];
           for (ky = 0; ky < k_h; ++ky)
             for (kx = 0; kx < k_w; ++kx) {

@@ -17,6 +17,7 @@ from ...ops.tfl.common import activation_range, zero_of
 from ...ops.tfl.conv import Conv2D, DepthwiseConv2D, QuantizedStage
 from ..emit import Emit
 from ..registry import Unsupported, emitter
+from . import conv_dsp
 from .dense import requant_constants
 from .fused import finish_activation, finish_tflite_activation, fused_float_activation, tflite_float_activation
 
@@ -50,9 +51,9 @@ def window_args(op, k_h: int, k_w: int, top: int, left: int) -> tuple:
     return (k_h, k_w, w.stride_h, w.stride_w, w.dilation_h, w.dilation_w, top, left)
 
 
-def quantized_args(e: Emit, op, x_dtype: DatumType, w: np.ndarray, bias, weight_sums, taps: int):
-    """(weights offset by their zero point as int8, bias, x_offset, multiplier, shift,
-    per_channel, zero, low, high) of an int8 convolution, as the interpreter prepares them."""
+def quantized_numbers(op, x_dtype: DatumType, w: np.ndarray, bias, weight_sums, taps: int) -> tuple:
+    """(multipliers, shifts, x_offset, zero, low, high) of an integer convolution, as the
+    interpreter prepares them."""
     if x_dtype not in (DatumType.I8, DatumType.I16):
         raise Unsupported(f"{op.name} on {x_dtype} (float32, int8 and int16x8 are compiled)")
     stage = QuantizedStage(op, x_dtype, w, bias, weight_sums, taps)
@@ -60,8 +61,15 @@ def quantized_args(e: Emit, op, x_dtype: DatumType, w: np.ndarray, bias, weight_
         raise Unsupported("int16 convolutions with int32 biases (int64 biases are compiled)")
     requant = stage.output.requant
     low, high = activation_range(op.activation, op.oq(0), x_dtype)
-    multiplier, shift, per_channel = requant_constants(e, requant.multipliers, requant.shifts, len(weight_sums))
-    return multiplier, shift, per_channel, -stage.x_zero, zero_of(op.oq(0)), low, high
+    return requant.multipliers, requant.shifts, -stage.x_zero, zero_of(op.oq(0)), low, high
+
+
+def quantized_args(e: Emit, op, x_dtype: DatumType, w: np.ndarray, bias, weight_sums, taps: int):
+    """(multiplier, shift, per_channel, x_offset, zero, low, high) of an integer convolution,
+    the multipliers and shifts as constant arrays."""
+    multipliers, shifts, x_offset, zero, low, high = quantized_numbers(op, x_dtype, w, bias, weight_sums, taps)
+    multiplier, shift, per_channel = requant_constants(e, multipliers, shifts, len(weight_sums))
+    return multiplier, shift, per_channel, x_offset, zero, low, high
 
 
 def offset_weights(op, w: np.ndarray) -> np.ndarray:
@@ -94,9 +102,14 @@ def conv2d(e: Emit) -> None:
         return
     offset = offset_weights(op, w)
     sums = offset.reshape(filters, -1).sum(axis=1)
+    if pointwise and x.dtype == DatumType.I8 and conv_dsp.emit_pointwise(
+            e, x, y, offset, np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64),
+            quantized_numbers(op, x.dtype, w, bias if bias is None else np.asarray(bias), sums, depth), in_c):
+        if batches * in_h * in_w > 0:
+            e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c, filters))
+        return
     multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(
         e, op, x.dtype, w, bias if bias is None else np.asarray(bias), sums, k_h * k_w * depth)
-    weights = e.constant("weights", offset, DatumType.I8)
     raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
     suffix, bias_type = ("s16", DatumType.I64) if x.dtype == DatumType.I16 else ("s8", DatumType.I32)
     if pointwise and suffix == "s8":
@@ -114,12 +127,13 @@ def conv2d(e: Emit) -> None:
             from .dense import HEADER as DENSE_HEADER
 
             e.use(DENSE_HEADER)
-            e.call("tl_fc_s8", x, weights, e.constant("bias", total, DatumType.I32), y, pixels, depth, filters,
-                   multiplier, shift, per_channel, zero, low, high)
+            e.call("tl_fc_s8", x, e.constant("weights", offset, DatumType.I8), e.constant("bias", total, DatumType.I32),
+                   y, pixels, depth, filters, multiplier, shift, per_channel, zero, low, high)
         if batches * in_h * in_w > 0:
             e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c, filters))
         return
     e.use(HEADER)
+    weights = e.constant("weights", offset, DatumType.I8)
     e.call(f"tl_conv_nhwc_{suffix}", x, weights, e.constant("bias", raw_bias, bias_type), y, batches, in_h, in_w, in_c,
            out_h, out_w, filters, *window_args(op, k_h, k_w, top, left), depth, x_offset, multiplier, shift,
            per_channel, zero, low, high)
@@ -147,10 +161,15 @@ def depthwise_conv2d(e: Emit) -> None:
         finish_tflite_activation(e, op.activation, y)
     else:
         offset = offset_weights(op, w[0])
-        multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(
-            e, op, x.dtype, w, bias, offset.sum(axis=(0, 1)), k_h * k_w)
         raw_bias = np.zeros(out_c, np.int64) if bias is None else bias.astype(np.int64)
         wide = x.dtype == DatumType.I16
+        if not wide and conv_dsp.emit_depthwise(
+                e, x, y, offset, raw_bias, quantized_numbers(op, x.dtype, w, bias, offset.sum(axis=(0, 1)), k_h * k_w),
+                (batches, in_h, in_w, in_c, out_h, out_w, multiplier_c, *window_args(op, k_h, k_w, top, left))):
+            _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, op.window.stride_h, top, batches)
+            return
+        multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(
+            e, op, x.dtype, w, bias, offset.sum(axis=(0, 1)), k_h * k_w)
         acc_type = DatumType.I64 if wide else DatumType.I32
         e.call(f"tl_dwconv_nhwc_{'s16' if wide else 's8'}", x, e.constant("weights", offset, DatumType.I8),
                e.constant("bias", raw_bias, acc_type), y, e.scratch("acc", acc_type, out_c), batches, in_h,

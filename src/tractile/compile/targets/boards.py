@@ -16,9 +16,9 @@ CORTEX_M0 = register_target(Target("cortex-m0", alignment=4, has_fpu=False, flav
                                    description="Arm Cortex-M0 (ARMv6-M), no FPU"))
 CORTEX_M3 = register_target(Target("cortex-m3", alignment=4, has_fpu=False, flavour="micro",
                                    description="Arm Cortex-M3 (ARMv7-M), no FPU"))
-CORTEX_M4 = register_target(Target("cortex-m4", alignment=4, has_fpu=True, flavour="micro",
+CORTEX_M4 = register_target(Target("cortex-m4", alignment=4, has_fpu=True, flavour="micro", dsp=True,
                                    description="Arm Cortex-M4F (ARMv7E-M, DSP instructions, single-precision FPU)"))
-CORTEX_M7 = register_target(Target("cortex-m7", alignment=8, has_fpu=True, flavour="micro",
+CORTEX_M7 = register_target(Target("cortex-m7", alignment=8, has_fpu=True, flavour="micro", dsp=True,
                                    description="Arm Cortex-M7 (ARMv7E-M, DSP instructions, FPU)"))
 AVR = register_target(Target("avr", alignment=1, has_fpu=False, double_bits=32, progmem=True, flavour="micro",
                              description="AVR ATmega328P (8-bit, 32 kB flash, 2 kB RAM): constants in PROGMEM"))

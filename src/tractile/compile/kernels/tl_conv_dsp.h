@@ -1,0 +1,487 @@
+/* tl_conv_dsp.h: int8 convolutions over weights the host repacked for the Cortex-M4/M7 (ARMv7E-M
+ * DSP extension), where one SMLAD multiplies two pairs of int16 halves and adds both products:
+ * the weights are stored as int16 pairs of two taps (or two depths) of the same output, so that
+ * every SMLAD adds two products to one accumulator.
+ *
+ * - tl_dwconv3x3_s8_packed: 3x3 depthwise, one filter per channel (any stride). Four channels at
+ *   a time; the input word of a tap is widened by SXTB16 (channels 0 and 2) and its rotated form
+ *   (1 and 3), and PKHBT/PKHTB join the halves of two taps of one channel: taps (0,1), (2,3),
+ *   (4,5), (6,7) by SMLAD, tap 8 by SMLABB/SMLATT. Weights per group of four channels: 16 pair
+ *   words (per tap pair, channels 0..3) and two words of tap 8 ([c0 | c2], [c1 | c3]). Padding
+ *   taps read the input zero point (their x + x_offset is 0).
+ * - tl_dwconv3x3_s8_rows: the same with stride and dilation 1 along the rows: two neighbouring
+ *   outputs per pass over shared input columns; outputs at a border skip their padding taps over
+ *   a bias computed on the host per kind of border window.
+ * - tl_dwconv3x3_s8_single: 3x3, one input channel, any number of filters: the 9 inputs of a
+ *   window as 5 pair words, each filter 5 SMLAD against its 5 pair words.
+ * - tl_pointwise_s8_wide: 1x1 of depth 4, 8, 12 or 16: the pixel's inputs widened once, each
+ *   output depth / 2 SMLAD against weights stored widened ([d0 | d2], [d1 | d3] per 4 depths).
+ *
+ * The bias holds the input offset folded in (bias + x_offset * sum of the weights), and bias and
+ * weights are doubled for the requantization (tl_requant_doubled): every window, inside or at a
+ * border, sums TFLite's terms exactly. Without the DSP extension the same code runs on portable
+ * equivalents of the instructions (tested on the host). */
+#ifndef TL_CONV_DSP_H
+#define TL_CONV_DSP_H
+
+#include <string.h>
+
+#include "tl_common.h"
+#include "tl_conv.h"
+
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+#define TL_SXTB16(v) ((uint32_t)__sxtb16(v))
+#define TL_SXTB16_ODD(v) tl_sxtb16_odd(v)
+#define TL_SMLAD(a, b, s) ((int32_t)__smlad(a, b, s))
+#define TL_SMLABB(a, b, s) ((int32_t)__smlabb(a, b, s))
+#define TL_SMLATT(a, b, s) ((int32_t)__smlatt(a, b, s))
+#define TL_SMLABT(a, b, s) ((int32_t)__smlabt(a, b, s))
+#define TL_SMLATB(a, b, s) ((int32_t)__smlatb(a, b, s))
+/* [bottom half of low | bottom half of high] and [top half of low | top half of high] */
+static inline uint32_t tl_pkhbt(uint32_t low, uint32_t high) {
+  uint32_t r;
+  __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(low), "r"(high));
+  return r;
+}
+static inline uint32_t tl_pkhtb(uint32_t high, uint32_t low) {
+  uint32_t r;
+  __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(high), "r"(low));
+  return r;
+}
+#define TL_WORD(p) tl_load_word(p)
+#else
+static inline uint32_t tl_word_p(const int8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+static inline int32_t tl_low_half(uint32_t v) { return (int32_t)(int16_t)(uint16_t)(v & 0xFFFFu); }
+static inline int32_t tl_high_half(uint32_t v) { return (int32_t)(int16_t)(uint16_t)(v >> 16); }
+static inline uint32_t tl_sxtb16_p(uint32_t v) {
+  return (uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)v | (uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)(v >> 16) << 16;
+}
+static inline uint32_t tl_pkhbt(uint32_t low, uint32_t high) { return (low & 0xFFFFu) | (high << 16); }
+static inline uint32_t tl_pkhtb(uint32_t high, uint32_t low) { return (high & 0xFFFF0000u) | (low >> 16); }
+#define TL_SXTB16(v) tl_sxtb16_p(v)
+#define TL_SXTB16_ODD(v) tl_sxtb16_p((uint32_t)(v) >> 8)
+#define TL_SMLAD(a, b, s) ((s) + tl_low_half(a) * tl_low_half((uint32_t)(b)) + tl_high_half(a) * tl_high_half((uint32_t)(b)))
+#define TL_SMLABB(a, b, s) ((s) + tl_low_half(a) * tl_low_half((uint32_t)(b)))
+#define TL_SMLATT(a, b, s) ((s) + tl_high_half(a) * tl_high_half((uint32_t)(b)))
+#define TL_SMLABT(a, b, s) ((s) + tl_low_half(a) * tl_high_half((uint32_t)(b)))
+#define TL_SMLATB(a, b, s) ((s) + tl_high_half(a) * tl_low_half((uint32_t)(b)))
+#define TL_WORD(p) tl_word_p(p)
+#endif
+
+/* a compiler barrier between tap pairs: without it gcc loads every tap and weight of a window
+ * first and spills them to the stack */
+#if defined(__GNUC__)
+#define TL_TAP_ORDER() __asm__ __volatile__("" ::: "memory")
+#define TL_INLINE __attribute__((always_inline)) inline
+#else
+#define TL_TAP_ORDER() ((void)0)
+#define TL_INLINE inline
+#endif
+/* the kernels are inlined into every layer in speed builds, so that the layer's sizes, strides
+ * and output range are constants (tap offsets become immediate offsets of the loads); size
+ * builds (-Os) keep one copy */
+#if defined(__OPTIMIZE_SIZE__)
+#define TL_KERNEL static inline
+#else
+#define TL_KERNEL static TL_INLINE
+#endif
+
+/* TFLite's requantization of an accumulator x from acc = 2x (the host doubles the weights, int16
+ * halves, and the bias, and proves |x| < 2^30): with the sign nudge n = 2^30 for x >= 0, -2^30
+ * otherwise, MultiplyByQuantizedMultiplier(x, m, -r) + zero is
+ * floor((x m + n + 2^(30+r)) / 2^(31+r)) + zero (tl_mbqm_smlal's derivation), and one SMMLAR
+ * (the high word of Ra * 2^32 + 2x m + 2^31) with Ra = K - (x < 0) gives floor((x m + n) / 2^31) + K:
+ * with K = 2^(r-1) + zero * 2^r, an arithmetic shift by r ends it. rq = {m, K, r}, r >= 1 and
+ * |K| < 2^30. */
+static TL_INLINE int32_t tl_requant_doubled(int32_t acc, const int32_t *rq) {
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+  int32_t top;
+  __asm__("smmlar %0, %1, %2, %3" : "=r"(top) : "r"(acc), "r"(rq[0]), "r"((acc >> 31) + rq[1]));
+  return top >> rq[2];
+#else
+  const int64_t high = (int64_t)((acc >> 31) + rq[1]) * ((int64_t)1 << 32);
+  const int32_t top = (int32_t)((high + (int64_t)acc * rq[0] + ((int64_t)1 << 31)) >> 32);
+  return top >> rq[2];
+#endif
+}
+/* an int8 output of the kernels below from a doubled accumulator; their arguments `mixed` and
+ * `zero` say whether some channel (rq[2] < 0) takes TFLite's recipe, {multiplier, shift, -1},
+ * and the output zero point */
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+#define TL_CLAMP_OUT(v, low, high) ((int8_t)tl_clamp_s8(v, low, high))
+#else
+#define TL_CLAMP_OUT(v, low, high) ((int8_t)tl_clamp_i32(v, low, high))
+#endif
+#define TL_OUT_S8(acc, rq, low, high)                                                                \
+  TL_CLAMP_OUT(mixed && (rq)[2] < 0 ? tl_mbqm((acc) >> 1, (rq)[0], (int)(rq)[1]) + zero : tl_requant_doubled(acc, rq), \
+               low, high)
+
+/* two taps (at `at(a)` and `at(b)`) of four channels against four pair words */
+#define TL_DW_PAIR(at, a, b, wq)                                                                    \
+  do {                                                                                              \
+    const uint32_t va = TL_WORD(at(a)), vb = TL_WORD(at(b));                                        \
+    const uint32_t ea = TL_SXTB16(va), eb = TL_SXTB16(vb), oa = TL_SXTB16_ODD(va), ob = TL_SXTB16_ODD(vb); \
+    s0 = TL_SMLAD(tl_pkhbt(ea, eb), (uint32_t)(wq)[0], s0);                                         \
+    s1 = TL_SMLAD(tl_pkhbt(oa, ob), (uint32_t)(wq)[1], s1);                                         \
+    s2 = TL_SMLAD(tl_pkhtb(eb, ea), (uint32_t)(wq)[2], s2);                                         \
+    s3 = TL_SMLAD(tl_pkhtb(ob, oa), (uint32_t)(wq)[3], s3);                                         \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+/* the 9 taps (tap k at `at(k)`) of four channels into s0..s3, then their four outputs */
+#define TL_DW_GROUP(at)                                                                             \
+  do {                                                                                              \
+    int32_t s0 = bias[c], s1 = bias[c + 1], s2 = bias[c + 2], s3 = bias[c + 3];                     \
+    TL_DW_PAIR(at, 0, 1, wg);                                                                       \
+    TL_DW_PAIR(at, 2, 3, wg + 4);                                                                   \
+    TL_DW_PAIR(at, 4, 5, wg + 8);                                                                   \
+    TL_DW_PAIR(at, 6, 7, wg + 12);                                                                  \
+    {                                                                                               \
+      const uint32_t v = TL_WORD(at(8)), e = TL_SXTB16(v), o = TL_SXTB16_ODD(v);                    \
+      s0 = TL_SMLABB(e, (uint32_t)wg[16], s0);                                                      \
+      s2 = TL_SMLATT(e, (uint32_t)wg[16], s2);                                                      \
+      s1 = TL_SMLABB(o, (uint32_t)wg[17], s1);                                                      \
+      s3 = TL_SMLATT(o, (uint32_t)wg[17], s3);                                                      \
+    }                                                                                               \
+    out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);                                                  \
+    out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);                                          \
+    out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);                                          \
+    out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);                                          \
+  } while (0)
+/* inside the input: tap (ky, kx) at a constant offset from the window's corner */
+#define TL_DW_INSIDE(k) (corner + c + ((k) / 3) * rs + ((k) % 3) * xs)
+/* at a border: through the window's tap pointers (the zero-point row for padding taps) */
+#define TL_DW_BORDER(k) (tap[k] + c)
+
+/* Arguments as tl_dwconv_nhwc_s8's up to pad_left (multiplier 1, k_h = k_w = 3), with the packed
+ * weights `wq`, the folded bias, `w` the weights as TFLite lays them out ([tap][channel], offset
+ * by their zero point) for the last in_c % 4 channels (NULL when in_c is a multiple of 4), then
+ * x_offset, rq (three words per channel, see TL_OUT_S8), mixed, zero, the output range and `zeros`,
+ * in_c bytes of the input zero point. */
+TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
+                                          const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w,
+                                          int32_t in_c, int32_t out_h, int32_t out_w, int32_t multiplier,
+                                          int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                          int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
+                                          int32_t x_offset, const int32_t *restrict rq, int32_t mixed, int32_t zero,
+                                          int32_t low, int32_t high, const int8_t *restrict zeros) {
+  const int32_t xs = dil_w * in_c, rs = dil_h * in_w * in_c;
+  int32_t b, oy, ox, c, k;
+  (void)multiplier, (void)k_h, (void)k_w, (void)x_offset;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      const int8_t *base = x + b * in_h * in_w * in_c;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        const int32_t *wg = wq;
+        const int8_t *tap[9];
+        int32_t kx0, kx1;
+        tl_valid_taps(left, dil_w, 3, in_w, &kx0, &kx1);
+        if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
+          const int8_t *corner = base + (top * in_w + left) * in_c;
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 18) TL_DW_GROUP(TL_DW_INSIDE);
+        } else {
+          for (k = 0; k < 9; ++k) {
+            const int32_t ky = k / 3, kx = k % 3;
+            tap[k] = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1
+                         ? base + ((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c
+                         : zeros;
+          }
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 18) TL_DW_GROUP(TL_DW_BORDER);
+        }
+        if (in_c % 4) {
+          for (k = 0; k < 9; ++k) {
+            const int32_t ky = k / 3, kx = k % 3;
+            tap[k] = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1
+                         ? base + ((top + ky * dil_h) * in_w + left + kx * dil_w) * in_c
+                         : zeros;
+          }
+          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
+            int32_t sum = 0;
+            for (k = 0; k < 9; ++k) sum += (int32_t)tap[k][c] * (int32_t)w[k * in_c + c];
+            out[c] = TL_OUT_S8(bias[c] + 2 * sum, rq + 3 * c, low, high);
+          }
+        }
+      }
+    }
+}
+#undef TL_DW_PAIR
+#undef TL_DW_GROUP
+#undef TL_DW_INSIDE
+#undef TL_DW_BORDER
+
+/* Stride 1 along the rows (and no dilation there): two neighbouring outputs A and B at a time
+ * share the four input columns j..j+3 of each window row. Per channel, q0 = [x0 | x1] and
+ * q1 = [x2 | x3] against W01 = [w0 | w1] and W12 = [w1 | w2]: A = SMLAD(q0, W01) + x2 w2 (SMLABT),
+ * B = SMLAD(q1, W12) + x1 w0 (SMLATB): six MACs in four instructions. The weights of a group of
+ * four channels: per row, per pass (even channels c, c + 2 from SXTB16, then odd channels from its
+ * rotated form) the words W01 and W12 of its two channels: 24 words. */
+#define TL_DW2_ROW(off, wr, SX)                                                                     \
+  do {                                                                                              \
+    const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));                 \
+    const uint32_t e2 = SX(TL_WORD(p + (off) + 2 * in_c)), e3 = SX(TL_WORD(p + (off) + 3 * in_c));  \
+    const uint32_t q0 = tl_pkhbt(e0, e1), q1 = tl_pkhbt(e2, e3), r0 = tl_pkhtb(e1, e0), r1 = tl_pkhtb(e3, e2); \
+    a0 = TL_SMLAD(q0, (uint32_t)(wr)[0], a0);                                                       \
+    b0 = TL_SMLAD(q1, (uint32_t)(wr)[1], b0);                                                       \
+    a0 = TL_SMLABT(q1, (uint32_t)(wr)[1], a0);                                                      \
+    b0 = TL_SMLATB(q0, (uint32_t)(wr)[0], b0);                                                      \
+    a1 = TL_SMLAD(r0, (uint32_t)(wr)[2], a1);                                                       \
+    b1 = TL_SMLAD(r1, (uint32_t)(wr)[3], b1);                                                       \
+    a1 = TL_SMLABT(r1, (uint32_t)(wr)[3], a1);                                                      \
+    b1 = TL_SMLATB(r0, (uint32_t)(wr)[2], b1);                                                      \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+/* one pass (channels c + odd and c + odd + 2) of two outputs over the three rows, the window's
+ * first column of channel c at p */
+#define TL_DW2_PASS(SX, odd)                                                                        \
+  do {                                                                                              \
+    int32_t a0 = bias[c + (odd)], a1 = bias[c + (odd) + 2], b0 = a0, b1 = a1;                       \
+    TL_DW2_ROW(0, wg + 4 * (odd), SX);                                                              \
+    TL_DW2_ROW(row_step, wg + 8 + 4 * (odd), SX);                                                   \
+    TL_DW2_ROW(2 * row_step, wg + 16 + 4 * (odd), SX);                                              \
+    {                                                                                               \
+      const int8_t ya0 = TL_OUT_S8(a0, rq + 3 * (c + (odd)), low, high);                            \
+      const int8_t yb0 = TL_OUT_S8(b0, rq + 3 * (c + (odd)), low, high);                            \
+      const int8_t ya1 = TL_OUT_S8(a1, rq + 3 * (c + (odd) + 2), low, high);                        \
+      const int8_t yb1 = TL_OUT_S8(b1, rq + 3 * (c + (odd) + 2), low, high);                        \
+      out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1, out[in_c + c + (odd)] = yb0;                  \
+      out[in_c + c + (odd) + 2] = yb1;                                                              \
+    }                                                                                               \
+  } while (0)
+/* a pointer the compiler must take as it is: tap addresses become immediate offsets from it
+ * rather than one induction variable each (which gcc spills) */
+#if defined(__GNUC__)
+#define TL_OPAQUE(p) __asm__("" : "+r"(p))
+#else
+#define TL_OPAQUE(p) ((void)0)
+#endif
+/* one output's row of taps (at t0, t1, t2) of four channels: channel pairs by SMLAD, the third
+ * tap by SMLABT/SMLATT */
+#define TL_DW1_ROW(t0, t1, t2, wr)                                                                  \
+  do {                                                                                              \
+    const uint32_t v0 = TL_WORD(t0), v1 = TL_WORD(t1), v2 = TL_WORD(t2);                            \
+    uint32_t e0 = TL_SXTB16(v0), e1 = TL_SXTB16(v1), e2 = TL_SXTB16(v2);                            \
+    s0 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[0], s0);                                         \
+    s0 = TL_SMLABT(e2, (uint32_t)(wr)[1], s0);                                                      \
+    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[2], s2);                                         \
+    s2 = TL_SMLATT(e2, (uint32_t)(wr)[3], s2);                                                      \
+    e0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16_ODD(v1), e2 = TL_SXTB16_ODD(v2);                         \
+    s1 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[4], s1);                                         \
+    s1 = TL_SMLABT(e2, (uint32_t)(wr)[5], s1);                                                      \
+    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[6], s3);                                         \
+    s3 = TL_SMLATT(e2, (uint32_t)(wr)[7], s3);                                                      \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+
+/* two valid columns of a row: [x0 | x1] against W01 (sel 0) or [x1 | x2] against W12 (sel 1) */
+#define TL_DW1_PAIR(t0, wr)                                                                         \
+  do {                                                                                              \
+    const uint32_t v0 = TL_WORD(t0), v1 = TL_WORD((t0) + in_c);                                     \
+    uint32_t e0 = TL_SXTB16(v0), e1 = TL_SXTB16(v1);                                                \
+    s0 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[0], s0);                                         \
+    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[2], s2);                                         \
+    e0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16_ODD(v1);                                                 \
+    s1 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[4], s1);                                         \
+    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[6], s3);                                         \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+
+/* the valid rows (start[k] not NULL) of one output's window, of 3 or 2 valid columns */
+#define TL_DW1_FULL(k)                                                                              \
+  do {                                                                                              \
+    const int8_t *p = start[k] + c;                                                                 \
+    TL_OPAQUE(p);                                                                                   \
+    TL_DW1_ROW(p, p + in_c, p + 2 * in_c, wg + 8 * (k));                                            \
+  } while (0)
+#define TL_DW1_TWO(k)                                                                               \
+  do {                                                                                              \
+    const int8_t *p = start[k] + c;                                                                 \
+    TL_OPAQUE(p);                                                                                   \
+    TL_DW1_PAIR(p, wg + 8 * (k) + kx0);                                                             \
+  } while (0)
+#define TL_DW1_GROUP(row)                                                                           \
+  do {                                                                                              \
+    int32_t s0 = kb[c], s1 = kb[c + 1], s2 = kb[c + 2], s3 = kb[c + 3];                             \
+    if (start[0]) row(0);                                                                           \
+    if (start[1]) row(1);                                                                           \
+    if (start[2]) row(2);                                                                           \
+    out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);                                                  \
+    out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);                                          \
+    out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);                                          \
+    out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);                                          \
+  } while (0)
+
+/* Arguments as tl_dwconv3x3_s8_packed's (stride_w = dil_w = 1) with the row-pair weights above,
+ * then for the outputs at a border, which compute their valid taps only (padding taps skipped as
+ * TFLite's kernels do): `kind_bias` [row kinds][col_kinds][in_c] the doubled bias plus the input
+ * offset times the valid taps' weights of each kind of window, `row_kind` and `col_kind` the kind
+ * of the valid rows [ky0, ky1) at ky0 * 4 + ky1, of the valid columns likewise (the kinds of the
+ * whole layer, which are those of its bands; the host checks that two columns or more are valid) */
+TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
+                                    const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
+                                    int32_t out_h, int32_t out_w, int32_t multiplier, int32_t k_h, int32_t k_w,
+                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+                                    int32_t pad_top, int32_t pad_left, int32_t x_offset, const int32_t *restrict rq,
+                                    int32_t mixed, int32_t zero, int32_t low, int32_t high,
+                                    const int32_t *restrict kind_bias, const int32_t *restrict row_kind,
+                                    const int32_t *restrict col_kind, int32_t col_kinds) {
+  const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes;
+  int32_t b, oy, ox, c, k;
+  (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)stride_w, (void)dil_w;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      const int8_t *base = x + b * in_h * row_bytes;
+      const int8_t *rows[3];
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
+      for (k = 0; k < 3; ++k) rows[k] = k >= ky0 && k < ky1 ? base + (top + k * dil_h) * row_bytes : NULL;
+      for (ox = 0; ox < out_w;) {
+        const int32_t left = ox - pad_left;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        const int32_t *wg = wq;
+        if (ky0 == 0 && ky1 == 3 && left >= 0 && left + 4 <= in_w && ox + 1 < out_w) { /* two outputs inside */
+          const int8_t *corner = rows[0] + left * in_c;
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
+            const int8_t *p = corner + c;
+            TL_OPAQUE(p);
+            TL_DW2_PASS(TL_SXTB16, 0);
+            TL_DW2_PASS(TL_SXTB16_ODD, 1);
+          }
+          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
+            int32_t sa = 0, sb = 0;
+            for (k = 0; k < 9; ++k) {
+              const int8_t *tap = corner + (k / 3) * row_step + (k % 3) * in_c + c;
+              sa += (int32_t)tap[0] * (int32_t)w[k * in_c + c];
+              sb += (int32_t)tap[in_c] * (int32_t)w[k * in_c + c];
+            }
+            out[c] = TL_OUT_S8(bias[c] + 2 * sa, rq + 3 * c, low, high);
+            out[in_c + c] = TL_OUT_S8(bias[c] + 2 * sb, rq + 3 * c, low, high);
+          }
+          ox += 2;
+        } else { /* one output: its valid taps only, over the bias of its kind of border */
+          const int32_t kx0 = left < 0 ? -left : 0, kx1 = left + 3 > in_w ? in_w - left : 3;
+          const int32_t *kb = kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[kx0 * 4 + kx1]) * in_c;
+          const int8_t *start[3] = {NULL, NULL, NULL};
+          for (k = ky0; k < ky1; ++k) start[k] = rows[k] + (left + kx0) * in_c;
+          if (kx1 - kx0 == 3)
+            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW1_GROUP(TL_DW1_FULL);
+          else
+            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW1_GROUP(TL_DW1_TWO);
+          for (c = in_c - in_c % 4; c < in_c; ++c) {
+            int32_t sum = 0, kx;
+            for (k = ky0; k < ky1; ++k)
+              for (kx = kx0; kx < kx1; ++kx) sum += (int32_t)start[k][(kx - kx0) * in_c + c] * (int32_t)w[(k * 3 + kx) * in_c + c];
+            out[c] = TL_OUT_S8(kb[c] + 2 * sum, rq + 3 * c, low, high);
+          }
+          ox += 1;
+        }
+      }
+    }
+}
+#undef TL_DW2_ROW
+#undef TL_DW2_PASS
+#undef TL_DW1_ROW
+#undef TL_DW1_PAIR
+#undef TL_DW1_FULL
+#undef TL_DW1_TWO
+#undef TL_DW1_GROUP
+
+/* Arguments as tl_dwconv_nhwc_s8's up to pad_left (in_c 1, `multiplier` filters, k_h = k_w = 3)
+ * with per filter five pair words [w0 | w1], [w2 | w3], [w4 | w5], [w6 | w7], [w8 | 0] and the
+ * folded bias, then x_offset, rq, mixed, zero, low and high as tl_dwconv3x3_s8_packed's */
+TL_KERNEL void tl_dwconv3x3_s8_single(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
+                                          const int8_t *restrict w, int32_t batches, int32_t in_h, int32_t in_w,
+                                          int32_t in_c, int32_t out_h, int32_t out_w, int32_t multiplier,
+                                          int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                          int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
+                                          int32_t x_offset, const int32_t *restrict rq, int32_t mixed, int32_t zero,
+                                          int32_t low, int32_t high) {
+  const int32_t xs = dil_w, rs = dil_h * in_w;
+  int32_t b, oy, ox, f, ky, kx;
+  (void)w, (void)in_c, (void)k_h, (void)k_w;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      const int8_t *base = x + b * in_h * in_w;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * multiplier;
+        const int32_t *wf = wq, *rf = rq;
+        int32_t v[9], kx0, kx1;
+        uint32_t p0, p1, p2, p3, p4;
+        tl_valid_taps(left, dil_w, 3, in_w, &kx0, &kx1);
+        if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
+          const int8_t *p = base + top * in_w + left;
+          v[0] = p[0], v[1] = p[xs], v[2] = p[2 * xs];
+          v[3] = p[rs], v[4] = p[rs + xs], v[5] = p[rs + 2 * xs];
+          v[6] = p[2 * rs], v[7] = p[2 * rs + xs], v[8] = p[2 * rs + 2 * xs];
+        } else
+          for (ky = 0; ky < 3; ++ky)
+            for (kx = 0; kx < 3; ++kx)
+              v[ky * 3 + kx] = ky >= ky0 && ky < ky1 && kx >= kx0 && kx < kx1
+                                   ? base[(top + ky * dil_h) * in_w + left + kx * dil_w]
+                                   : -x_offset;
+        p0 = tl_pkhbt((uint32_t)v[0], (uint32_t)v[1]), p1 = tl_pkhbt((uint32_t)v[2], (uint32_t)v[3]);
+        p2 = tl_pkhbt((uint32_t)v[4], (uint32_t)v[5]), p3 = tl_pkhbt((uint32_t)v[6], (uint32_t)v[7]);
+        p4 = (uint32_t)v[8];
+        for (f = 0; f < multiplier; ++f, wf += 5, rf += 3) {
+          int32_t s = bias[f];
+          s = TL_SMLAD(p0, (uint32_t)wf[0], s);
+          s = TL_SMLAD(p1, (uint32_t)wf[1], s);
+          s = TL_SMLAD(p2, (uint32_t)wf[2], s);
+          s = TL_SMLAD(p3, (uint32_t)wf[3], s);
+          s = TL_SMLAD(p4, (uint32_t)wf[4], s);
+          out[f] = TL_OUT_S8(s, rf, low, high);
+        }
+      }
+    }
+}
+
+/* Arguments as tl_fc_s8's over `pixels` rows of `depth` (4, 8, 12 or 16) inputs, the weights of
+ * output u as depth / 2 words: per 4 depths d, [w(d) | w(d + 2)] and [w(d + 1) | w(d + 3)];
+ * rq, mixed, zero, low and high as tl_dwconv3x3_s8_packed's */
+TL_KERNEL void tl_pointwise_s8_wide(const int8_t *x, const int32_t *restrict wq, const int32_t *restrict bias, int8_t *y,
+                                        int32_t pixels, int32_t depth, int32_t units, const int32_t *restrict rq,
+                                        int32_t mixed, int32_t zero, int32_t low, int32_t high) {
+  int32_t p, u, j;
+  for (p = 0; p < pixels; ++p) {
+    const int8_t *px = x + p * depth;
+    int8_t *out = y + p * units;
+    const int32_t *wu = wq, *ru = rq;
+    uint32_t e[4] = {0, 0, 0, 0}, o[4] = {0, 0, 0, 0};
+    for (j = 0; j < 4 && 4 * j < depth; ++j) {
+      const uint32_t v = TL_WORD(px + 4 * j);
+      e[j] = TL_SXTB16(v), o[j] = TL_SXTB16_ODD(v);
+    }
+    for (u = 0; u < units; ++u, wu += depth / 2, ru += 3) {
+      int32_t s = bias[u];
+      s = TL_SMLAD(e[0], (uint32_t)wu[0], s);
+      s = TL_SMLAD(o[0], (uint32_t)wu[1], s);
+      if (depth >= 8) {
+        s = TL_SMLAD(e[1], (uint32_t)wu[2], s);
+        s = TL_SMLAD(o[1], (uint32_t)wu[3], s);
+      }
+      if (depth >= 12) {
+        s = TL_SMLAD(e[2], (uint32_t)wu[4], s);
+        s = TL_SMLAD(o[2], (uint32_t)wu[5], s);
+      }
+      if (depth >= 16) {
+        s = TL_SMLAD(e[3], (uint32_t)wu[6], s);
+        s = TL_SMLAD(o[3], (uint32_t)wu[7], s);
+      }
+      out[u] = TL_OUT_S8(s, ru, low, high);
+    }
+  }
+}
+
+#endif /* TL_CONV_DSP_H */

@@ -1,0 +1,184 @@
+"""int8 convolutions on targets with the Armv7E-M DSP instructions (Cortex-M4/M7): the weights
+repacked on the host as int16 pairs of two taps (or depths) of one output, so that each SMLAD
+adds two products to one accumulator (kernels in ``tl_conv_dsp.h``), the input offset folded
+into the bias, and weights and bias doubled for a requantization by one SMMLAR. Which layers
+take them: 3x3 depthwise with one filter per channel or one input channel, and 1x1
+convolutions of depth 4 to 16 (deeper ones already reach two MACs per SMLAD through
+``tl_fc_s8``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...datum import DatumType
+from ..emit import Emit
+
+HEADER = "tl_conv_dsp.h"
+#: depths of the 1x1 convolutions whose weights are stored widened
+WIDE_DEPTHS = (4, 8, 12, 16)
+
+
+def pairs(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """int32 words holding ``low`` in their bottom halfword and ``high`` in their top one."""
+    low, high = np.asarray(low, np.int64), np.asarray(high, np.int64)
+    return ((high << 16) | (low & 0xFFFF)).astype(np.int32)
+
+
+def depthwise_pairs(taps: np.ndarray) -> np.ndarray:
+    """``taps`` [9][channels] (a multiple of 4 of them kept) as 18 words per group of four
+    channels: per tap pair (0,1), (2,3), (4,5), (6,7) one word per channel, then tap 8 as
+    [c0 | c2], [c1 | c3]."""
+    groups = taps.shape[1] // 4
+    words: list[np.int32] = []
+    for g in range(groups):
+        c = 4 * g
+        for p in range(4):
+            words.extend(pairs(taps[2 * p, c:c + 4], taps[2 * p + 1, c:c + 4]))
+        words.extend(pairs(taps[8, [c, c + 1]], taps[8, [c + 2, c + 3]]))
+    return np.array(words, np.int32)
+
+
+def row_pairs(taps: np.ndarray) -> np.ndarray:
+    """``taps`` [9][channels] (a multiple of 4 of them kept) as 24 words per group of four
+    channels: per window row, per pass (channels c and c + 2, then c + 1 and c + 3), per channel
+    [w0 | w1] and [w1 | w2] (tl_dwconv3x3_s8_rows)."""
+    rows = taps.reshape(3, 3, -1)
+    words = []
+    for c in range(0, rows.shape[2] - 3, 4):
+        for ky in range(3):
+            for odd in (0, 1):
+                for ch in (c + odd, c + odd + 2):
+                    words += [pairs(rows[ky, 0, ch], rows[ky, 1, ch]), pairs(rows[ky, 1, ch], rows[ky, 2, ch])]
+    return np.array(words, np.int32)
+
+
+def single_input_pairs(taps: np.ndarray) -> np.ndarray:
+    """``taps`` [9][filters] as five words per filter: [w0 | w1] .. [w6 | w7], [w8 | 0]."""
+    padded = np.concatenate([taps, np.zeros((1, taps.shape[1]), taps.dtype)])
+    return pairs(padded[0::2], padded[1::2]).T.reshape(-1)
+
+
+def widened_rows(w: np.ndarray) -> np.ndarray:
+    """[units][depth] weights as depth / 2 words per unit: per 4 depths [d0 | d2], [d1 | d3]."""
+    units, depth = w.shape
+    blocks = w.reshape(units, depth // 4, 4)
+    words = np.stack([pairs(blocks[..., 0], blocks[..., 2]), pairs(blocks[..., 1], blocks[..., 3])], axis=-1)
+    return words.reshape(-1)
+
+
+def doubled_bias(raw_bias: np.ndarray, x_offset: int, weights: np.ndarray) -> np.ndarray | None:
+    """2 (bias + x_offset * the sum of the weights) per output (``weights`` [taps][outputs]), or
+    None when an accumulator could reach 2^30 in magnitude (its double would leave the int32 range)."""
+    total = raw_bias.astype(np.int64) + int(x_offset) * weights.sum(axis=0).astype(np.int64)
+    bound = np.abs(total) + 128 * np.abs(weights).sum(axis=0).astype(np.int64)
+    return 2 * total if bound.max(initial=0) < 1 << 30 else None
+
+
+def doubled_requant(multipliers, shifts, zero: int, channels: int) -> tuple[np.ndarray, int]:
+    """tl_requant_doubled's words per channel, {multiplier, K, r} with r = -shift and
+    K = 2^(r-1) + zero * 2^r, and whether some channel takes TFLite's recipe instead,
+    {multiplier, shift, -1}: a shift above -1, or |K| >= 2^30."""
+    m = np.broadcast_to(np.atleast_1d(np.asarray(multipliers, np.int64)), (channels,))
+    shift = np.broadcast_to(np.atleast_1d(np.asarray(shifts, np.int64)), (channels,))
+    r = np.clip(-shift, 1, 31)
+    k = (np.int64(1) << (r - 1)) + int(zero) * (np.int64(1) << r)
+    fused = (-shift >= 1) & (-shift <= 31) & (np.abs(k) < 1 << 30)
+    words = np.stack([m, np.where(fused, k, shift), np.where(fused, r, -1)], axis=1)
+    return words.reshape(-1).astype(np.int32), int(not fused.all())
+
+
+def _usable(e: Emit, dtype: DatumType) -> bool:
+    return e.target.dsp and not e.target.progmem and dtype == DatumType.I8
+
+
+def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: tuple, shape_args: tuple) -> bool:
+    """A 3x3 int8 depthwise layer with one filter per channel (4 channels or more) or one input
+    channel, on a DSP target; False (nothing emitted) for any other. ``offset``: [3][3][channels]
+    weights without their zero point; ``numbers``: (multipliers, shifts, x_offset, zero, low,
+    high); ``shape_args``: tl_dwconv_nhwc_s8's from batches to pad_left."""
+    in_c, multiplier, k_h, k_w = shape_args[3], shape_args[6], shape_args[7], shape_args[8]
+    if not _usable(e, x.dtype) or (k_h, k_w) != (3, 3) or not (multiplier == 1 and in_c >= 4 or in_c == 1):
+        return False
+    multipliers, shifts, x_offset, zero, low, high = numbers
+    taps = offset.reshape(9, -1).astype(np.int64)
+    total = doubled_bias(raw_bias, x_offset, taps)
+    if total is None:
+        return False
+    rq, mixed = doubled_requant(multipliers, shifts, zero, taps.shape[1])
+    bias = e.constant("bias", total, DatumType.I32)
+    requant = e.constant("requant", rq, DatumType.I32)
+    e.use("tl_conv.h")
+    e.use(HEADER)
+    if in_c == 1:
+        e.call("tl_dwconv3x3_s8_single", x, e.constant("weights_pairs", single_input_pairs(2 * taps), DatumType.I32),
+               bias, y, "NULL", *shape_args, x_offset, requant, mixed, zero, low, high)
+        return True
+    plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 else "NULL"
+    kinds = border_kinds(*shape_args[1:3], *shape_args[4:6], *shape_args[9:15])
+    if shape_args[10] == shape_args[12] == 1 and kinds is not None:  # two outputs at a time along the rows
+        row_kind, col_kind, windows = kinds
+        kind_bias = [doubled_bias(raw_bias, x_offset, taps.reshape(3, 3, -1)[r0:r1, c0:c1].reshape(-1, in_c))
+                     for (r0, r1), (c0, c1) in windows]
+        found = [b for b in kind_bias if b is not None]
+        if len(found) == len(kind_bias):
+            e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(2 * taps), DatumType.I32), bias,
+                   y, plain, *shape_args, x_offset, requant, mixed, zero, low, high,
+                   e.constant("border_bias", np.concatenate(found), DatumType.I32),
+                   e.constant("row_kinds", row_kind, DatumType.I32), e.constant("col_kinds", col_kind, DatumType.I32),
+                   len({c for _, c in windows}))
+            return True
+    zeros = e.constant("zero_points", np.full(in_c, -x_offset, np.int64), DatumType.I8)
+    e.call("tl_dwconv3x3_s8_packed", x, e.constant("weights_pairs", depthwise_pairs(2 * taps), DatumType.I32),
+           bias, y, plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros)
+    return True
+
+
+def valid_taps(start: int, dilation: int, size: int) -> tuple[int, int]:
+    """The first and one-past-last of 3 taps from ``start`` (step ``dilation``) inside [0, size),
+    as tl_valid_taps finds them (also where none is)."""
+    low, high = 0, 3
+    while low < 3 and start + low * dilation < 0:
+        low += 1
+    while high > low and start + (high - 1) * dilation >= size:
+        high -= 1
+    return low, high
+
+
+def border_kinds(in_h: int, in_w: int, out_h: int, out_w: int, stride_h: int, stride_w: int, dil_h: int,
+                 dil_w: int, pad_top: int, pad_left: int):
+    """(the kind of each range of valid rows [ky0, ky1) at ky0 * 4 + ky1, the same for columns,
+    the (rows, columns) of valid taps of each kind, row kinds major) of a 3x3 window, or None when
+    some output has fewer than two valid columns (tl_dwconv3x3_s8_rows computes its borders over
+    pairs of columns). Bands of rows (bands.py) see the same kinds: a band holds every input row
+    its outputs read but the padding."""
+    row_kinds = sorted({valid_taps(oy * stride_h - pad_top, dil_h, in_h) for oy in range(out_h)})
+    col_kinds = sorted({valid_taps(ox * stride_w - pad_left, dil_w, in_w) for ox in range(out_w)})
+    if any(c1 - c0 < 2 for c0, c1 in col_kinds):
+        return None
+    row_kind, col_kind = np.zeros(16, np.int64), np.zeros(16, np.int64)
+    for index, (k0, k1) in enumerate(row_kinds):
+        row_kind[k0 * 4 + k1] = index
+    for index, (k0, k1) in enumerate(col_kinds):
+        col_kind[k0 * 4 + k1] = index
+    return row_kind, col_kind, [(r, c) for r in row_kinds for c in col_kinds]
+
+
+def emit_pointwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: tuple, depth: int) -> bool:
+    """A 1x1 stride-1 int8 convolution of depth 4 to 16 on a DSP target, with widened weights;
+    False (nothing emitted) for any other. ``offset``: [filters][1][1][depth]."""
+    if not _usable(e, x.dtype) or depth not in WIDE_DEPTHS:
+        return False
+    multipliers, shifts, x_offset, zero, low, high = numbers
+    filters = offset.shape[0]
+    rows = offset.reshape(filters, depth).astype(np.int64)
+    total = doubled_bias(raw_bias, x_offset, rows.T)
+    if total is None:
+        return False
+    rq, mixed = doubled_requant(multipliers, shifts, zero, filters)
+    bias = e.constant("bias", total, DatumType.I32)
+    pixels = int(np.prod(x.shape[:-1]))
+    e.use("tl_conv.h")
+    e.use(HEADER)
+    weights = e.constant("weights_wide", widened_rows(2 * rows), DatumType.I32)
+    requant = e.constant("requant", rq, DatumType.I32)
+    e.call("tl_pointwise_s8_wide", x, weights, bias, y, pixels, depth, filters, requant, mixed, zero, low, high)
+    return True
