@@ -171,3 +171,18 @@ def test_the_ray_engine_gives_the_local_results_even_when_a_worker_dies(corpus, 
         relative = path.relative_to(data).parent / f"{path.name}.npz"
         np.testing.assert_array_equal(np.load(tmp_path / "ray" / relative)["y"],
                                       np.load(tmp_path / "local" / relative)["y"])
+
+
+def test_a_job_gives_the_callers_thread_limits_back(corpus, tmp_path):
+    """Workers use one BLAS thread; the process that called batch.run keeps its own limits."""
+    pytest.importorskip("threadpoolctl")
+    from tractile.runtime.threads import current_threads
+
+    model, data, _ = corpus
+    np.ones((4, 4)) @ np.ones((4, 4))
+    tractile.set_threads(None)
+    before = current_threads()
+    assert before["blas"] > 1, "this check needs a BLAS with several threads by default"
+    summary = batch.run(str(model), str(data / "**" / "*.np*"), str(tmp_path / "out"))
+    assert summary.done > 0
+    assert current_threads() == before

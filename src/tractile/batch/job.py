@@ -63,6 +63,14 @@ def run(model: str, inputs: Sequence[str] | str, out: str, input_facts: Sequence
     job = Job(str(model), str(out_dir), str(common_root(paths, inputs)), tuple(input_facts), pulse, symbol,
               threads=threads)
     probe = Runner(job)  # fails fast, here, on a model or option that cannot work
+    try:
+        return _run_job(job, probe, paths, out_dir, workers, batch_size, engine, ray_address, retry_failed, progress)
+    finally:
+        probe.release_threads()  # the caller's process gets its thread limits back
+
+
+def _run_job(job: Job, probe: Runner, paths: list, out_dir: Path, workers: int, batch_size: int, engine: str,
+             ray_address: str | None, retry_failed: bool, progress) -> BatchSummary:
     manifest = Manifest(out_dir)
     todo, done_before, failed_before = manifest.pending(paths, probe.output_names, retry_failed)
     summary = BatchSummary(len(paths), skipped_done=done_before, skipped_failed=failed_before)

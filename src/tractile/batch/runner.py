@@ -37,11 +37,9 @@ class Runner:
     def __init__(self, job: Job):
         import tractile
 
-        if job.threads is not None:
-            try:
-                tractile.set_threads(job.threads)
-            except tractile.TractileError:
-                pass  # threadpoolctl missing: the libraries keep their defaults
+        from ..runtime.threads import limit_threads
+
+        self.release_threads = limit_threads(job.threads) if job.threads is not None else (lambda: None)
         self.job = job
         facts = list(job.inputs) or None
         self.model = tractile.load(job.model, inputs=facts)

@@ -30,6 +30,20 @@ def set_threads(count: int | None) -> None:
             _ACTIVE.append(ThreadpoolController().limit(limits=count))
 
 
+def limit_threads(count: int):
+    """Use at most ``count`` threads now, as :func:`set_threads`; returns a function that gives the
+    libraries back exactly the limits they had before (a no-op without threadpoolctl)."""
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise TractileError(f"limit_threads: give a number of threads >= 1, got {count!r}")
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return lambda: None
+    with _LOCK:
+        limiter = ThreadpoolController().limit(limits=count)
+    return limiter.restore_original_limits
+
+
 def current_threads() -> dict[str, int]:
     """The thread count of each numerical library loaded in this process (by its API: blas, openmp)."""
     try:
