@@ -84,7 +84,8 @@ def interleaved_times(fns: list, runs: int, warmup: int, clock=time.perf_counter
     return [stat(times) for times in samples]
 
 
-def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, stat=statistics.median) -> dict:
+def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, stat=statistics.median,
+                compiled: str | None = None) -> dict:
     import onnxruntime as ort
 
     import tractile
@@ -93,7 +94,7 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
         tractile.set_threads(threads)  # the same thread count as onnxruntime's
 
     proto, inputs = MODELS[name]()
-    model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
+    model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs], compile=compiled)
     state = model.state()
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -135,6 +136,9 @@ def main(argv=None) -> int:
                              "work; use it with --threads 1)")
     parser.add_argument("--stat", choices=("median", "min"), default="median",
                         help="what is reported of the timed runs (min: for a machine busy with other work)")
+    parser.add_argument("--compiled", choices=("auto",), default=None,
+                        help="auto: tractile runs with compile='auto' (the segments the C compiler supports run "
+                             "compiled, built once with the system C compiler)")
     args = parser.parse_args(argv)
     stat = min if args.stat == "min" else statistics.median
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
@@ -150,12 +154,13 @@ def main(argv=None) -> int:
         for name in names:
             progress.update(task, description=f"benchmarking {name}")
             try:
-                results.append(bench_model(name, args.runs, args.threads, clock, stat))
+                results.append(bench_model(name, args.runs, args.threads, clock, stat, args.compiled))
             except Exception as error:
                 console.print(f"[red]{name}: {type(error).__name__}: {str(error).splitlines()[0]}[/red]")
             progress.advance(task)
-    table = Table(title=f"tractile vs onnxruntime and tract ({args.stat} of {args.runs} runs, {args.clock} clock, "
-                        f"threads {args.threads or 'default'}, {os.cpu_count()} cores)")
+    mode = ", compile='auto'" if args.compiled else ""
+    table = Table(title=f"tractile{mode} vs onnxruntime and tract ({args.stat} of {args.runs} runs, "
+                        f"{args.clock} clock, threads {args.threads or 'default'}, {os.cpu_count()} cores)")
     for column in ("model", "nodes", "tractile ms", "onnxruntime ms", "vs ort", "tract ms", "vs tract",
                    "per node µs", "max |diff|"):
         table.add_column(column, justify="right" if column != "model" else "left")

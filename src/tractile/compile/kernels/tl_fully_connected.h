@@ -116,6 +116,25 @@ static inline int64_t tl_dot_s16_s8(const int16_t *x, const int8_t *w, int depth
   return acc;
 }
 
+/* outputs first..units-1 of one row of int8 inputs, two at a time (TFLite Micro's requantization) */
+static inline void tl_fc_s8_units(const int8_t *row, const int8_t *w, const int32_t *bias, int8_t *out, int depth,
+                                  int first, int units, const int32_t *multiplier, const int32_t *shift,
+                                  int per_channel, int32_t y_zero, int32_t low, int32_t high) {
+  int u, k;
+  for (u = first; u < units; u += 2) {
+    int32_t acc[2];
+    const int pair = u + 1 < units ? 2 : 1;
+    if (pair == 2) tl_dot2_s8(row, w + (int32_t)u * depth, w + (int32_t)(u + 1) * depth, depth, &acc[0], &acc[1]);
+    else acc[0] = tl_dot_s8(row, w + (int32_t)u * depth, depth);
+    for (k = 0; k < pair; ++k) {
+      const int c = (u + k) * per_channel;
+      const int32_t v = tl_mbqm(acc[k] + TL_READ_S32(bias + u + k), TL_READ_S32(multiplier + c),
+                                TL_READ_S32(shift + c)) + y_zero;
+      out[u + k] = (int8_t)tl_clamp_i32(v, low, high);
+    }
+  }
+}
+
 /* int8 (TFLite Micro's fixed-point requantization) */
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
 /* Cortex-M4/M7: four rows of weights at a time against one input row, so that each word of
@@ -125,7 +144,7 @@ static inline int64_t tl_dot_s16_s8(const int16_t *x, const int8_t *w, int depth
 static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int batches,
                             int depth, int units, const int32_t *multiplier, const int32_t *shift, int per_channel,
                             int32_t y_zero, int32_t low, int32_t high) {
-  int b, u, k, d;
+  int b, u, d;
   for (b = 0; b < batches; ++b) {
     const int8_t *row = x + (int32_t)b * depth;
     int8_t *out = y + (int32_t)b * units;
@@ -156,17 +175,7 @@ static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bia
       out[u + 3] = (int8_t)tl_clamp_s8(tl_mbqm(s3, multiplier[(u + 3) * per_channel],
                                                shift[(u + 3) * per_channel]) + y_zero, low, high);
     }
-    for (; u < units; u += 2) {
-      int32_t acc[2];
-      const int pair = u + 1 < units ? 2 : 1;
-      if (pair == 2) tl_dot2_s8(row, w + (int32_t)u * depth, w + (int32_t)(u + 1) * depth, depth, &acc[0], &acc[1]);
-      else acc[0] = tl_dot_s8(row, w + (int32_t)u * depth, depth);
-      for (k = 0; k < pair; ++k) {
-        const int c = (u + k) * per_channel;
-        out[u + k] = (int8_t)tl_clamp_s8(tl_mbqm(acc[k] + bias[u + k], multiplier[c], shift[c]) + y_zero, low,
-                                         high);
-      }
-    }
+    tl_fc_s8_units(row, w, bias, out, depth, u, units, multiplier, shift, per_channel, y_zero, low, high);
   }
 }
 #undef TL_SMLAD4
@@ -175,21 +184,10 @@ static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bia
 static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y, int batches,
                             int depth, int units, const int32_t *multiplier, const int32_t *shift, int per_channel,
                             int32_t y_zero, int32_t low, int32_t high) {
-  int b, u, k;
+  int b;
   for (b = 0; b < batches; ++b) {
-    const int8_t *row = x + (int32_t)b * depth;
-    for (u = 0; u < units; u += 2) {
-      int32_t acc[2];
-      const int pair = u + 1 < units ? 2 : 1;
-      if (pair == 2) tl_dot2_s8(row, w + (int32_t)u * depth, w + (int32_t)(u + 1) * depth, depth, &acc[0], &acc[1]);
-      else acc[0] = tl_dot_s8(row, w + (int32_t)u * depth, depth);
-      for (k = 0; k < pair; ++k) {
-        const int c = (u + k) * per_channel;
-        const int32_t v = tl_mbqm(acc[k] + TL_READ_S32(bias + u + k), TL_READ_S32(multiplier + c),
-                                  TL_READ_S32(shift + c)) + y_zero;
-        y[(int32_t)b * units + u + k] = (int8_t)tl_clamp_i32(v, low, high);
-      }
-    }
+    tl_fc_s8_units(x + (int32_t)b * depth, w, bias, y + (int32_t)b * units, depth, 0, units, multiplier, shift,
+                   per_channel, y_zero, low, high);
   }
 }
 
