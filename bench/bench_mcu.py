@@ -14,6 +14,9 @@ Beside them: MicroFlow's published figures for the same model on the same core (
 MicroFlow repository's analysis notebooks, matteocarnelos/microflow-rs analysis/memory/*.ipynb:
 whole firmware builds on real boards), and TFLite Micro's planned activation arena for the
 model (its recording allocator, tflite-micro package), which includes inputs and outputs.
+The models are compiled with their inputs in the arena (``inputs_in_arena``), as TFLite Micro
+keeps them: the firmware writes each input at ``NAME_INPUTi_IN(&ctx)``, so RAM total counts
+the context (arena with the inputs, state), the outputs and the peak stack.
 
 ``--per-layer``: the instructions QEMU counts per layer and per multiply-accumulate on the
 Cortex-M4 (mps2-an386), built for speed (-O2), for the layers that multiply-accumulate.
@@ -75,7 +78,8 @@ def main(argv=None) -> int:
             peer_text = f"{peer[0]:.1f} kB / {peer[1]:.1f} kB" if peer else "-"
             try:
                 report = verify(model, TARGET_OF[board], board=board, runs=args.runs, opt="size",
-                                folder=tempfile.mkdtemp(prefix=f"bench-{short}-{board}-"), timeout=600)
+                                inputs_in_arena=True, folder=tempfile.mkdtemp(prefix=f"bench-{short}-{board}-"),
+                                timeout=600)
             except TractileError as error:
                 print(f"{short:7} {board:12} {'-':>3} {str(error).splitlines()[0][:100]}")
                 continue

@@ -55,6 +55,9 @@ def register(subparsers) -> None:
                              "their inputs as finely as their kernels allow, and chains of convolutions run in bands "
                              "of rows when that is not enough); otherwise fail saying the smallest RAM reached and "
                              "where memory peaks")
+    parser.add_argument("--inputs-in-arena", action="store_true",
+                        help="plan the inputs in the arena like intermediate values (less RAM: layers overlap "
+                             "them); NAME_INPUTi_IN(ctx) gives their address, other buffers are copied there")
     parser.add_argument("--json", action="store_true", help="print the compile report as JSON")
     parser.set_defaults(handler=run)
 
@@ -85,10 +88,10 @@ def run(args) -> int:
         from ..compile.budget import fit_ram_budget
 
         source = fit_ram_budget(prepare(model), args.max_ram, name, args.target, origin=Path(args.model).name,
-                                macros=macros)
+                                macros=macros, inputs_in_arena=args.inputs_in_arena)
     else:
         source = generate(model, name=name, target=args.target, optimize=False, origin=Path(args.model).name,
-                          macros=macros)
+                          macros=macros, inputs_in_arena=args.inputs_in_arena)
     written = source.write(args.out) if args.out is not None else []
     if args.build:
         from ..compile.host import build_shared_library

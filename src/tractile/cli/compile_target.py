@@ -43,11 +43,13 @@ def run_target(model, name: str, args) -> int:
 
         typed = with_flavour(prepare(model), board.target.flavour)
         if args.max_ram is None:
-            source = generate(typed, name=name, target=board.target, optimize=False, origin=Path(args.model).name)
+            source = generate(typed, name=name, target=board.target, optimize=False, origin=Path(args.model).name,
+                              inputs_in_arena=args.inputs_in_arena)
         else:
             from ..compile.budget import fit_ram_budget
 
-            source = fit_ram_budget(typed, args.max_ram, name, board.target, origin=Path(args.model).name)
+            source = fit_ram_budget(typed, args.max_ram, name, board.target, origin=Path(args.model).name,
+                                    inputs_in_arena=args.inputs_in_arena)
         sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
         written = write_project(source, board, args.project, sample)
         if not args.verify:
@@ -58,7 +60,7 @@ def run_target(model, name: str, args) -> int:
         return 0
     report = verify(model, args.target, board=args.board, runs=args.runs, inputs=extra, seed=args.seed,
                     opt="size" if args.opt == "size" else "speed", name=name, folder=args.out,
-                    max_ram=args.max_ram)
+                    max_ram=args.max_ram, inputs_in_arena=args.inputs_in_arena)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if report["verified"] else 1
@@ -77,7 +79,8 @@ def print_verification(report: dict, model_name: str) -> None:
         out.print(f"[red]first difference[/red]: {report['first_difference']}")
     flash, ram = report["flash_bytes"], report["ram_bytes"]
     out.print(f"flash: model {flash['model']} B, firmware {flash['firmware']} B")
-    out.print(f"RAM: arena {ram['arena']} B, state {ram['state']} B, context {ram['context']} B, inputs and outputs "
+    out.print(f"RAM: arena {ram['arena']} B, state {ram['state']} B, context {ram['context']} B, "
+              f"{'outputs' if report.get('inputs_in_arena') else 'inputs and outputs'} "
               f"{ram['io']} B, peak stack {ram['stack_peak']} B: total {ram['total']} B "
               f"(whole test firmware {ram['firmware']} B)")
     out.print(f"{report['cycles_per_inference']} {report['counted'].split(' (')[0]} per inference "

@@ -48,13 +48,13 @@ def unbound_symbols(model) -> list[str]:
 class Lowering:
     """Builds the :class:`Program` of one typed model for one target."""
 
-    def __init__(self, model, name: str, target: Target, chains: Sequence[Chain] = ()):
+    def __init__(self, model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False):
         self.model = model
         self.chains = {chain.nodes[0]: chain for chain in chains}
         self._banded = {node for chain in chains for node in chain.nodes}
         self.target = target
         self.names = Names((*RESERVED, name))
-        self.program = Program(name, chains=list(chains))
+        self.program = Program(name, chains=list(chains), inputs_in_arena=inputs_in_arena)
         self.tensors: dict[OutletId, CTensor] = {}
         self._constants: dict[tuple, CTensor] = {}
         self._step = 0
@@ -122,6 +122,9 @@ class Lowering:
             fact = model.outlet_fact(outlet)
             tensor = CTensor(self.names.unique(name), fact.dtype, concrete_shape(fact, f'input "{name}"'), INPUT,
                              fact.qparams, port=port)
+            if program.inputs_in_arena:
+                tensor.storage, tensor.used = ARENA, True
+                tensor.param = self.names.unique(f"{tensor.var}_buffer")
             c_type(fact.dtype)
             self.tensors[outlet] = tensor
             program.inputs.append(tensor)
@@ -199,6 +202,8 @@ class Lowering:
         for tensor in self.program.tensors:
             if tensor.storage in (INPUT, CONST, OUTPUT):
                 tensor.first, tensor.last = -1, end
+            elif tensor.arena_input:  # copied in (or written by the caller) before the first node
+                tensor.first, tensor.last = 0, max(tensor.last, 0)
 
     def _output_copies(self) -> None:
         """Outputs that are inputs, constants or another output's value: copied at the end."""
@@ -212,12 +217,15 @@ class Lowering:
                            tensor.qparams, port=port, used=True)
             copy.first, copy.last = -1, len(program.nodes)
             tensor.used = True
+            if tensor.arena_input:
+                tensor.last = len(program.nodes)
             program.outputs.append(copy)
             program.tensors.append(copy)
             program.output_copies.append((copy, tensor))
 
 
-def lower(model, name: str, target: Target, chains: Sequence[Chain] = ()) -> Program:
+def lower(model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False) -> Program:
     """The :class:`Program` of ``model`` (optimized, concrete shapes) for ``target``, with the
-    ``chains`` of layers computed in bands of rows (:mod:`.bands`)."""
-    return Lowering(model, name, target, chains).run()
+    ``chains`` of layers computed in bands of rows (:mod:`.bands`); ``inputs_in_arena`` plans
+    the model's inputs in the arena like intermediate values."""
+    return Lowering(model, name, target, chains, inputs_in_arena).run()

@@ -35,6 +35,11 @@ class Group:
         return max((offset + t.nbytes for t, offset in self.members.values()), default=0)
 
     @property
+    def anchored(self) -> bool:
+        """Bound to one storage: pinned, or holding a model input planned in the arena."""
+        return self.pinned is not None or any(t.arena_input for t, _ in self.members.values())
+
+    @property
     def first(self) -> int:
         return min(t.first for t, _ in self.members.values())
 
@@ -102,7 +107,7 @@ def share_aliases(program: Program) -> Groups:
             if target is source:
                 alias.shared = True
                 continue
-            if target.pinned is not None and source.pinned is not None:
+            if target.anchored and source.anchored:
                 alias.shared = False
                 continue
             groups.merge(source, target, groups.offset_in_group(alias.source) - groups.offset_in_group(alias.target))

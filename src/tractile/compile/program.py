@@ -52,6 +52,12 @@ class CTensor:
     port: int | None = None
     used: bool = False
     home: CTensor | None = None
+    param: str | None = None
+
+    @property
+    def arena_input(self) -> bool:
+        """A model input planned in the arena (``param`` names invoke's parameter for it)."""
+        return self.storage == ARENA and self.param is not None
 
     @property
     def ctype(self) -> str:
@@ -152,6 +158,7 @@ class Program:
     profile: bool = False
     macros: dict[str, tuple[int, str]] = field(default_factory=dict)
     chains: list = field(default_factory=list)
+    inputs_in_arena: bool = False
 
     @property
     def arena_tensors(self) -> list[CTensor]:

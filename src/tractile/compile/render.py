@@ -54,6 +54,11 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
             lines.append(f"#define {prefix}_RANK {len(tensor.shape)}")
             lines.append(f"#define {prefix}_SHAPE {{{', '.join(str(d) for d in tensor.shape) or '1'}}}")
             lines.append(f"#define {prefix}_COUNT {tensor.count}")
+            if tensor.arena_input:
+                lines.append(f"/* where {kind.lower()} {index} lives in a context's arena: write it there and pass "
+                             "this address to invoke to spare the copy */")
+                lines.append(f"#define {prefix}_IN(ctx) (({tensor.ctype} *)(void *)((ctx)->arena.bytes + "
+                             f"{tensor.offset}))")
             q = tensor.qparams
             if q is not None and q.axis is None:
                 lines.append(f"#define {prefix}_SCALE {float_literal(float(np.float32(q.scale[0])))}")
@@ -75,7 +80,11 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
     lines.append(f"void {name}_init({name}_ctx *ctx);")
     lines.append("/* clear the state kept across invocations (start a new sequence or stream) */")
     lines.append(f"void {name}_reset({name}_ctx *ctx);")
-    lines.append("/* run the model once: reads the inputs, writes the outputs; returns 0 */")
+    if program.inputs_in_arena:
+        lines.append("/* run the model once: reads the inputs (each at its NAME_INPUTi_IN(ctx) address, or from any "
+                     "other buffer, copied there first), writes the outputs; returns 0 */")
+    else:
+        lines.append("/* run the model once: reads the inputs, writes the outputs; returns 0 */")
     lines.append(f"int {name}_invoke({invoke_parameters(program)});")
     lines.append(f"/* sizeof({name}_ctx), for callers that cannot see the struct */")
     lines.append(f"size_t {name}_context_bytes(void);")
@@ -101,7 +110,7 @@ def _c_string(text: str) -> str:
 
 def invoke_parameters(program: Program) -> str:
     params = [f"{program.name}_ctx *ctx"]
-    params += [f"const {t.ctype} *{t.var}" for t in program.inputs]
+    params += [f"const {t.ctype} *{t.param or t.var}" for t in program.inputs]
     params += [f"{t.ctype} *{t.var}" for t in program.outputs]
     return ", ".join(params)
 
@@ -170,7 +179,10 @@ def _reset_functions(program: Program) -> list[str]:
 
 
 def _invoke_body(program: Program) -> list[str]:
-    statements: list[str] = ["TL_PROFILE_START;", ""] if program.profile else []
+    statements: list[str] = [f"if ({t.param} != {t.var}) memmove({t.var}, {t.param}, {t.nbytes});"
+                             for t in program.inputs if t.arena_input]
+    statements += [""] if statements else []
+    statements += ["TL_PROFILE_START;", ""] if program.profile else []
     for step, code in enumerate(program.nodes):
         first, *rest = code.comment.split("\n")
         statements.append(f"/* {first}" + ("" if rest else " */"))

@@ -17,7 +17,7 @@ def _placement(tensor, in_place: bool) -> str:
 def build_report(source) -> dict:
     """A dict with the model's memory figures and one entry per node (see docs/COMPILE.md)."""
     program, plan = source.program, source.plan
-    io_bytes = sum(t.nbytes for t in program.inputs) + sum(t.nbytes for t in program.outputs)
+    io_bytes = sum(t.nbytes for t in program.inputs if not t.arena_input) + sum(t.nbytes for t in program.outputs)
     nodes = []
     for code in program.nodes:
         in_place = id(code) in plan.in_place
@@ -46,6 +46,7 @@ def build_report(source) -> dict:
         + sum(t.nbytes for t in program.tensors if t.storage == "const" and t.used
               and all(t is not c for c, _ in program.constants)),
         "io_bytes": io_bytes,
+        "inputs_in_arena": program.inputs_in_arena,
         "planner": plan.strategy,
         "in_place_nodes": plan.overlaps_used,
         "nodes": nodes,
@@ -76,5 +77,6 @@ def summary_lines(report: dict) -> list[str]:
         f"arena {report['arena_bytes']} B ({report['planner']}; lower bound {report['lower_bound_bytes']} B, "
         f"without reuse {report['no_reuse_bytes']} B)",
         f"state {report['state_bytes']} B, constants {report['constants_bytes']} B, "
-        f"inputs and outputs {report['io_bytes']} B",
+        f"{'outputs' if report.get('inputs_in_arena') else 'inputs and outputs'} {report['io_bytes']} B"
+        + (" (inputs in the arena)" if report.get("inputs_in_arena") else ""),
     ]

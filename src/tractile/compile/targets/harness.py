@@ -192,15 +192,21 @@ def inputs_header(program: Program, runs: list[list[np.ndarray]]) -> str:
 def main_source(program: Program, profile: bool) -> str:
     """``main.c``: run every input, print outputs, ticks, stack and context size."""
     name = program.name
-    buffers, args = [], []
+    buffers, args, copies_in = [], [], []
     for index, tensor in enumerate(program.inputs):
-        buffers.append(f"static {tensor.ctype} in{index}[{max(tensor.count, 1)}];")
-        args.append(f"in{index}")
+        count = max(tensor.count, 1)
+        if tensor.arena_input:  # written where the plan keeps it in the arena: no buffer, no copy in invoke
+            args.append(f"{name.upper()}_INPUT{index}_IN(&ctx)")
+            size = f"{count}u * sizeof({tensor.ctype})"
+        else:
+            buffers.append(f"static {tensor.ctype} in{index}[{count}];")
+            args.append(f"in{index}")
+            size = f"sizeof in{index}"
+        copies_in.append(f"    TL_COPY_INPUT({args[-1]}, tl_input{index} + (size_t)run * {count}, {size});")
     for index, tensor in enumerate(program.outputs):
         buffers.append(f"static {tensor.ctype} out{index}[{max(tensor.count, 1)}];")
         args.append(f"out{index}")
-    copies = "\n".join(f"    TL_COPY_INPUT(in{i}, tl_input{i} + (size_t)run * {max(t.count, 1)}, sizeof in{i});"
-                       for i, t in enumerate(program.inputs))
+    copies = "\n".join(copies_in)
     prints = "\n".join(["    part = 0;"] + [f"    put_bytes(run, out{i}, sizeof out{i}, &part);"
                                             for i in range(len(program.outputs))])
     node_count = len(program.nodes)

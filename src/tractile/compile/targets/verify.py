@@ -88,12 +88,14 @@ def _outputs_match(expected: list[np.ndarray], raw: bytes, tensors) -> tuple[boo
 
 def verify(model, target: str, board: str | None = None, runs: int = 20, inputs: Sequence | None = None,
            seed: int = 0, opt: str = "size", name: str = "model", folder: str | Path | None = None,
-           profile: bool = True, timeout: float = 120.0, max_ram: int | None = None) -> dict:
+           profile: bool = True, timeout: float = 120.0, max_ram: int | None = None,
+           inputs_in_arena: bool = False) -> dict:
     """Build ``model`` for ``target``'s emulated board, run ``runs`` random inputs (after the given
     ``inputs``, a list of input lists) with one context carrying state, compare each output with
     the interpreter's, and measure. Returns the report (see docs/COMPILE.md). ``max_ram`` is a
     budget of planned RAM (:func:`~tractile.compile.budget.fit_ram_budget`: layers in bands
-    when needed, a TractileError when it cannot be met)."""
+    when needed, a TractileError when it cannot be met). ``inputs_in_arena``: the inputs are planned
+    in the arena and the firmware writes them there (``NAME_INPUTi_IN``)."""
     chosen = board_for(target, board)
     missing = toolchain_available(chosen)
     if missing:
@@ -102,11 +104,13 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
                             "simavr)")
     typed = with_flavour(prepare(model), chosen.target.flavour)
     if max_ram is None:
-        source = generate(typed, name=name, target=chosen.target, optimize=False, profile=profile)
+        source = generate(typed, name=name, target=chosen.target, optimize=False, profile=profile,
+                          inputs_in_arena=inputs_in_arena)
     else:
         from ..budget import fit_ram_budget
 
-        source = fit_ram_budget(typed, max_ram, name, chosen.target, profile=profile)
+        source = fit_ram_budget(typed, max_ram, name, chosen.target, profile=profile,
+                                inputs_in_arena=inputs_in_arena)
     check_fits(source.report, chosen)
     all_runs = [list(values) for values in (inputs or [])] + random_runs(source.program.inputs and
                                                                           [t.fact for t in source.program.inputs],
@@ -157,10 +161,12 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
                       "io": report["io_bytes"], "stack_peak": console.stack_peak,
                       "total": context + report["io_bytes"] + console.stack_peak,
                       "firmware": firmware.firmware_ram + console.stack_peak},
+        "inputs_in_arena": inputs_in_arena,
         "cycles_per_inference": round(console.ticks * per_tick / max(len(all_runs), 1)),
         "counted": counted,
         "stack_measured": "painted stack, checked after the first invoke",
-        "ram_counted": "total: context (arena and state) + inputs and outputs + peak stack; firmware: every "
+        "ram_counted": f"total: context (arena{' with the inputs' if inputs_in_arena else ''} and state) + "
+                       f"{'outputs' if inputs_in_arena else 'inputs and outputs'} + peak stack; firmware: every "
                        "static byte of the test firmware (.data, .bss) + peak stack",
         "layers": layers,
         "bands": [{"nodes": list(chain.nodes), "rows": chain.rows} for chain in source.program.chains],
