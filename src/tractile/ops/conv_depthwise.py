@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .activations import Relu
 from .window import Window
 
 #: accumulator elements per block of channels (512 KiB in f32); on MobileNet's layers 1 << 17
@@ -94,6 +95,16 @@ def phase_planes(x: np.ndarray, plan: DepthwisePlan) -> np.ndarray:
     return planes
 
 
+def _store(result: np.ndarray, target: np.ndarray, activation) -> None:
+    """Write ``result`` (a view of the caller's scratch) into ``target`` through the activation:
+    a ReLU is applied by the copy itself (one pass fewer: 0-20% faster on MobileNet's
+    phase-plane layers; no faster channels-last, which keeps its copy), others in place first."""
+    if type(activation) is Relu:
+        np.maximum(result, 0, out=target)
+    else:
+        target[...] = result if activation is None else activation.apply_inplace(result)
+
+
 def depthwise(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, plan: DepthwisePlan,
               activation=None) -> np.ndarray:
     """Depthwise convolution of ``x`` (N, C, [H,] W) by ``w`` (C, 1, [kh,] kw), bias and
@@ -126,8 +137,7 @@ def depthwise(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, plan: Depth
                     acc += scratch
             if bias is not None:
                 acc += bias[start:stop, None]
-            result = acc if activation is None else activation.apply_inplace(acc)
-            y[image, start:stop] = result.reshape(count, out_rows, plan.phase_cols)[:, :, :out_cols]
+            _store(acc.reshape(count, out_rows, plan.phase_cols)[:, :, :out_cols], y[image, start:stop], activation)
     return y.reshape((n, channels, *plan.out[4 - x.ndim:]))
 
 
