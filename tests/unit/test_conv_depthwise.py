@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tractile.ops import Conv, Relu, Window
+from tractile.ops import Clip, Conv, LeakyRelu, Relu, Sigmoid, Window
 
 from .single_node import check_node
 
@@ -81,3 +81,15 @@ def test_fused_activation_and_blocks_of_channels():
     assert op._depthwise_plan(x.shape, w.shape).block < 40
     np.testing.assert_allclose(got, np.maximum(reference, 0), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(plain.eval([x, w, b])[0], reference, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("activation", [Relu(), Sigmoid(), LeakyRelu(0.1), Clip(0.0, 6.0)])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_fused_activations_equal_the_activation_applied_after(activation, stride):
+    """A fused ReLU is applied by the copy out of the wide accumulator, the others in place on
+    its cropped view: either way the same values as the activation applied to the plain output."""
+    x, w, b = rand(2, 6, 17, 13) * 4, rand(6, 1, 3, 3), rand(6)
+    window = Window.make((3, 3), (stride, stride), (1, 1), (1, 1, 1, 1))
+    plain = Conv(window, group=6).eval([x, w, b])[0]
+    fused = Conv(window, group=6, activation=activation).eval([x, w, b])[0]
+    np.testing.assert_array_equal(fused, activation.eval([plain])[0])
