@@ -60,15 +60,40 @@ static inline float tl_rnn_act(const float *act, int which, float x) {
 /* clip <= 0: no clip */
 static inline float tl_rnn_clip(float x, float clip) { return clip > 0.0f ? tl_clamp_f32(x, -clip, clip) : x; }
 
-/* out[j] = init[j] (0 when init is NULL) + sum_k v[k] * wt[k * stride + j] for j < count */
+/* columns of the products accumulated together: eight 256-bit vectors on 64-bit hosts, a small
+ * stack array on microcontrollers */
+#ifndef TL_RNN_BLOCK
+#if defined(__x86_64__) || defined(__aarch64__)
+#define TL_RNN_BLOCK 64
+#else
+#define TL_RNN_BLOCK 8
+#endif
+#endif
+
+/* out[j] = init[j] (0 when init is NULL) + sum_k v[k] * wt[k * stride + j] for j < count, summed
+ * over k in order. A block of columns is accumulated in a local array across all of k, so the
+ * inner loop (over contiguous columns, independent sums) vectorises and out is written once. */
 static inline void tl_rnn_product(float *out, const float *init, const float *v, const float *wt, int32_t depth,
                                   int32_t stride, int32_t count) {
-  int32_t k, j;
-  for (j = 0; j < count; ++j) out[j] = init ? TL_READ_F32(init + j) : 0.0f;
-  for (k = 0; k < depth; ++k) {
-    const float value = v[k];
-    const float *w = wt + k * stride;
-    for (j = 0; j < count; ++j) out[j] += value * TL_READ_F32(w + j);
+  int32_t k, j, jj;
+  for (j = 0; j + TL_RNN_BLOCK <= count; j += TL_RNN_BLOCK) {
+    float acc[TL_RNN_BLOCK];
+    for (jj = 0; jj < TL_RNN_BLOCK; ++jj) acc[jj] = init ? TL_READ_F32(init + j + jj) : 0.0f;
+    for (k = 0; k < depth; ++k) {
+      const float value = v[k];
+      const float *w = wt + k * stride + j;
+      for (jj = 0; jj < TL_RNN_BLOCK; ++jj) acc[jj] += value * TL_READ_F32(w + jj);
+    }
+    for (jj = 0; jj < TL_RNN_BLOCK; ++jj) out[j + jj] = acc[jj];
+  }
+  if (j < count) {
+    const int32_t rest = count - j;
+    for (jj = 0; jj < rest; ++jj) out[j + jj] = init ? TL_READ_F32(init + j + jj) : 0.0f;
+    for (k = 0; k < depth; ++k) {
+      const float value = v[k];
+      const float *w = wt + k * stride + j;
+      for (jj = 0; jj < rest; ++jj) out[j + jj] += value * TL_READ_F32(w + jj);
+    }
   }
 }
 
