@@ -17,8 +17,8 @@ def set_threads(count: int | None) -> None:
     waking them: tractile already keeps those on one thread. Needs ``threadpoolctl`` (the
     ``fast`` extra: ``pip install 'tractile[fast]'``).
     """
-    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
-        raise TractileError(f"set_threads: give a number of threads >= 1 (or None for the defaults), got {count!r}")
+    if count is not None:
+        _check_count(count, "set_threads", " (or None for the defaults)")
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError as error:
@@ -33,8 +33,7 @@ def set_threads(count: int | None) -> None:
 def limit_threads(count: int):
     """Use at most ``count`` threads now, as :func:`set_threads`; returns a function that gives the
     libraries back exactly the limits they had before (a no-op without threadpoolctl)."""
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise TractileError(f"limit_threads: give a number of threads >= 1, got {count!r}")
+    _check_count(count, "limit_threads")
     try:
         from threadpoolctl import ThreadpoolController
     except ImportError:
@@ -42,6 +41,11 @@ def limit_threads(count: int):
     with _LOCK:
         limiter = ThreadpoolController().limit(limits=count)
     return limiter.restore_original_limits
+
+
+def _check_count(count, where: str, alternative: str = "") -> None:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise TractileError(f"{where}: give a number of threads >= 1{alternative}, got {count!r}")
 
 
 def current_threads() -> dict[str, int]:

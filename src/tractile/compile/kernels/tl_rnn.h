@@ -14,6 +14,7 @@
 #define TL_RNN_H
 
 #include <math.h>
+#include <stddef.h>
 
 #include "tl_common.h"
 
