@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..formats.detect import FORMATS
-from .common import console, parse_fact_args
+from .common import console, escape, parse_fact_args, printable
 
 DESCRIPTION = """\
 Run a model over every input file matching --inputs (.npy; .npz by input name; .wav/.flac
@@ -52,8 +52,9 @@ def run(args) -> int:
         def progress(finished: int, total: int, record: dict) -> None:
             elapsed = bar.tasks[0].elapsed or 0.0
             rate = f"{finished / elapsed:.1f} files/s" if elapsed > 0 else ""
+            failed = f"[red]{escape(printable(record['input']))} failed"
             bar.update(task, total=total, completed=finished, rate=rate,
-                       description=f"[red]{record['input']} failed" if record["status"] == "failed" else "running")
+                       description=failed if record["status"] == "failed" else "running")
 
         summary = run_batch(args.model, args.inputs, args.out, input_facts=list(facts) if isinstance(facts, list)
                             else [f"{k}={v}" for k, v in facts.items()], batch_size=args.batch_size,
@@ -68,7 +69,8 @@ def run(args) -> int:
     out.print(table)
     for record in summary.failures[:10]:
         error = record["error"] or ""
-        out.print(f"[red]failed[/red] {error if error.startswith(record['input']) else record['input'] + ': ' + error}")
+        shown = error if error.startswith(record['input']) else record['input'] + ': ' + error
+        out.print(f"[red]failed[/red] {escape(shown)}", markup=True)
     if len(summary.failures) > 10:
         out.print(f"... and {len(summary.failures) - 10} more (see {args.out}/manifest.jsonl)")
     out.print(f"results and manifest in {args.out}")

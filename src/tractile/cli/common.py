@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 import numpy as np
@@ -12,15 +13,42 @@ from ..formats.detect import FORMATS
 STAGES = ("load", "analyse", "typed", "declutter", "optimize")
 
 
+#: characters a terminal acts on (C0 controls but line feed and tab, DEL, C1 controls)
+_TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal control character (ESC, CR, BEL...) shown as ``\\xNN``: a
+    model's names cannot move the cursor, retitle the terminal or overwrite earlier lines."""
+    return _TERMINAL_CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def escape(value) -> str:
+    """``value`` as text for a rich markup string: its brackets shown, not interpreted."""
+    from rich.markup import escape as escape_markup
+
+    return escape_markup(str(value))
+
+
 def console():
-    """A rich Console, or a clear error if the cli extra is missing."""
+    """A rich Console, or a clear error if the cli extra is missing.
+
+    Markup is off unless a print asks for it (``markup=True``, with model text passed through
+    :func:`escape`), and every string shown loses its terminal control characters
+    (:func:`printable`): names in a model file are data, never formatting or escape codes.
+    """
     try:
         from rich.console import Console
     except ImportError:
         sys.stderr.write("tractile's command line needs the rich package: pip install 'tractile[cli]'\n")
         raise SystemExit(2) from None
+
+    class SafeConsole(Console):
+        def render_str(self, text, **kwargs):
+            return super().render_str(printable(text), **kwargs)
+
     probe = Console()
-    return Console(highlight=False, soft_wrap=False, width=None if probe.is_terminal else 160)
+    return SafeConsole(highlight=False, markup=False, soft_wrap=False, width=None if probe.is_terminal else 160)
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -190,10 +218,10 @@ def summarize(value: np.ndarray) -> str:
 def report_mismatches(out, problems: list[str], success: str) -> int:
     """Print each mismatch (or the success line); the command's exit status: 1 on a mismatch."""
     for problem in problems:
-        out.print(f"[red]mismatch[/red] {problem}")
+        out.print(f"[red]mismatch[/red] {escape(problem)}", markup=True)
     if problems:
         return 1
-    out.print(f"[green]{success}[/green]")
+    out.print(f"[green]{escape(success)}[/green]", markup=True)
     return 0
 
 

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from ..errors import TractileError
-from .common import add_compiled_argument, add_model_arguments, compile_for_inputs, console, load_at_stage
+from .common import add_compiled_argument, add_model_arguments, compile_for_inputs, console, escape, load_at_stage
 from .profile import add_pulse_argument
 from .run import make_inputs
 
@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
 def print_report(report, model_name: str) -> None:
     """Per-output differences as a table, then the per-node verdict."""
     from rich.table import Table
+    from rich.text import Text
 
     out = console()
     ours = "tractile (compiled)" if report.compiled else "tractile (optimized)"
@@ -82,24 +83,27 @@ def print_report(report, model_name: str) -> None:
                             ("max rel diff", "right"), ("beyond tolerance", "right"), ("", "left")):
         table.add_column(column, justify=justify, overflow="fold")
     for item in report.outputs:
-        verdict = "[green]ok[/green]" if item.ok else f"[red]{item.problem or 'DIFFERS'}[/red]"
+        verdict = Text.from_markup("[green]ok[/green]" if item.ok
+                                   else f"[red]{escape(item.problem or 'DIFFERS')}[/red]")
         table.add_row(item.name, "x".join(map(str, item.shape)) or "scalar", f"{item.max_abs:.3g}",
                       f"{item.max_rel:.3g}", f"{item.mismatches} of {item.size}", verdict)
     out.print(table)
     for note in report.notes:
         out.print(f"note: {note}")
     for name in report.unmatched_outputs:
-        out.print(f"[red]output {name!r} has no counterpart in {report.engine}'s outputs[/red]")
+        out.print(f"[red]output {escape(repr(name))} has no counterpart in {report.engine}'s outputs[/red]",
+                  markup=True)
     if report.per_node_stage is not None:
         out.print(f"per node: {report.wires_compared} intermediate value(s) compared at stage "
                   f"'{report.per_node_stage}' ({report.stage_reason})")
         divergence = report.divergence
         if divergence is None:
-            out.print("[green]no node diverges[/green]")
+            out.print("[green]no node diverges[/green]", markup=True)
         else:
             reference_op = f", {divergence.reference_op} in {report.engine}" if divergence.reference_op else ""
-            out.print(f"[red]first divergence[/red]: node #{divergence.node_id} [bold]{divergence.node_name}"
-                      f"[/bold] ({divergence.op}{reference_op}), output {divergence.wire!r}")
+            out.print(f"[red]first divergence[/red]: node #{divergence.node_id} [bold]{escape(divergence.node_name)}"
+                      f"[/bold] ({escape(divergence.op + reference_op)}), output {escape(repr(divergence.wire))}",
+                      markup=True)
             out.print(f"  {divergence.difference}")
             for fact in divergence.input_facts:
                 out.print(f"  input {fact}")

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TractileError
-from .common import console
+from .common import console, escape
 
 
 def _extra_inputs(model, path: str | None) -> list[list[np.ndarray]]:
@@ -73,10 +73,10 @@ def print_verification(report: dict, model_name: str) -> None:
 
     out = console()
     verdict = "[green]bit-exact[/green]" if report["verified"] else "[red]DIFFERS[/red]"
-    out.print(f"{model_name} on {report['board']} ({report['target']}): {report['inputs_checked']} inputs, "
-              f"{verdict} against the interpreter")
+    out.print(f"{escape(model_name)} on {report['board']} ({report['target']}): {report['inputs_checked']} inputs, "
+              f"{verdict} against the interpreter", markup=True)
     if report["first_difference"]:
-        out.print(f"[red]first difference[/red]: {report['first_difference']}")
+        out.print(f"[red]first difference[/red]: {escape(str(report['first_difference']))}", markup=True)
     flash, ram = report["flash_bytes"], report["ram_bytes"]
     out.print(f"flash: model {flash['model']} B, firmware {flash['firmware']} B")
     out.print(f"RAM: arena {ram['arena']} B, state {ram['state']} B, context {ram['context']} B, "

@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from .common import console
+from .common import console, escape
 
 #: what follows this line in the coverage page is written by hand and kept when it is regenerated
 HAND_WRITTEN = "<!-- written by hand below: kept by --coverage -->"
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.failures:
         for result in results:
             if not result.passed:
-                out.print(f"[red]FAIL[/red] {result.name}: {result.reason}", markup=True)
+                out.print(f"[red]FAIL[/red] {escape(result.name)}: {escape(result.reason)}", markup=True)
     if args.write_expected:
         args.write_expected.write_text("".join(f"{r.name}\n" for r in passed))
     if args.coverage:
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         by_name = {r.name: r for r in results}
         regressions = [by_name[n] for n in sorted(expected) if n in by_name and not by_name[n].passed]
         for result in regressions:
-            out.print(f"[red]REGRESSION[/red] {result.name}: {result.reason}")
+            out.print(f"[red]REGRESSION[/red] {escape(result.name)}: {escape(result.reason)}", markup=True)
         status = 1 if regressions else 0
     print(f"{len(passed)} passed, {len(results) - len(passed)} failed of {len(results)}")
     return status

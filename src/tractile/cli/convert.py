@@ -5,7 +5,7 @@ import argparse
 import os
 
 from ..errors import TractileError
-from .common import console
+from .common import console, escape
 
 
 def register(subparsers) -> None:
@@ -46,5 +46,5 @@ def convert(args: argparse.Namespace) -> int:
     save_tflite(model, args.output)
     size = os.path.getsize(args.output)
     ops = sum(1 for node in model.nodes if node.op.name not in ("Source", "Const"))
-    out.print(f"wrote [bold]{args.output}[/bold]: {ops} operators, {size} bytes")
+    out.print(f"wrote [bold]{escape(str(args.output))}[/bold]: {ops} operators, {size} bytes", markup=True)
     return 0

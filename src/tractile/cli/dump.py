@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .common import STAGES, add_model_arguments, console
+from .common import STAGES, add_model_arguments, console, escape
 from .profile import add_pulse_argument, load_for_tools
 
 
@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
                       "\n".join(node["outputs"]))
     out.print(table)
     for item in data["inputs"]:
-        out.print(f"input  [bold]{item['name']}[/bold]: {item['fact']}")
+        out.print(f"input  [bold]{escape(item['name'])}[/bold]: {escape(item['fact'])}", markup=True)
     for item in data["outputs"]:
-        out.print(f"output [bold]{item['name']}[/bold] ({item['wire']}): {item['fact']}")
+        out.print(f"output [bold]{escape(item['name'])}[/bold] ({escape(item['wire'])}): {escape(item['fact'])}",
+                  markup=True)
     return 0

@@ -7,6 +7,7 @@ import sys
 
 from ..errors import TractileError
 from ..formats.detect import FORMATS
+from .common import printable
 
 #: command modules, in --help order; each has ``register(subparsers)``. Modules of
 #: commands still being written may be absent and are then skipped.
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         message = error_line(error)
         if message is None or args.debug:
             raise
-        sys.stderr.write(f"error: {message}\n")
+        sys.stderr.write(f"error: {printable(message)}\n")
         return 2
 
 

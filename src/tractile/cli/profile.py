@@ -145,7 +145,7 @@ def print_report(report, model_name: str, top: int) -> None:
     flops = sum(n.flops for n in report.nodes if n.flops is not None)
     achieved = f", {flops / total / 1e9:.2f} GFLOP/s overall" if flops else ""
     out.print(f"[bold]total[/bold] per iteration: real {_ms(report.real)} ms, user {_ms(report.user)} ms, "
-              f"sys {_ms(report.system)} ms; {_count_text(flops) or 0} FLOPs{achieved}")
+              f"sys {_ms(report.system)} ms; {_count_text(flops) or 0} FLOPs{achieved}", markup=True)
     by_op = Table(title="time per op type", title_justify="left", pad_edge=False)
     for column, justify in (("op", "left"), ("nodes", "right"), ("real ms", "right"), ("share", "right")):
         by_op.add_column(column, justify=justify)

@@ -51,5 +51,5 @@ def profile_compiled(model, inputs: list, args) -> int:
     out = console()
     out.print(table)
     out.print(f"[bold]total[/bold] per run from Python: {total * 1e6:.2f} µs (nodes {in_nodes * 1e6:.2f} µs, "
-              f"the rest is the call and input checks); arena {cm.report['arena_bytes']} B")
+              f"the rest is the call and input checks); arena {cm.report['arena_bytes']} B", markup=True)
     return 0

@@ -12,6 +12,7 @@ from .common import (
     add_model_arguments,
     compile_for_inputs,
     console,
+    escape,
     load_at_stage,
     parse_bindings,
     random_inputs,
@@ -91,14 +92,14 @@ def run(args: argparse.Namespace) -> int:
     model = load_at_stage(args, "optimize")
     inputs = make_inputs(model, args)
     for name, value in zip(model.input_names(), inputs):
-        out.print(f"input  [bold]{name}[/bold]: {summarize(value)}")
+        out.print(f"input  [bold]{escape(name)}[/bold]: {summarize(value)}", markup=True)
     runner = compile_for_inputs(model, inputs, args.compiled) if args.compiled else model.plan().state()
     start = time.perf_counter()
     outputs = runner.run(inputs)
     elapsed = time.perf_counter() - start
     names = model.output_names()
     for name, value in zip(names, outputs):
-        out.print(f"output [bold]{name}[/bold]: {summarize(value)}")
+        out.print(f"output [bold]{escape(name)}[/bold]: {summarize(value)}", markup=True)
     out.print(f"ran in {elapsed * 1000:.3f} ms" + (f" (compiled: {args.compiled})" if args.compiled else ""))
     if args.save_output:
         np.savez(args.save_output, **dict(zip(names, outputs)))

@@ -11,6 +11,7 @@ from ..errors import TractileError
 from .common import (
     add_model_arguments,
     console,
+    escape,
     load_at_stage,
     parse_bindings,
     random_inputs,
@@ -120,12 +121,12 @@ def run(args: argparse.Namespace) -> int:
     axis, length = next((s.axis, v.shape[s.axis]) for s, v in zip(streams, inputs) if s is not None)
     for name, value, stream in zip(names, inputs, streams):
         where = f"streamed along axis {stream.axis}" if stream else "given whole with every chunk"
-        out.print(f"input  [bold]{name}[/bold]: {summarize(value)}  ({where})")
+        out.print(f"input  [bold]{escape(name)}[/bold]: {summarize(value)}  ({escape(where)})", markup=True)
     out.print(f"pulse  {pulse} frames of {symbol} per chunk; {length} frames in {-(-length // pulse)} chunks")
     out_names = pulsed.model.output_names()
     for name, stream in zip(out_names, pulsed.output_streams):
-        out.print(f"output [bold]{name}[/bold]: axis {stream.axis}, {stream.pulse} frame(s) per chunk, "
-                  f"delay [bold]{stream.delay}[/bold] frame(s)")
+        out.print(f"output [bold]{escape(name)}[/bold]: axis {stream.axis}, {stream.pulse} frame(s) per chunk, "
+                  f"delay [bold]{stream.delay}[/bold] frame(s)", markup=True)
     if args.compiled:
         from .stream_compiled import stream_compiled
 
@@ -160,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             else stream.delay + stream.dim
         results.append(joined[(slice(None),) * stream.axis + (slice(stream.delay, owed),)])
     for name, value in zip(out_names, results):
-        out.print(f"output [bold]{name}[/bold]: {summarize(value)}")
+        out.print(f"output [bold]{escape(name)}[/bold]: {summarize(value)}", markup=True)
     if args.save_output:
         np.savez(args.save_output, **dict(zip(out_names, results)))
     if not args.check:
@@ -170,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     for name, value, reference in zip(out_names, results, expected):
         if value.shape == reference.shape and value.dtype.kind in "fiub":
             largest = float(np.max(np.abs(value.astype(np.float64) - reference.astype(np.float64)), initial=0.0))
-            out.print(f"check  [bold]{name}[/bold]: largest difference with the batch model {largest:.3g}")
+            out.print(f"check  [bold]{escape(name)}[/bold]: largest difference with the batch model {largest:.3g}",
+                      markup=True)
     problems = compare_outputs(out_names, results, expected, args.rtol, args.atol)
     return report_mismatches(out, problems, f"the stream matches the batch model on all {len(out_names)} output(s)")

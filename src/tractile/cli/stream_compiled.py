@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from ..dim import TDim
-from .common import report_mismatches, summarize
+from .common import escape, report_mismatches, summarize
 from .run import compare_outputs
 
 
@@ -49,7 +49,7 @@ def stream_compiled(out, args, model, pulsed, inputs: list[np.ndarray], axis: in
         results.append(joined[(slice(None),) * stream.axis + (slice(stream.delay, stream.delay + frames),)])
     names = pulsed.model.output_names()
     for name, value in zip(names, results):
-        out.print(f"output [bold]{name}[/bold]: {summarize(value)}")
+        out.print(f"output [bold]{escape(name)}[/bold]: {summarize(value)}", markup=True)
     if args.save_output:
         np.savez(args.save_output, **dict(zip(names, results)))
     if not args.check:
@@ -59,7 +59,8 @@ def stream_compiled(out, args, model, pulsed, inputs: list[np.ndarray], axis: in
     for name, value, reference in zip(names, results, expected):
         if value.shape == reference.shape and value.dtype.kind in "fiub":
             largest = float(np.max(np.abs(value.astype(np.float64) - reference.astype(np.float64)), initial=0.0))
-            out.print(f"check  [bold]{name}[/bold]: largest difference with the batch model {largest:.3g}")
+            out.print(f"check  [bold]{escape(name)}[/bold]: largest difference with the batch model {largest:.3g}",
+                      markup=True)
     problems = compare_outputs(names, results, expected, args.rtol, args.atol)
     return report_mismatches(out, problems, f"the compiled stream matches the batch model on all {len(names)} "
                                             "output(s)")

@@ -1,11 +1,13 @@
 """Rendering: a planned :class:`Program` as ``NAME.h`` and ``NAME.c``."""
 from __future__ import annotations
 
+import re
 from importlib import metadata
 
 import numpy as np
 
-from .ctext import array_initializer, comment_text, float_literal, int_literal
+from ..errors import TractileError
+from .ctext import array_initializer, c_string, comment_text, float_literal, int_literal
 from .memory import MemoryPlan
 from .program import ARENA, CONST, INPUT, CTensor, Program
 from .target import Target
@@ -43,13 +45,15 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
         "",
     ]
     for key, (value, meaning) in program.macros.items():
-        lines += [f"/* {comment_text(meaning)} */", f"#define {upper}_{key} {value}", ""]
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,30}", key) or not isinstance(value, (int, np.integer)):
+            raise TractileError(f"a header macro is an upper-case name and an integer, got {key!r} = {value!r}")
+        lines += [f"/* {comment_text(meaning)} */", f"#define {upper}_{key} {_paren(int_literal(int(value)))}", ""]
     for kind, tensors, names in (("INPUT", program.inputs, program.input_names),
                                  ("OUTPUT", program.outputs, program.output_names)):
         for index, (tensor, label) in enumerate(zip(tensors, names)):
             prefix = f"{upper}_{kind}{index}"
             lines.append(f'/* {kind.lower()} {index} "{comment_text(label)}": {_fact_text(tensor)} */')
-            lines.append(f'#define {prefix}_NAME "{_c_string(label)}"')
+            lines.append(f"#define {prefix}_NAME {c_string(label)}")
             lines.append(f"#define {prefix}_TYPE {tensor.ctype}")
             lines.append(f"#define {prefix}_RANK {len(tensor.shape)}")
             lines.append(f"#define {prefix}_SHAPE {{{', '.join(str(d) for d in tensor.shape) or '1'}}}")
@@ -102,10 +106,6 @@ def _ctype(field) -> str:
 
 def _paren(text: str) -> str:
     return f"({text})" if text.startswith("-") else text
-
-
-def _c_string(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def invoke_parameters(program: Program) -> str:

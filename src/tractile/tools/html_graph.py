@@ -9,6 +9,7 @@ responsive on graphs of thousands of nodes. Nothing is fetched from the network.
 """
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -284,11 +285,14 @@ def render_html(data: dict[str, Any]) -> str:
         script = (assets / "graph.js").read_text(encoding="utf-8")
     except OSError as error:
         raise TractileError(f"tractile's page template is missing ({error}): reinstall tractile") from None
+    # ASCII only (json's default), and no <, > or & at all: nothing in a name can close the script
     payload = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
-    payload = payload.replace("</", "<\\/").replace("<!--", "<\\!--")
-    title = (str(data.get("title", "model")).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
-    return (template.replace("__TITLE__", title).replace("/*__STYLE__*/", style)
-            .replace("/*__GEOMETRY__*/", geometry).replace("/*__SCRIPT__*/", script).replace("__DATA__", payload))
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    title = html.escape(str(data.get("title", "model")))
+    parts = {"__TITLE__": title, "/*__STYLE__*/": style, "/*__GEOMETRY__*/": geometry, "/*__SCRIPT__*/": script,
+             "__DATA__": payload}
+    # one pass: text put in by one placeholder is never searched for the next
+    return re.sub("|".join(re.escape(key) for key in parts), lambda m: parts[m.group()], template)
 
 
 def write_html(model, path: str | Path, title: str | None = None, stage: str = "") -> PageSummary:

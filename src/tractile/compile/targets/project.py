@@ -57,13 +57,13 @@ def example_main(source, sample: list[np.ndarray]) -> str:
         lines.append(f"  TL_COPY_INPUT(in{index}, sample{index}, sizeof in{index});")
     lines.append(f"  if ({name}_invoke(&ctx, {', '.join(args)}) != 0) tl_write(\"invoke failed\\n\");")
     for index, tensor in enumerate(program.outputs):
-        label = program.output_names[index].replace('"', "'")
+        lines.append(f"  tl_write({name.upper()}_OUTPUT{index}_NAME);")
         if tensor.dtype.is_float:
             printed = f"(int32_t)(out{index}[i] * 1000.0f)"
-            lines.append(f'  tl_write("{label} (x1000):");')
+            lines.append('  tl_write(" (x1000):");')
         else:
             printed = f"(int32_t)out{index}[i]"
-            lines.append(f'  tl_write("{label}:");')
+            lines.append('  tl_write(":");')
         lines += [f"  for (i = 0; i < {tensor.count}; ++i) {{", '    tl_write(" ");', f"    put_int({printed});",
                   "  }", '  tl_write("\\n");']
     lines += ["  tl_finish();", "  return 0;", "}", ""]

@@ -13,6 +13,7 @@ from ...model import InferenceModel
 from ..detect import check_model_proto
 from .checks import check_function_calls, check_text, sparse_to_dense
 from .checks import subgraphs as _subgraphs
+from .external import load_external_data
 from .registry import OnnxNode, Translated, lookup, supported_ops
 from .types import (
     _onnx,
@@ -52,7 +53,11 @@ def read_model(source):
             proto, base_dir, where = onnx.load_from_string(bytes(source)), None, "the model bytes"
         else:
             path = os.fspath(source)
-            proto, base_dir, where = onnx.load(path), os.path.dirname(os.path.abspath(path)), path
+            proto, where = onnx.load(path, load_external_data=False), path
+            base_dir = os.path.dirname(os.path.abspath(path))
+            load_external_data(proto, base_dir)
+    except ModelFormatError:
+        raise
     except (OSError, ValueError) as error:
         raise ModelFormatError(f"{source}: cannot read external data or file: {error}") from None
     except Exception as error:
