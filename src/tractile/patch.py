@@ -49,8 +49,13 @@ class ModelPatch:
         """Wire a new node (facts computed by its ``output_facts``)."""
         return self.graph.wire_node(name, op, inputs)
 
-    def add_const(self, name: str, value) -> OutletId:
-        return self.graph.add_const(name, np.asarray(value))
+    def add_const(self, name: str, value, qparams=None) -> OutletId:
+        """A constant wire; ``qparams`` keeps a quantized value's scale and zero point."""
+        if qparams is None:
+            return self.graph.add_const(name, np.asarray(value))
+        from .ops.io import Const
+
+        return self.graph.wire_node(name, Const(np.asarray(value), qparams), [])[0]
 
     def outlet_fact(self, outlet: OutletId):
         return self.graph.outlet_fact(outlet)
@@ -92,7 +97,7 @@ class ModelPatch:
         patch = ModelPatch(model, label or f"fold {node.name}")
         for slot, value in enumerate(values):
             name = node.name if len(values) == 1 else f"{node.name}.{slot}"
-            patch.shunt(OutletId(node.id, slot), patch.add_const(name, value))
+            patch.shunt(OutletId(node.id, slot), patch.add_const(name, value, node.outputs[slot].fact.qparams))
         patch.obliterate(node.id)
         return patch
 

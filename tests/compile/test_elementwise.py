@@ -11,7 +11,8 @@ from tractile.compile import generate
 from tractile.datum import DatumType
 from tractile.fact import TypedFact
 from tractile.ops.tfl.activation import Activation
-from tractile.ops.tfl.binary import Binary
+
+from tests.tflite.builder import GraphBuilder
 
 from .harness import assert_builds_without_warnings, check_against_interpreter, q, single_op_model
 
@@ -72,30 +73,37 @@ def test_tflite_activations(kind, dtype, compile_cache):
     check_against_interpreter(model, compile_cache, inputs=inputs, name="tfl_act")
 
 
+def tflite_binary(kind: str, dtype: str, shapes, quant=(None, None, None), activation="NONE"):
+    """A TFLite binary op as the loader translates it: the core op, then its fused activation
+    (which the optimizer fuses back before lowering)."""
+    g = GraphBuilder()
+    a, b = g.input("a", dtype, shapes[0], quant[0]), g.input("b", dtype, shapes[1], quant[1])
+    return g.outputs(g.binary("y", kind, [a, b], quant[2], activation))
+
+
 @pytest.mark.parametrize("kind", ["add", "sub", "mul", "maximum"])
 @pytest.mark.parametrize("shapes", [((2, 5, 3), (2, 5, 3)), ((2, 5, 3), (3,)), ((1, 5, 1), (2, 1, 4))])
-def test_tflite_int8_binary_is_bit_exact(kind, shapes, compile_cache):
+def test_quantized_int8_binary_is_bit_exact(kind, shapes, compile_cache):
     qa, qb, qo = q(0.031, -7), q(0.012, 3), q(0.05 if kind != "mul" else 0.002, 11)
-    op = Binary(kind=kind, activation="RELU6" if kind == "add" else "NONE", in_q=(qa, qb), out_q=(qo,))
-    model = single_op_model(op, [TypedFact(DatumType.I8, shapes[0], None, qa),
-                                 TypedFact(DatumType.I8, shapes[1], None, qb)])
-    check_against_interpreter(model, compile_cache, runs=6, name="tfl_bin")
+    if kind == "maximum":
+        qa = qb = qo
+    model = tflite_binary(kind, "i8", shapes, (qa, qb, qo), "RELU6" if kind == "add" else "NONE")
+    cm = check_against_interpreter(model, compile_cache, runs=6, name="tfl_bin")
+    assert len(cm.source.program.nodes) == 1  # the activation fused into the op's clamp
 
 
 @pytest.mark.parametrize("kind", ["add", "mul", "squared_difference", "minimum"])
-def test_tflite_float_binary(kind, compile_cache):
-    op = Binary(kind=kind, activation="RELU" if kind == "add" else "NONE")
-    model = single_op_model(op, [TypedFact(DatumType.F32, (4, 6)), TypedFact(DatumType.F32, (6,))])
+def test_float_binary_with_fused_activation(kind, compile_cache):
+    model = tflite_binary(kind, "f32", [(4, 6), (6,)], activation="RELU" if kind == "add" else "NONE")
     check_against_interpreter(model, compile_cache, runs=3, name="tfl_fbin")
 
 
 @pytest.mark.parametrize("kind", ["add", "sub", "mul"])
 @pytest.mark.parametrize("scales", [(0.001, 0.0005, 0.002), (2 ** -10, 2 ** -12, 2 ** -10)])
-def test_tflite_int16_binary_is_bit_exact(kind, scales, compile_cache):
-    qa, qb, qo = (q(s, 0) for s in scales)
-    op = Binary(kind=kind, in_q=(qa, qb), out_q=(qo,))
-    model = single_op_model(op, [TypedFact(DatumType.I16, (3, 8), None, qa), TypedFact(DatumType.I16, (8,), None, qb)])
-    check_against_interpreter(model, compile_cache, runs=6, name="tfl_bin16")
+def test_quantized_int16_binary_is_bit_exact(kind, scales, compile_cache):
+    quant = tuple(q(s, 0) for s in scales)
+    check_against_interpreter(tflite_binary(kind, "i16", [(3, 8), (8,)], quant), compile_cache, runs=6,
+                              name="tfl_bin16")
 
 
 @pytest.mark.parametrize("dtype", [TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.INT32])

@@ -193,7 +193,7 @@ def test_fixed16_logistic_and_tanh_on_every_int16(tmp_path):
     import subprocess
 
     from tractile.compile import kernel_header
-    from tractile.ops.tfl.fixedpoint_functions import int16_table
+    from tractile.ops.quantized.functions import int16_table
 
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:

@@ -17,7 +17,11 @@ from tractile.fact import QParams, TypedFact
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.writer import write_model
 from tractile.model import TypedModel
+from tractile.ops import binary as core_binary
+from tractile.ops.activations import Clip, Relu, Tanh
 from tractile.ops.io import Const
+from tractile.ops.quantized.common import activation_range
+from tractile.ops.tfl.common import TflOp
 
 
 def q(scale: float, zero: int = 0) -> QParams:
@@ -30,6 +34,12 @@ def qc(scales, axis: int, zeros=None) -> QParams:
     scales = tuple(float(np.float32(s)) for s in scales)
     zeros = tuple(int(z) for z in zeros) if zeros is not None else (0,) * len(scales)
     return QParams(scales, zeros, axis)
+
+
+#: TFLite's binary op kinds -> the core op classes they translate to
+BINARY_KINDS = {"add": core_binary.Add, "sub": core_binary.Sub, "mul": core_binary.Mul, "div": core_binary.Div,
+                "squared_difference": core_binary.SquaredDifference, "maximum": core_binary.Max,
+                "minimum": core_binary.Min}
 
 
 class GraphBuilder:
@@ -49,14 +59,31 @@ class GraphBuilder:
     def op(self, name: str, op, inputs, out_q=None, out_dtype=None, outputs: int = 1):
         """Wire ``op``: ``out_q`` (one QParams or a list) and ``out_dtype`` describe its outputs."""
         facts = [self.model.outlet_fact(i) for i in inputs]
-        out_q = tuple(out_q) if isinstance(out_q, (list, tuple)) else (out_q,) * outputs
-        out_dtype = tuple(out_dtype) if isinstance(out_dtype, (list, tuple)) else (out_dtype,) * outputs
-        op = dataclasses.replace(op, in_q=tuple(f.qparams for f in facts), out_q=out_q,
-                                 out_dtypes=tuple(DatumType(d) if d is not None else None for d in out_dtype))
+        if isinstance(op, TflOp):
+            out_q = tuple(out_q) if isinstance(out_q, (list, tuple)) else (out_q,) * outputs
+            out_dtype = tuple(out_dtype) if isinstance(out_dtype, (list, tuple)) else (out_dtype,) * outputs
+            op = dataclasses.replace(op, in_q=tuple(f.qparams for f in facts), out_q=out_q,
+                                     out_dtypes=tuple(DatumType(d) if d is not None else None for d in out_dtype))
         produced = self.model.wire_node(name, op, list(inputs))
         for index, outlet in enumerate(produced):
             self.model.outlet_labels[outlet] = name if len(produced) == 1 else f"{name}:{index}"
         return produced[0] if len(produced) == 1 else produced
+
+    def binary(self, name: str, kind: str, inputs, quant: QParams | None = None, activation: str = "NONE",
+               pot_scale_int16: bool = True):
+        """A core arithmetic op (``kind`` as TFLite names it, lower case) with TFLite's fused
+        ``activation`` wired after it as the loader does (a Clip in the quantized domain)."""
+        op = BINARY_KINDS[kind](quant=quant, pot_scale_int16=pot_scale_int16)
+        y = self.op(name if activation == "NONE" else f"{name}.pre", op, inputs)
+        if activation == "NONE":
+            return y
+        fact = self.model.outlet_fact(y)
+        if quant is not None:
+            low, high = activation_range(activation, quant, fact.dtype)
+            act = Clip(float(low), float(high))
+        else:
+            act = {"RELU": Relu(), "RELU6": Clip(0.0, 6.0), "RELU_N1_TO_1": Clip(-1.0, 1.0), "TANH": Tanh()}[activation]
+        return self.op(name, act, [y])
 
     def outputs(self, *outlets) -> TypedModel:
         self.model.outputs = list(outlets)

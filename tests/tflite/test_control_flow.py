@@ -13,7 +13,6 @@ from tractile.formats.tflite.writer import write_model
 from tractile.graph import InletId, OutletId
 from tractile.model import TypedModel
 from tractile.ops.tfl.array import Concatenation
-from tractile.ops.tfl.binary import Binary
 from tractile.ops.tfl.control import If, While
 from tractile.ops.tfl.quantize import Cast
 from tractile.ops.tfl.reduce import Reduce
@@ -25,7 +24,7 @@ def branch(name: str, kind: str, dtype="f32", shape=(2, 3), quant=None, out_q=No
     g = GraphBuilder(name)
     a = g.input("a", dtype, shape, quant)
     b = g.input("b", dtype, shape, quant)
-    return g.outputs(g.op(kind, Binary(kind=kind), [a, b], out_q=out_q))
+    return g.outputs(g.binary(kind, kind, [a, b], out_q))
 
 
 def if_model(then_branch, else_branch, dtype="f32", shape=(2, 3), quant=None, outputs=1):
@@ -79,15 +78,15 @@ def counting_loop(growing: bool = False):
 
     cond = GraphBuilder("cond")
     i, n, _ = loop_inputs(cond)
-    left = cond.op("left", Binary(kind="sub"), [n, i])
+    left = cond.binary("left", "sub", [n, i])
     cond = cond.outputs(cond.op("go", Cast(), [left], out_dtype="bool"))
     body = GraphBuilder("body")
     i, n, acc = loop_inputs(body)
-    step = body.op("step", Binary(kind="add"), [i, body.const("one", np.array([1], np.int32))])
+    step = body.binary("step", "add", [i, body.const("one", np.array([1], np.int32))])
     if growing:
         grown = body.op("grown", Concatenation(axis=0), [acc, acc])
     else:
-        grown = body.op("grown", Binary(kind="mul"), [acc, body.const("factor", np.array([2.0, 0.5], np.float32))])
+        grown = body.binary("grown", "mul", [acc, body.const("factor", np.array([2.0, 0.5], np.float32))])
     body = body.outputs(step, n, grown)
     g = GraphBuilder()
     outputs = g.op("loop", While(cond=cond, body=body), list(loop_inputs(g)), outputs=3)
@@ -129,7 +128,7 @@ def test_while_inside_if():
     then.properties["tflite_subgraph"] = "then"
     other = GraphBuilder("else")
     i, n, acc = other.input("i", "i32", (1,)), other.input("n", "i32", (1,)), other.input("acc", "f32", (2,))
-    other = other.outputs(i, n, other.op("neg", Binary(kind="sub"), [other.const("zero", np.zeros(2, np.float32)),
+    other = other.outputs(i, n, other.binary("neg", "sub", [other.const("zero", np.zeros(2, np.float32)),
                                                                        acc]))
     g = GraphBuilder()
     cond = g.input("cond", "bool", (1,))

@@ -5,7 +5,13 @@ import math
 
 import numpy as np
 
-from tractile.ops.tfl.fixedpoint import Requantizer, quantize_multiplier, round_half_away, rounding_divide_by_pot, srdhm
+from tractile.ops.quantized.fixedpoint import (
+    Requantizer,
+    quantize_multiplier,
+    round_half_away,
+    rounding_divide_by_pot,
+    srdhm,
+)
 
 
 def c_div(a: int, b: int) -> int:

@@ -160,7 +160,7 @@ def test_signed_sum_matches_tflite_micro(dtype, in_q, out_q):
         x = random_sets(model, 1)[0][0]
         as_uint8 = x.view(np.uint8).astype(np.int64).sum(axis=1) - in_q.zero_point[0] * 6
         reference = run_reference(reference_interpreter(data), [x])[0]
-        from tractile.ops.tfl.fixedpoint import Requantizer
+        from tractile.ops.quantized.fixedpoint import Requantizer
 
         misread = Requantizer([np.float64(in_q.scale[0]) / np.float64(out_q.scale[0])])(as_uint8) + out_q.zero_point[0]
         np.testing.assert_array_equal(reference, np.clip(misread, 0, 255).astype(np.uint8).view(np.int8))

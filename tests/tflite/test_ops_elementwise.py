@@ -20,7 +20,6 @@ from tests.tflite.builder import (
     random_values,
 )
 from tractile.ops.tfl.activation import Activation, Prelu
-from tractile.ops.tfl.binary import Binary
 from tractile.ops.tfl.softmax import LogSoftmax
 
 RNG = np.random.default_rng(20)
@@ -30,7 +29,7 @@ def binary_model(kind: str, dtype: str, shapes, quant=(None, None, None), activa
     g = GraphBuilder()
     a = g.input("a", dtype, shapes[0], quant[0])
     b = g.input("b", dtype, shapes[1], quant[1])
-    return g.outputs(g.op("y", Binary(kind=kind, activation=activation, pot_scale_int16=pot), [a, b], out_q=quant[2]))
+    return g.outputs(g.binary("y", kind, [a, b], quant[2], activation, pot))
 
 
 def real(values, quant) -> np.ndarray:

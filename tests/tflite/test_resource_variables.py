@@ -9,7 +9,6 @@ from tractile.errors import RunError
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.loader import program_model
 from tractile.formats.tflite.writer import write_model
-from tractile.ops.tfl.binary import Binary
 from tractile.ops.tfl.resource import AssignVariable, CallOnce, ReadVariable, VarHandle
 
 
@@ -25,7 +24,7 @@ def accumulator(initial=(1.0, 2.0, 3.0)):
     once = g.op("once", CallOnce(init=init), [])
     handle = g.op("handle", VarHandle(shared_name="acc"), [])
     value = g.op("read", ReadVariable(shape=(3,), ordered=True), [handle, once], out_dtype="f32")
-    total = g.op("total", Binary(kind="add"), [value, x])
+    total = g.binary("total", "add", [value, x])
     stored = g.op("store", AssignVariable(ordered=True), [handle, total, value])
     main = g.outputs(total, stored)
     main.properties["tflite_outputs"] = 1
@@ -55,7 +54,7 @@ def test_reading_a_variable_never_assigned_is_a_run_error():
     x = g.input("x", "f32", (3,))
     handle = g.op("handle", VarHandle(shared_name="nothing"), [])
     value = g.op("read", ReadVariable(shape=(3,)), [handle], out_dtype="f32")
-    model = program_model(g.outputs(g.op("y", Binary(kind="add"), [value, x])))
+    model = program_model(g.outputs(g.binary("y", "add", [value, x])))
     with pytest.raises(RunError, match="before anything was assigned"):
         model.into_optimized().run([np.ones(3, np.float32)])
 
@@ -70,14 +69,14 @@ def test_a_while_body_updates_a_variable():
     init.properties["tflite_outputs"] = 0
     cond = GraphBuilder("cond")
     i, n = cond.input("i", "i32", (1,)), cond.input("n", "i32", (1,))
-    cond = cond.outputs(cond.op("go", Cast(), [cond.op("left", Binary(kind="sub"), [n, i])], out_dtype="bool"))
+    cond = cond.outputs(cond.op("go", Cast(), [cond.binary("left", "sub", [n, i])], out_dtype="bool"))
     body = GraphBuilder("body")
     i, n = body.input("i", "i32", (1,)), body.input("n", "i32", (1,))
     handle = body.op("handle", VarHandle(shared_name="count"), [])
     value = body.op("read", ReadVariable(shape=(2,)), [handle], out_dtype="f32")
-    step = body.op("step", Binary(kind="add"), [value, body.const("inc", np.array([1.0, 0.5], np.float32))])
+    step = body.binary("step", "add", [value, body.const("inc", np.array([1.0, 0.5], np.float32))])
     stored = body.op("store", AssignVariable(ordered=True), [handle, step, value])
-    after = body.op("next", Binary(kind="add"), [i, body.const("one", np.array([1], np.int32))])
+    after = body.binary("next", "add", [i, body.const("one", np.array([1], np.int32))])
     body = body.outputs(after, n, stored)
     body.properties["tflite_outputs"] = 2
     g = GraphBuilder()

@@ -30,7 +30,8 @@ class Emit:
     def __init__(self, lowering: Lowering, node: Node, code: NodeCode):
         self._lowering = lowering
         self.node = node
-        self.op = node.op
+        #: the node's op prepared for its input facts (quantized ops carry their recipe)
+        self.op = node.op.prepared([lowering.model.outlet_fact(o) for o in node.inputs])
         self.code = code
         self.target: Target = lowering.target
         self.inputs: list[CTensor] = [lowering.tensor_of(o) for o in node.inputs]

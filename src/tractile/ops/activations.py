@@ -112,7 +112,8 @@ class Clip(Activation):
         for bound in inputs[1:]:
             if bound.dtype != inputs[0].dtype or bound.rank != 0 and bound.volume != 1:
                 raise AnalysisError(f"Clip bounds must be scalars of the input's type, got {bound}")
-        return [TypedFact(inputs[0].dtype, inputs[0].shape)]
+        # clamping integers keeps their quantization: a quantized ReLU is a Clip at the zero point
+        return [TypedFact(inputs[0].dtype, inputs[0].shape, qparams=inputs[0].qparams)]
 
     def rules(self, s, inputs, outputs):
         super().rules(s, inputs[:1], outputs)

@@ -69,6 +69,14 @@ class Op:
         """FLOPs (``flops``) or other costs for profiles; empty when the op cannot say."""
         return {}
 
+    def prepared(self, inputs: list[TypedFact]) -> Op:
+        """This op ready to evaluate values of these input facts. Ops whose arithmetic depends
+        on the facts (quantized ops: multipliers, shifts and zero points from the inputs'
+        ``qparams``; constant weights packed once) return a copy carrying what they derived
+        (see ``ops.quantized.common``); the default is the op itself. Plans, the constant
+        folder and the compiler call it once per node."""
+        return self
+
     def wire_typed(self, model: TypedModel, name: str, inputs: list[OutletId]) -> list[OutletId]:
         """Wire this op into a typed model (expansions override it to wire several ops)."""
         return model.wire_node(name, self, inputs)

@@ -7,19 +7,25 @@ and TDims): each op's ``symbolic`` says what it does to one pair of items.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from ..datum import DatumType
 from ..dim import TDim
 from ..errors import AnalysisError, TractileError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
 from ..graph import OutletId
 from ..patch import ModelPatch
 from .base import Op, expect_inputs
 from .expansion import Expansion, VariadicChain
+from .quantized.binary import binary_recipe
+from .quantized.common import cached_recipe, recipe_of, with_recipe
+from .symbolic_values import dim_signs, is_symbolic_array, symbolic_apply, symbolic_result, undecided, value_fact
 from .unary import check_accepts, needs_f32
+
+if TYPE_CHECKING:
+    from .activations import Activation
 
 
 def broadcast_shapes(*shapes) -> tuple:
@@ -57,59 +63,6 @@ def broadcast_volume(inputs) -> object:
 
 def _arr(value) -> np.ndarray:
     return value if isinstance(value, np.ndarray) else np.asarray(value)
-
-
-# symbolic values -------------------------------------------------------------------------------
-def is_symbolic_array(value: np.ndarray) -> bool:
-    """An object array of ints/TDims (a shape computation), as opposed to strings."""
-    return value.dtype == object and not any(isinstance(v, (str, bytes)) for v in value.flat)
-
-
-def dim_signs(value) -> frozenset[int]:
-    """The signs (-1, 0, 1) an int or TDim may take; symbols are extents, at least 1."""
-    if not isinstance(value, TDim):
-        return frozenset({int(np.sign(int(value)))})
-    low = value.lower_bound()
-    if low is not None:
-        return frozenset({1}) if low > 0 else frozenset({0, 1}) if low == 0 else frozenset({-1, 0, 1})
-    high = (-value).lower_bound()
-    if high is not None:
-        return frozenset({-1}) if high > 0 else frozenset({-1, 0}) if high == 0 else frozenset({-1, 0, 1})
-    return frozenset({-1, 0, 1})
-
-
-def undecided(what: str, x, y) -> TractileError:
-    return TractileError(f"{what} of {x} and {y} depends on the symbols' values")
-
-
-def symbolic_apply(fn, *arrays: np.ndarray) -> np.ndarray:
-    """``fn`` applied item by item (with broadcasting) to small object arrays."""
-    return np.frompyfunc(fn, len(arrays), 1)(*(a.astype(object) for a in arrays))
-
-
-def value_fact(fact: TypedFact, value: np.ndarray | None) -> TypedFact:
-    """``fact`` with a value: symbolic when it holds TDims, else a constant of the fact's type."""
-    if value is None:
-        return fact
-    value = np.asarray(value)
-    if value.dtype == object and any(isinstance(v, TDim) for v in value.flat):
-        fact.sym_value = value
-    else:
-        fact.konst = value.astype(fact.dtype.np) if value.dtype != fact.dtype.np else value
-    return fact
-
-
-def symbolic_result(op: Op, facts: list[TypedFact]) -> np.ndarray | None:
-    """The op's output on its inputs' known values, when one of them is symbolic (else None)."""
-    if all(f.sym_value is None for f in facts):
-        return None
-    values = [f.known_value() for f in facts]
-    if any(v is None for v in values):
-        return None
-    try:
-        return np.asarray(op.eval([v.astype(object) for v in values])[0])
-    except Exception:
-        return None
 
 
 # the base ----------------------------------------------------------------------------------------
@@ -210,7 +163,72 @@ def _neutral_operand(op, model, node):
 
 # arithmetic ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Add(BinaryOp):
+class Arithmetic(BinaryOp):
+    """Base of the arithmetic ops that have a quantized form (Add, Sub, Mul, Div, Max, Min,
+    SquaredDifference).
+
+    ``quant``: the output's quantization; set, both inputs are quantized tensors (their facts'
+    qparams) and the op follows TFLite's integer recipe (``ops.quantized.binary``), prepared
+    once per plan. ``activation``: an activation fused by the optimizer, applied to the result
+    (on quantized ops a Clip whose bounds are integers of the output type).
+    ``pot_scale_int16``: TFLite's choice of the shift-and-saturate path for int16 ADD/SUB
+    with power-of-two scales.
+    """
+
+    kind: ClassVar[str] = ""
+
+    quant: QParams | None = None
+    activation: Activation | None = None
+    pot_scale_int16: bool = True
+
+    def _clamp(self) -> tuple[float, float] | None:
+        activation = self.activation
+        if activation is None:
+            return None
+        low, high = getattr(activation, "low", None), getattr(activation, "high", None)
+        if type(activation).__name__ != "Clip" or getattr(activation, "dynamic_low", False):
+            raise AnalysisError(f"a quantized {self.name} can only fuse a Clip, got {activation.name}")
+        return (-np.inf if low is None else low, np.inf if high is None else high)
+
+    def _recipe(self, inputs: list[TypedFact]):
+        assert self.quant is not None
+        return cached_recipe(self, inputs, lambda: binary_recipe(self.kind, inputs[0], inputs[1], self.quant,
+                                                                 self._clamp(), self.pot_scale_int16))
+
+    def output_facts(self, inputs):
+        if self.quant is None:
+            return super().output_facts(inputs)
+        expect_inputs(inputs, 2, self)
+        self._recipe(inputs)
+        shape = broadcast_shapes(inputs[0].shape, inputs[1].shape)
+        return [TypedFact(inputs[0].dtype, shape, qparams=self.quant)]
+
+    def prepared(self, inputs):
+        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
+
+    def eval(self, inputs):
+        if self.quant is not None:
+            return [recipe_of(self)(_arr(inputs[0]), _arr(inputs[1]))]
+        out = super().eval(inputs)
+        if self.activation is not None:
+            return [self.activation.apply_inplace(out[0])]
+        return out
+
+    @property
+    def is_plain(self) -> bool:
+        """Neither quantized nor carrying a fused activation: the op's bare arithmetic, which
+        algebraic rewrites (folding into a Conv, bias fusion) may move around."""
+        return self.quant is None and self.activation is None
+
+    def declutter(self, model, node):
+        if not self.is_plain:
+            return None
+        return super().declutter(model, node)
+
+
+@dataclass(frozen=True)
+class Add(Arithmetic):
+    kind: ClassVar[str] = "add"
     elementwise: ClassVar[bool] = True
     neutral: ClassVar[float] = 0
     commutative: ClassVar[bool] = True
@@ -223,7 +241,8 @@ class Add(BinaryOp):
 
 
 @dataclass(frozen=True)
-class Sub(BinaryOp):
+class Sub(Arithmetic):
+    kind: ClassVar[str] = "sub"
     elementwise: ClassVar[bool] = True
     neutral: ClassVar[float] = 0
 
@@ -235,7 +254,8 @@ class Sub(BinaryOp):
 
 
 @dataclass(frozen=True)
-class Mul(BinaryOp):
+class Mul(Arithmetic):
+    kind: ClassVar[str] = "mul"
     elementwise: ClassVar[bool] = True
     neutral: ClassVar[float] = 1
     commutative: ClassVar[bool] = True
@@ -248,9 +268,10 @@ class Mul(BinaryOp):
 
 
 @dataclass(frozen=True)
-class Div(BinaryOp):
+class Div(Arithmetic):
     """Division; integers truncate toward zero (as C, ONNX and TFLite do)."""
 
+    kind: ClassVar[str] = "div"
     elementwise: ClassVar[bool] = True
     neutral: ClassVar[float] = 1
 
@@ -270,6 +291,18 @@ class Div(BinaryOp):
             raise undecided("Div", x, y)
         quotient = abs(int(x)) // abs(int(y))
         return quotient if (x < 0) == (y < 0) else -quotient
+
+
+@dataclass(frozen=True)
+class SquaredDifference(Arithmetic):
+    """``(a - b) ** 2`` (TensorFlow's SquaredDifference; TFLite's SQUARED_DIFFERENCE)."""
+
+    kind: ClassVar[str] = "squared_difference"
+    elementwise: ClassVar[bool] = True
+
+    def compute(self, a, b):
+        difference = a - b
+        return difference * difference
 
 
 @dataclass(frozen=True)
@@ -311,9 +344,10 @@ class Mod(BinaryOp):
 
 
 @dataclass(frozen=True)
-class Max(BinaryOp):
+class Max(Arithmetic):
     """The larger of the operands (NaN if either is NaN)."""
 
+    kind: ClassVar[str] = "maximum"
     elementwise: ClassVar[bool] = True
     commutative: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "number"
@@ -331,9 +365,10 @@ class Max(BinaryOp):
 
 
 @dataclass(frozen=True)
-class Min(BinaryOp):
+class Min(Arithmetic):
     """The smaller of the operands (NaN if either is NaN)."""
 
+    kind: ClassVar[str] = "minimum"
     elementwise: ClassVar[bool] = True
     commutative: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "number"

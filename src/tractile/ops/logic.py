@@ -18,7 +18,8 @@ from ..fact import TypedFact
 from ..graph import OutletId
 from ..patch import ModelPatch
 from .base import Op, expect_inputs
-from .binary import BinaryOp, broadcast_shapes, dim_signs, symbolic_result, undecided, value_fact
+from .binary import BinaryOp, broadcast_shapes
+from .symbolic_values import dim_signs, symbolic_result, undecided, value_fact
 from .unary import UnaryOp, needs_f32
 
 _BOOL = DatumType.BOOL

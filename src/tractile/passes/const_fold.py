@@ -58,5 +58,5 @@ def fold_constants(model, node: Node) -> ModelPatch | None:
         if shape is None or int(np.prod(shape, dtype=np.int64)) > budget:
             return None
     with np.errstate(all="ignore"):
-        results = op.eval(values)
+        results = op.prepared(model.node_input_facts(node.id)).eval(values)
     return ModelPatch.replace_by_const(model, node, [np.asarray(r) for r in results], f"fold {node.name}")

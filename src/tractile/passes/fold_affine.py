@@ -13,7 +13,7 @@ from ..patch import ModelPatch
 def _affine_link(model, node):
     """(data input, constant, "mul" or "add") of a float Mul/Add by a constant that keeps the
     data's shape; else None."""
-    if type(node.op) not in (Add, Mul) or len(node.inputs) != 2:
+    if type(node.op) not in (Add, Mul) or not node.op.is_plain or len(node.inputs) != 2:
         return None
     out = node.outputs[0].fact
     if not out.dtype.is_float:

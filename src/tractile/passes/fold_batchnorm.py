@@ -46,7 +46,7 @@ def _producer(model, node, op_types):
 
 def fold_batchnorm(model, node) -> ModelPatch | None:
     """Fold ``Mul``/``Add`` by a per-channel constant into the preceding Conv or MatMul."""
-    if not isinstance(node.op, (Mul, Add)):
+    if not isinstance(node.op, (Mul, Add)) or not node.op.is_plain:
         return None
     found = _producer(model, node, (Conv, MatMul))
     if found is None:
@@ -126,7 +126,8 @@ def _const_operand(model, node):
 def _lone_add_below(model, outlet):
     """The Add producing ``outlet`` if it adds a constant to a same-shaped wire and feeds only here."""
     producer = model.nodes[outlet.node]
-    if not isinstance(producer.op, Add) or len(producer.outputs[0].successors) != 1 or outlet in model.outputs:
+    if not isinstance(producer.op, Add) or not producer.op.is_plain or len(producer.outputs[0].successors) != 1 \
+            or outlet in model.outputs:
         return None
     found = _const_operand(model, producer)
     if found is None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..graph import OutletId
-from ..ops.activations import fusable
-from ..ops.binary import Add, broadcast_shapes
+from ..ops.activations import Clip, fusable
+from ..ops.binary import Add, Arithmetic, broadcast_shapes
 from ..ops.conv import Conv
 from ..ops.matmul import MatMul
 from ..patch import ModelPatch
@@ -22,7 +22,7 @@ def _lone_producer(model, outlet: OutletId, op_types):
 
 def fuse_bias(model, node) -> ModelPatch | None:
     """``MatMul -> Add(constant)`` becomes a MatMul with a bias added in place."""
-    if not isinstance(node.op, Add):
+    if not isinstance(node.op, Add) or not node.op.is_plain:
         return None
     for slot in (0, 1):
         matmul = _lone_producer(model, node.inputs[slot], MatMul)
@@ -43,13 +43,19 @@ def fuse_bias(model, node) -> ModelPatch | None:
 
 
 def fuse_activation(model, node) -> ModelPatch | None:
-    """``Conv|MatMul -> Relu|Sigmoid|Tanh|LeakyRelu|Clip`` becomes one op applying it in place."""
+    """``Conv|MatMul|Add|Sub|Mul... -> Relu|Sigmoid|Tanh|LeakyRelu|Clip`` becomes one op applying
+    it in place. Quantized arithmetic fuses a Clip (its bounds are integers of the output type,
+    TFLite's fused activations) into the clamp of its requantization."""
     if not fusable(node.op):
         return None
-    producer = _lone_producer(model, node.inputs[0], (Conv, MatMul))
+    producer = _lone_producer(model, node.inputs[0], (Conv, MatMul, Arithmetic))
     if producer is None or producer.op.activation is not None:
         return None
-    if not producer.outputs[0].fact.dtype.is_float:
+    quantized = isinstance(producer.op, Arithmetic) and producer.op.quant is not None
+    if quantized:
+        if type(node.op) is not Clip or node.outputs[0].fact.qparams != producer.outputs[0].fact.qparams:
+            return None
+    elif not producer.outputs[0].fact.dtype.is_float:
         return None
     patch = ModelPatch(model, f"fuse {node.op.name} into {producer.name}")
     inputs = [patch.tap(o) for o in producer.inputs]

@@ -49,7 +49,8 @@ class SimplePlan:
                 continue
             reads = tuple(slot_of[o] for o in node.inputs)
             writes = tuple(slot_of[OutletId(node_id, s)] for s in range(len(node.outputs)))
-            self.steps.append(Step(node, node.op, reads, writes))
+            op = node.op.prepared([model.outlet_fact(o) for o in node.inputs])
+            self.steps.append(Step(node, op, reads, writes))
         self.slot_count = len(slot_of)
         self.slot_of = slot_of
         missing = [o for o in model.inputs if o not in slot_of]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ...ops.conv import Conv
-from ...ops.tfl.common import activation_range, zero_of
+from ...ops.quantized.common import activation_range, zero_of
 from ...ops.tfl.conv import Conv2D, DepthwiseConv2D, QuantizedStage
 from ..emit import Emit
 from ..registry import Unsupported, emitter

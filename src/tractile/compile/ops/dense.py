@@ -10,7 +10,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ...ops.matmul import MatMul
-from ...ops.tfl.common import is_quantized
+from ...ops.quantized.common import is_quantized
 from ...ops.tfl.dense import FullyConnected, IntegerDense
 from ..emit import Emit
 from ..registry import Unsupported, emitter

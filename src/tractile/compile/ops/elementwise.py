@@ -14,15 +14,16 @@ import numpy as np
 from ...datum import DatumType
 from ...ops import activations as act
 from ...ops import binary as onnx_binary
+from ...ops.quantized.binary import BinaryRecipe
+from ...ops.quantized.common import recipe_of
 from ...ops.tfl.activation import Activation as TflActivation
-from ...ops.tfl.binary import Binary
 from ...ops.unary import UnaryOp
 from ..ctext import literal
 from ..emit import Emit
 from ..program import CTensor
 from ..registry import Unsupported, emitter
 from .dense import requant_constants
-from .fused import TFLITE_CLAMPS, inplace_activation
+from .fused import clamp_bounds, finish_activation, fused_float_activation, inplace_activation
 
 #: float unary ops by name: a C expression of ``v``
 FLOAT_UNARY = {
@@ -174,23 +175,44 @@ def broadcast_loop(e: Emit, a: CTensor, b: CTensor, y: CTensor, body: str) -> No
 
 FLOAT_BINARY = {"Pow": "powf(va, vb)", "Add": "va + vb", "Sub": "va - vb", "Mul": "va * vb", "Div": "va / vb",
                 "Max": "(va > vb || va != va ? va : vb)", "Min": "(va < vb || va != va ? va : vb)",
-                "add": "va + vb", "sub": "va - vb", "mul": "va * vb", "div": "va / vb",
-                "maximum": "(va > vb || va != va ? va : vb)", "minimum": "(va < vb || va != va ? va : vb)",
-                "squared_difference": "(va - vb) * (va - vb)"}
+                "SquaredDifference": "(va - vb) * (va - vb)"}
 
 
-@emitter(onnx_binary.Add, onnx_binary.Sub, onnx_binary.Mul, onnx_binary.Div, onnx_binary.Max, onnx_binary.Min,
-         onnx_binary.Pow)
-def onnx_binary_op(e: Emit) -> None:
-    a, b, y = e.input(0), e.input(1), e.output(0)
-    if a.dtype == DatumType.F32 and b.dtype == DatumType.F32:
-        if e.op.name == "Pow":
-            e.uses_math()
-        broadcast_loop(e, a, b, y, FLOAT_BINARY[e.op.name])
+@emitter(onnx_binary.Arithmetic, onnx_binary.Pow)
+def binary_op(e: Emit) -> None:
+    """Every broadcasting arithmetic op: float (with a fused activation), plain integers (wrapping
+    like NumPy's), and quantized 8/16-bit (TFLite's recipe, bit for bit)."""
+    op = e.op
+    if getattr(op, "quant", None) is not None:
+        quantized_binary(e, recipe_of(op))
         return
-    if a.dtype not in C_TYPES or e.op.name not in INTEGER_BINARY:
-        raise Unsupported(f"{e.op.name} on {a.dtype}")
-    broadcast_loop(e, a, b, y, f"({C_TYPES[y.dtype]})({INTEGER_BINARY[e.op.name]})")
+    a, b, y = e.input(0), e.input(1), e.output(0)
+    activation = getattr(op, "activation", None)
+    if a.dtype == DatumType.F32 and b.dtype == DatumType.F32:
+        body = FLOAT_BINARY[op.name]
+        if op.name == "Pow":
+            e.uses_math()
+        if activation is not None:
+            low, high = fused_float_activation(e, activation, y)
+            if math.isfinite(low) or math.isfinite(high):
+                e.use("tl_common.h")
+                body = f"tl_clamp_f32({body}, {f32(max(low, -3e38))}, {f32(min(high, 3e38))})"
+        broadcast_loop(e, a, b, y, body)
+        if activation is not None:
+            finish_activation(e, activation, y)
+        return
+    if a.dtype not in C_TYPES or op.name not in INTEGER_BINARY:
+        raise Unsupported(f"{op.name} on {a.dtype}")
+    body = INTEGER_BINARY[op.name]
+    if activation is not None:
+        bounds = clamp_bounds(activation)
+        if bounds is None:
+            raise Unsupported(f"{op.name} on {a.dtype} with a fused {activation.name}")
+        low, high = (max(int(math.ceil(bounds[0])), -(1 << 31)) if math.isfinite(bounds[0]) else -(1 << 31),
+                     min(int(math.floor(bounds[1])), (1 << 31) - 1) if math.isfinite(bounds[1]) else (1 << 31) - 1)
+        e.use("tl_common.h")
+        body = f"tl_clamp_i32({body}, {literal(low, DatumType.I32)}, {literal(high, DatumType.I32)})"
+    broadcast_loop(e, a, b, y, f"({C_TYPES[y.dtype]})({body})")
 
 
 #: integer ops wrap around as NumPy's do: computed on uint32_t, then narrowed
@@ -199,46 +221,34 @@ INTEGER_BINARY = {"Add": "(int32_t)((uint32_t)va + (uint32_t)vb)", "Sub": "(int3
                   "Min": "va < vb ? va : vb"}
 
 
-@emitter(Binary)
-def tflite_binary(e: Emit) -> None:
-    op: Binary = e.op
+def quantized_binary(e: Emit, p: BinaryRecipe) -> None:
+    """TFLite's quantized ADD/SUB/MUL/MAXIMUM/MINIMUM, element by element with broadcasting."""
     a, b, y = e.input(0), e.input(1), e.output(0)
-    if a.dtype == DatumType.F32:
-        if op.activation not in TFLITE_CLAMPS or op.kind not in FLOAT_BINARY:
-            raise Unsupported(f"{op.name} with {op.activation}")
-        low, high = TFLITE_CLAMPS[op.activation]
-        body = FLOAT_BINARY[op.kind]
-        if math.isfinite(low) or math.isfinite(high):
-            e.use("tl_common.h")
-            body = f"tl_clamp_f32({body}, {f32(max(low, -3e38))}, {f32(min(high, 3e38))})"
-        broadcast_loop(e, a, b, y, body)
-        return
     if a.dtype not in (DatumType.I8, DatumType.U8, DatumType.I16) or \
-            op.kind not in ("add", "sub", "mul", "maximum", "minimum"):
-        raise Unsupported(f"{op.name} on {a.dtype}")
+            p.kind not in ("add", "sub", "mul", "maximum", "minimum"):
+        raise Unsupported(f"quantized {p.kind} on {a.dtype}")
     e.use("tl_common.h")
     cast = C_TYPES[y.dtype]
-    if op.kind in ("maximum", "minimum"):
-        broadcast_loop(e, a, b, y, f"({cast})(va {'>' if op.kind == 'maximum' else '<'} vb ? va : vb)")
+    low, high = p.low, p.high
+    if p.kind in ("maximum", "minimum"):
+        pick = f"(va {'>' if p.kind == 'maximum' else '<'} vb ? va : vb)"
+        broadcast_loop(e, a, b, y, f"({cast})tl_clamp_i32({pick}, {low}, {high})")
         return
-    p = op._params(a.dtype)
-    low, high = p["range"]
-    if "pot" in p:  # int16 ADD/SUB with power-of-two scales: one input shifted down, no rescaling
-        first, second = (f"tl_rdbpot(v{name}, {-shift})" if shift else f"v{name}"
-                         for name, shift in zip("ab", p["pot"]))
-        sign = "+" if op.kind == "add" else "-"
+    if p.pot is not None:  # int16 ADD/SUB with power-of-two scales: one input shifted down, no rescaling
+        first, second = (f"tl_rdbpot(v{name}, {-shift})" if shift else f"v{name}" for name, shift in zip("ab", p.pot))
+        sign = "+" if p.kind == "add" else "-"
         broadcast_loop(e, a, b, y, f"({cast})tl_clamp_i32({first} {sign} {second}, {low}, {high})")
         return
-    mo, so, _ = requant_constants(e, p["ro"].multipliers, p["ro"].shifts, 1)
-    if op.kind == "mul":
-        raw = f"(int32_t)((uint32_t)(va - ({p['z1']})) * (uint32_t)(vb - ({p['z2']})))"
+    assert p.ro is not None
+    mo, so, _ = requant_constants(e, p.ro.multipliers, p.ro.shifts, 1)
+    if p.kind == "mul":
+        raw = f"(int32_t)((uint32_t)(va - ({p.z1})) * (uint32_t)(vb - ({p.z2})))"
     else:
-        m1, s1, _ = requant_constants(e, p["r1"].multipliers, p["r1"].shifts, 1)
-        m2, s2, _ = requant_constants(e, p["r2"].multipliers, p["r2"].shifts, 1)
-        left = p["left"]
-        scaled1 = f"tl_mbqm((va - ({p['z1']})) * {1 << left}, TL_READ_S32({m1}), (int)TL_READ_S32({s1}))"
-        scaled2 = f"tl_mbqm((vb - ({p['z2']})) * {1 << left}, TL_READ_S32({m2}), (int)TL_READ_S32({s2}))"
-        raw = f"{scaled1} {'+' if op.kind == 'add' else '-'} {scaled2}"
-    body = (f"({cast})tl_clamp_i32(tl_mbqm({raw}, TL_READ_S32({mo}), (int)TL_READ_S32({so})) + ({p['zo']}), "
-            f"{low}, {high})")
+        assert p.r1 is not None and p.r2 is not None
+        m1, s1, _ = requant_constants(e, p.r1.multipliers, p.r1.shifts, 1)
+        m2, s2, _ = requant_constants(e, p.r2.multipliers, p.r2.shifts, 1)
+        scaled1 = f"tl_mbqm((va - ({p.z1})) * {1 << p.left}, TL_READ_S32({m1}), (int)TL_READ_S32({s1}))"
+        scaled2 = f"tl_mbqm((vb - ({p.z2})) * {1 << p.left}, TL_READ_S32({m2}), (int)TL_READ_S32({s2}))"
+        raw = f"{scaled1} {'+' if p.kind == 'add' else '-'} {scaled2}"
+    body = f"({cast})tl_clamp_i32(tl_mbqm({raw}, TL_READ_S32({mo}), (int)TL_READ_S32({so})) + ({p.zo}), {low}, {high})"
     broadcast_loop(e, a, b, y, body)

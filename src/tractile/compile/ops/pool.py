@@ -9,7 +9,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ...ops.pool import AveragePool, GlobalPool, MaxPool
-from ...ops.tfl.common import activation_range
+from ...ops.quantized.common import activation_range
 from ...ops.tfl.pool import Pool2D
 from ...pulse.cnn import EdgeAveragePool
 from ..emit import Emit

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...datum import DatumType
-from ...ops.tfl.common import integer_limits, scale_of, zero_of
+from ...ops.quantized.common import integer_limits, scale_of, zero_of
 from ...ops.tfl.quantize import Dequantize, Quantize
 from ..ctext import literal
 from ..emit import Emit

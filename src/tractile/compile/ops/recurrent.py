@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...datum import DatumType
-from ...ops.tfl.common import integer_limits, zero_of
-from ...ops.tfl.fixedpoint_functions import int16_table
+from ...ops.quantized.common import integer_limits, zero_of
+from ...ops.quantized.functions import int16_table
 from ...ops.tfl.lstm import SLOTS, UnidirectionalSequenceLstm, _LstmState
 from ...ops.tfl.svdf import Svdf
 from ..emit import Emit

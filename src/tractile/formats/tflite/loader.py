@@ -19,6 +19,7 @@ from ...fact import TypedFact
 from ...graph import OutletId
 from ...model import TypedModel
 from ...ops.io import Const
+from ...ops.quantized.common import QUANTIZED
 from ...ops.tfl.common import TflOp
 from ...ops.tfl.control import If, While
 from ...ops.tfl.resource import EFFECTS, Program, VarHandle, real_outputs
@@ -188,8 +189,9 @@ class TfliteLoader:
             raise ModelFormatError(f"{node.where}: damaged options ({type(error).__name__}: {error})") from None
         except AnalysisError as error:
             raise ModelFormatError(f"{node.where}: {error}") from None
+        activation = None
         if isinstance(result, Translated):
-            op, slots = result.op, result.slots
+            op, slots, activation = result.op, result.slots, result.activation
         else:
             op, slots = result, None
         if slots is None:
@@ -213,6 +215,8 @@ class TfliteLoader:
         name = out_tensors[0].name if out_tensors and out_tensors[0] is not None else f"op{operator.index}"
         try:
             produced = model.wire_node(name, op, inputs)
+            if activation is not None:
+                produced = model.wire_node(f"{name}.{activation.name}", activation, produced)
         except AnalysisError as error:
             raise ModelFormatError(f"{node.where}: {error}") from None
         if effect:
@@ -232,6 +236,10 @@ class TfliteLoader:
                                        f"the op computes {fact}")
             if fact.rank != len(tensor.shape) and tensor.shape:
                 raise ModelFormatError(f"{node.where}: output {tensor.name!r} has shape {list(tensor.shape)} in "
+                                       f"the file but the op computes {fact}")
+            if not isinstance(op, TflOp) and tensor.quant is not None and tensor.dtype in QUANTIZED \
+                    and fact.qparams != tensor.quant:
+                raise ModelFormatError(f"{node.where}: output {tensor.name!r} is quantized as {tensor.quant} in "
                                        f"the file but the op computes {fact}")
             outlets[tensor_index] = outlet
             model.outlet_labels[outlet] = tensor.name

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ModelFormatError
+from ...ops.activations import Clip, Relu, Tanh
+from ...ops.quantized.common import QUANTIZED, activation_range, integer_limits
 from .reader import OperatorInfo, TensorInfo, buffer_value, schema
 
 REGISTRY: dict[str, Callable] = {}
@@ -44,10 +46,15 @@ def tflite_writer(*op_types: type):
 
 @dataclass
 class Translated:
-    """An op and the operator input slots to wire to it (in order); ``None`` slots: all present."""
+    """An op and the operator input slots to wire to it (in order); ``None`` slots: all present.
+
+    ``activation``: a core activation op wired after ``op`` (a TFLite fused activation; the
+    optimizer fuses it back), whose output is the operator's output tensor.
+    """
 
     op: Any
     slots: list | None = None
+    activation: Any = None
 
 
 @dataclass
@@ -131,6 +138,30 @@ class TflNode:
         options = schema(name)()
         options.Init(table.Bytes, table.Pos)
         return options
+
+    def output_quant(self, slot: int = 0):
+        """The quantization of output ``slot`` when it is a quantized (8- or 16-bit) tensor, else None."""
+        tensor = self.output(slot)
+        return tensor.quant if tensor.quant is not None and tensor.dtype in QUANTIZED else None
+
+    def fused_activation(self, code: int, slot: int = 0):
+        """The core op of TFLite fused activation ``code`` on output ``slot`` (None for NONE):
+        on a quantized output a Clip between the activation's bounds in the output's integers
+        (TFLite's CalculateActivationRangeQuantized), else Relu, Clip or Tanh."""
+        name = activation_name(code)
+        if name == "NONE":
+            return None
+        tensor = self.output(slot)
+        quant = self.output_quant(slot)
+        if quant is not None:
+            low, high = activation_range(name, quant, tensor.dtype)
+            if (low, high) == integer_limits(tensor.dtype):
+                return None
+            return Clip(float(low), float(high))
+        floats = {"RELU": Relu(), "RELU6": Clip(0.0, 6.0), "RELU_N1_TO_1": Clip(-1.0, 1.0), "TANH": Tanh()}
+        if name not in floats or (name == "TANH" and not tensor.dtype.is_float):
+            raise ModelFormatError(f"{self.where}: fused activation {name} is not supported on {tensor.dtype}")
+        return floats[name]
 
     def subgraph_model(self, index: int):
         """The TypedModel of another subgraph (for control flow)."""

@@ -69,6 +69,9 @@ class OpWriter:
     def input_fact(self, index: int) -> TypedFact:
         return self.model.outlet_fact(self.node.inputs[index])
 
+    def output_fact(self, index: int = 0) -> TypedFact:
+        return self.model.outlet_fact(OutletId(self.node.id, index))
+
     def input_dtype(self, index: int) -> DatumType:
         return self.input_fact(index).dtype
 

@@ -18,8 +18,9 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
 from ..binary import broadcast_shapes
-from .common import TflOp, integer_limits, scale_of, zero_of
-from .fixedpoint import Requantizer, quantize_multiplier, rounding_divide_by_pot, srdhm
+from ..quantized.common import integer_limits, scale_of, zero_of
+from ..quantized.fixedpoint import Requantizer, quantize_multiplier, rounding_divide_by_pot, srdhm
+from .common import TflOp
 
 KINDS = ("relu", "relu6", "relu_n1_to_1", "relu_0_to_1", "logistic", "tanh", "leaky_relu", "hard_swish")
 #: the clamp (low, high) of each ReLU kind, in real values

@@ -14,7 +14,8 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError, RunError
 from ..base import expect_inputs
-from .common import TflOp, check_activation, scale_of, zero_of
+from ..quantized.common import scale_of, zero_of
+from .common import TflOp, check_activation
 from .shape import normalize_axis
 
 

@@ -7,7 +7,6 @@ does arithmetic.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
@@ -19,9 +18,6 @@ from ..base import Op
 
 #: TFLite's fused activation functions, by their schema names
 ACTIVATIONS = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6", "TANH", "SIGN_BIT")
-
-QUANTIZED = (DatumType.I8, DatumType.U8, DatumType.I16)
-
 
 @dataclass(frozen=True)
 class TflOp(Op):
@@ -84,47 +80,6 @@ class TflOp(Op):
         return shown
 
 
-def scale_of(q: QParams | None, what: str = "tensor") -> float:
-    """The per-tensor scale (as float32, like TFLite's TfLiteQuantizationParams)."""
-    if q is None:
-        raise AnalysisError(f"{what} is not quantized")
-    return float(np.float32(q.scale[0]))
-
-
-def zero_of(q: QParams | None) -> int:
-    return int(q.zero_point[0]) if q is not None else 0
-
-
-def scales_of(q: QParams) -> np.ndarray:
-    """All scales (one per channel for per-axis quantization) as float32."""
-    return np.asarray(q.scale, dtype=np.float32)
-
-
-def integer_limits(dtype: DatumType) -> tuple[int, int]:
-    info = np.iinfo(dtype.np)
-    return int(info.min), int(info.max)
-
-
-def quantize_value(value: float, q: QParams) -> int:
-    """TFLite's ``zero_point + round(value / scale)`` (in float, halves away from zero)."""
-    ratio = np.float32(value) / np.float32(scale_of(q))
-    return zero_of(q) + int(math.copysign(math.floor(abs(float(ratio)) + 0.5), float(ratio)))
-
-
-def activation_range(activation: str, q: QParams | None, dtype: DatumType) -> tuple[int, int]:
-    """The clamp of a fused activation in the quantized domain (CalculateActivationRangeQuantized)."""
-    low, high = integer_limits(dtype)
-    if activation == "RELU":
-        return max(low, quantize_value(0.0, q)), high
-    if activation == "RELU6":
-        return max(low, quantize_value(0.0, q)), min(high, quantize_value(6.0, q))
-    if activation == "RELU_N1_TO_1":
-        return max(low, quantize_value(-1.0, q)), min(high, quantize_value(1.0, q))
-    if activation not in ("NONE",):
-        raise AnalysisError(f"fused activation {activation} is not supported on quantized tensors")
-    return low, high
-
-
 def apply_float_activation(y: np.ndarray, activation: str) -> np.ndarray:
     """A fused activation applied in place on a float result (returns it)."""
     if activation == "NONE":
@@ -147,28 +102,12 @@ def check_activation(activation: str) -> None:
         raise AnalysisError(f"unknown fused activation {activation!r}; expected one of {', '.join(ACTIVATIONS)}")
 
 
-def is_quantized(dtype: DatumType) -> bool:
-    return dtype in QUANTIZED
-
 
 def expect_dtype(fact: TypedFact, allowed, what: str) -> None:
     if fact.dtype not in allowed:
         raise AnalysisError(f"{what} must be {' or '.join(str(d) for d in allowed)}, got {fact}")
 
 
-def saturate(values: np.ndarray, dtype: DatumType, low: int | None = None, high: int | None = None) -> np.ndarray:
-    """Clamp int64 values to [low, high] (the type's range by default) and cast."""
-    if low is None:
-        low, high = integer_limits(dtype)
-    return np.clip(values, low, high).astype(dtype.np)
-
-
-def clamp_to(values: np.ndarray, low: int, high: int, dtype) -> np.ndarray:
-    """Clamp int64 ``values`` (modified in place) to [low, high] and cast them to ``dtype``."""
-    np.maximum(values, low, out=values)
-    out = np.empty(values.shape, dtype)
-    np.minimum(values, high, out=out, casting="unsafe")
-    return out
 
 
 def same_padding(size: int, kernel: int, stride: int, dilation: int, padding: str) -> tuple[int, int, int]:

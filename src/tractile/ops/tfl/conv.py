@@ -20,18 +20,10 @@ from numpy.lib.stride_tricks import as_strided
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import (
-    TflOp,
-    activation_range,
-    apply_float_activation,
-    check_activation,
-    same_padding,
-    scale_of,
-    scales_of,
-    zero_of,
-)
-from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
-from .output import OutputStage
+from ..quantized.common import activation_range, scale_of, scales_of, zero_of
+from ..quantized.fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
+from ..quantized.output import OutputStage
+from .common import TflOp, apply_float_activation, check_activation, same_padding
 
 
 @dataclass(frozen=True)

@@ -19,18 +19,15 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import (
-    TflOp,
-    activation_range,
-    apply_float_activation,
-    check_activation,
-    is_quantized,
-    scale_of,
-    scales_of,
-    zero_of,
+from ..quantized.common import activation_range, is_quantized, scale_of, scales_of, zero_of
+from ..quantized.fixedpoint import (
+    Requantizer,
+    multiply_by_quantized_multiplier_64,
+    quantize_multiplier,
+    round_half_away,
 )
-from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier, round_half_away
-from .output import OutputStage
+from ..quantized.output import OutputStage
+from .common import TflOp, apply_float_activation, check_activation
 
 FLAVOURS = ("reference", "micro")
 

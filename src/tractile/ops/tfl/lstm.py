@@ -21,11 +21,12 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import TflOp, apply_float_activation, check_activation, scale_of, zero_of
-from .fixedpoint import Requantizer, rounding_divide_by_pot
-from .fixedpoint_functions import int16_table
+from ..quantized.common import scale_of, zero_of
+from ..quantized.fixedpoint import Requantizer, rounding_divide_by_pot
+from ..quantized.functions import int16_table
+from ..quantized.output import clip_inplace
+from .common import TflOp, apply_float_activation, check_activation
 from .lstm_micro import micro_parameters, run_micro
-from .output import clip_inplace
 
 #: TFLite's input slots of UNIDIRECTIONAL_SEQUENCE_LSTM
 SLOTS = ("input", "input_to_input", "input_to_forget", "input_to_cell", "input_to_output", "recurrent_to_input",

@@ -21,11 +21,11 @@ from functools import cached_property
 import numpy as np
 
 from ...errors import AnalysisError, UnsupportedOpError
-from .common import scale_of
-from .fixedpoint import INT32_MAX, Requantizer, rounding_divide_by_pot, saturating_left_shift, srdhm, wrap32
-from .fixedpoint_functions import count_leading_zeros32
+from ..quantized.common import scale_of
+from ..quantized.fixedpoint import INT32_MAX, Requantizer, rounding_divide_by_pot, saturating_left_shift, srdhm, wrap32
+from ..quantized.functions import count_leading_zeros32
+from ..quantized.output import clip_inplace
 from .lstm import GATES, LAYER_NORM, SequenceLstm, _f32
-from .output import clip_inplace
 
 #: sqrt(2) / 2 in Q0.31
 HALF_SQRT_2 = 1518500250

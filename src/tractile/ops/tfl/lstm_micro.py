@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import AnalysisError
-from .common import scale_of
-from .fixedpoint import Requantizer
-from .output import clip_inplace
+from ..quantized.common import scale_of
+from ..quantized.fixedpoint import Requantizer
+from ..quantized.output import clip_inplace
 
 #: sigmoid(i / 24) in unsigned Q0.16 for i in 0..255 (TFLite's int16 LOGISTIC/TANH table)
 SIGMOID_TABLE = np.array([

@@ -9,7 +9,8 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import TflOp, activation_range, apply_float_activation, check_activation, is_quantized
+from ..quantized.common import activation_range, is_quantized
+from .common import TflOp, apply_float_activation, check_activation
 from .conv import Window2D, pad_hw, taps
 
 KINDS = ("average", "max", "l2")

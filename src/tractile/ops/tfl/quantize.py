@@ -9,8 +9,9 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import TflOp, integer_limits, scale_of, scales_of, zero_of
-from .fixedpoint import Requantizer, round_half_away
+from ..quantized.common import integer_limits, scale_of, scales_of, zero_of
+from ..quantized.fixedpoint import Requantizer, round_half_away
+from .common import TflOp
 
 INTEGERS = (DatumType.I8, DatumType.U8, DatumType.I16, DatumType.I32)
 

@@ -16,8 +16,9 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import TflOp, integer_limits, scale_of, zero_of
-from .fixedpoint import Requantizer, quantize_multiplier, wrap32
+from ..quantized.common import integer_limits, scale_of, zero_of
+from ..quantized.fixedpoint import Requantizer, quantize_multiplier, wrap32
+from .common import TflOp
 
 KINDS = ("mean", "sum", "max")
 QUANTIZED = (DatumType.I8, DatumType.U8, DatumType.I16)

@@ -15,15 +15,16 @@ import numpy as np
 from ...datum import DatumType
 from ...errors import AnalysisError
 from ..base import expect_inputs
-from .common import TflOp, scale_of, zero_of
-from .fixedpoint import FP32, INT32_MIN, Requantizer, rounding_divide_by_pot, srdhm, wrap32
-from .fixedpoint_functions import (
+from ..quantized.common import scale_of, zero_of
+from ..quantized.fixedpoint import FP32, INT32_MIN, Requantizer, rounding_divide_by_pot, srdhm, wrap32
+from ..quantized.functions import (
     get_reciprocals,
     input_radius,
     log_x_for_x_at_least_1,
     reciprocal_int,
     softmax_scaling,
 )
+from .common import TflOp
 
 SCALED_DIFF_BITS = 5
 ACCUMULATION_BITS = 12

@@ -16,8 +16,9 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ...fact import QParams
 from ..base import expect_inputs
-from .common import TflOp, apply_float_activation, check_activation, integer_limits, scale_of, zero_of
-from .fixedpoint import Requantizer, wrap_bits
+from ..quantized.common import integer_limits, scale_of, zero_of
+from ..quantized.fixedpoint import Requantizer, wrap_bits
+from .common import TflOp, apply_float_activation, check_activation
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,9 +17,10 @@ from ...datum import DatumType
 from ...dim import fresh_symbol
 from ...errors import AnalysisError, RunError
 from ..base import expect_inputs
-from .common import TflOp, activation_range, apply_float_activation, check_activation, zero_of
+from ..quantized.common import activation_range, zero_of
+from ..quantized.fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
+from .common import TflOp, apply_float_activation, check_activation
 from .conv import Window2D, conv_requantizer
-from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
 
 
 def transpose_padding(out_size: int, in_size: int, kernel: int, stride: int, padding: str) -> int:

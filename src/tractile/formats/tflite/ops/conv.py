@@ -1,14 +1,12 @@
-"""Translations of the dense, convolution, pooling, softmax and resize operators (both directions)."""
+"""Translations of the convolutions and pools (both directions): CONV_2D, DEPTHWISE_CONV_2D,
+TRANSPOSE_CONV, AVERAGE/MAX/L2_POOL_2D."""
 from __future__ import annotations
 
 import numpy as np
 
 from ....errors import ModelFormatError
 from ....ops.tfl.conv import Conv2D, DepthwiseConv2D, Window2D
-from ....ops.tfl.dense import FullyConnected
 from ....ops.tfl.pool import Pool2D
-from ....ops.tfl.resize import Resize
-from ....ops.tfl.softmax import LogSoftmax, Softmax
 from ....ops.tfl.transpose_conv import TransposeConv
 from ..registry import (
     OpSpec,
@@ -21,29 +19,6 @@ from ..registry import (
     tflite_op,
     tflite_writer,
 )
-
-
-@tflite_op("FULLY_CONNECTED")
-def fully_connected(node: TflNode):
-    options = node.options("FullyConnectedOptions")
-    activation, keep, weights_format = "NONE", False, 0
-    if options is not None:
-        activation = activation_name(options.FusedActivationFunction())
-        keep = bool(options.KeepNumDims())
-        weights_format = options.WeightsFormat()
-    if weights_format != 0:
-        raise ModelFormatError(f"{node.where}: shuffled weights formats are not supported")
-    if len(node.outputs) != 1:
-        raise ModelFormatError(f"{node.where}: expected one output, got {len(node.outputs)}")
-    return FullyConnected(activation=activation, keep_num_dims=keep, has_bias=node.present(2), flavour=node.flavour)
-
-
-@tflite_writer(FullyConnected)
-def write_fully_connected(op: FullyConnected, ctx) -> OpSpec:
-    fields = {"FusedActivationFunction": activation_code(op.activation), "KeepNumDims": op.keep_num_dims}
-    if ctx.input_dtype(0).value == "i16" and op.has_bias:
-        fields["QuantizedBiasType"] = ctx.tensor_type(ctx.input_dtype(2))
-    return OpSpec("FULLY_CONNECTED", ("FullyConnectedOptions", fields))
 
 
 def _window(options, dilations: bool = True) -> Window2D:
@@ -117,52 +92,6 @@ def write_pool(op: Pool2D, ctx) -> OpSpec:
                    "FusedActivationFunction": activation_code(op.activation)})
     name = {v: k for k, v in _POOLS.items()}[op.kind]
     return OpSpec(name, ("Pool2DOptions", fields))
-
-
-@tflite_op("SOFTMAX")
-def softmax(node: TflNode):
-    options = node.options("SoftmaxOptions")
-    return Softmax(beta=float(options.Beta()) if options is not None else 1.0)
-
-
-@tflite_writer(Softmax)
-def write_softmax(op: Softmax, ctx) -> OpSpec:
-    return OpSpec("SOFTMAX", ("SoftmaxOptions", {"Beta": op.beta}))
-
-
-@tflite_op("LOG_SOFTMAX")
-def log_softmax(node: TflNode):
-    return LogSoftmax()
-
-
-@tflite_writer(LogSoftmax)
-def write_log_softmax(op: LogSoftmax, ctx) -> OpSpec:
-    return OpSpec("LOG_SOFTMAX", ("LogSoftmaxOptions", {}))
-
-
-_RESIZE = {"RESIZE_BILINEAR": ("bilinear", "ResizeBilinearOptions"),
-           "RESIZE_NEAREST_NEIGHBOR": ("nearest", "ResizeNearestNeighborOptions")}
-
-
-@tflite_op(*_RESIZE)
-def resize(node: TflNode):
-    kind, table = _RESIZE[node.opcode]
-    size = node.require_const(1, "the output size").reshape(-1)
-    if size.size != 2:
-        raise ModelFormatError(f"{node.where}: the output size must hold 2 values, got {size.size}")
-    options = node.options(table)
-    align = bool(options.AlignCorners()) if options is not None else False
-    half = bool(options.HalfPixelCenters()) if options is not None else False
-    return Translated(Resize(kind=kind, size=(int(size[0]), int(size[1])), align_corners=align,
-                             half_pixel_centers=half), [0])
-
-
-@tflite_writer(Resize)
-def write_resize(op: Resize, ctx) -> OpSpec:
-    name = {kind: builtin for builtin, (kind, _) in _RESIZE.items()}[op.kind]
-    size = ctx.const(np.asarray(op.size, dtype=np.int32), "size")
-    fields = {"AlignCorners": op.align_corners, "HalfPixelCenters": op.half_pixel_centers}
-    return OpSpec(name, (_RESIZE[name][1], fields), [0, size])
 
 
 @tflite_op("TRANSPOSE_CONV")
