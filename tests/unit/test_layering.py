@@ -128,3 +128,19 @@ def test_the_layer_check_sees_lazy_imports(tmp_path):
     assert any(target == "dim_parse" for target, _, _ in imports(probe)) or layer_of("dim") == 0
     assert layer_of("model") < layer_of("ops.conv") < layer_of("runtime.plan") < layer_of("pulse.model")
     assert layer_of("formats.onnx.loader") > layer_of("ops.conv") and layer_of("cli.main") == len(LAYERS) - 1
+
+
+#: sibling packages of one layer that must not depend on each other (importer prefix, imported prefix)
+SEPARATE = [("batch", "cli")]
+
+
+def test_separate_siblings_stay_apart():
+    """The batch runner is a library the command line drives, never the other way round."""
+    problems = []
+    for name, path in sorted(all_modules().items()):
+        for importer, imported in SEPARATE:
+            if name == importer or name.startswith(importer + "."):
+                problems += [f"{path.relative_to(SOURCE.parent)}:{line}: {name} imports {target}"
+                             for target, line, _ in imports(path)
+                             if target == imported or target.startswith(imported + ".")]
+    assert not problems, "\n".join(problems)

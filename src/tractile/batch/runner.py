@@ -47,9 +47,9 @@ class Runner:
         self.output_names = self.model.output_names()
         self.pulsed = None
         if job.pulse:
-            from ..cli.stream import _stream_symbol
+            from ..pulse.symbol import stream_symbol
 
-            self.pulsed = self.model.pulse(_stream_symbol(self.model, job.symbol), job.pulse)
+            self.pulsed = self.model.pulse(stream_symbol(self.model, job.symbol), job.pulse)
         self.state = self.model.state()
 
     def process(self, path: str) -> dict:

@@ -72,10 +72,11 @@ def run(args) -> int:
     model = load(args.model, inputs=parse_fact_args(args.input_fact), values=parse_value_args(args.value))
     macros = None
     if args.pulse:
-        from .stream import _pulse_option, _stream_symbol
+        from ..pulse.symbol import stream_symbol
+        from .stream import _pulse_option
 
         symbol, size = _pulse_option(args.pulse, None)
-        pulsed = model.pulse(_stream_symbol(model, symbol), size)
+        pulsed = model.pulse(stream_symbol(model, symbol), size)
         macros = {"PULSE": (pulsed.pulse, f"frames of {pulsed.symbol} each invoke consumes"),
                   "DELAY": (pulsed.delay, "frames the outputs lag behind the inputs")}
         model = pulsed.model

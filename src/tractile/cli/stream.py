@@ -8,6 +8,7 @@ import numpy as np
 
 from ..dim import TDim
 from ..errors import TractileError
+from ..pulse.symbol import stream_symbol
 from .common import (
     add_model_arguments,
     console,
@@ -69,22 +70,6 @@ def _pulse_option(text: str, symbol: str | None) -> tuple[str | None, int]:
     return (name.strip() or symbol), int(size)
 
 
-def _stream_symbol(model, wanted: str | None) -> str:
-    symbols = set()
-    for fact in model.input_facts:
-        for dim in fact.shape:
-            if isinstance(dim, TDim):
-                symbols |= dim.symbols()
-    if wanted:
-        return wanted
-    if "T" in symbols or not symbols:
-        return "T"
-    if len(symbols) == 1:
-        return symbols.pop()
-    raise TractileError(f"the inputs have symbols {', '.join(sorted(symbols))}: say which one streams with "
-                        "--symbol or --pulse SYM=P")
-
-
 def _latency_table(latencies: list[float], pulse: int, frame_ms: float | None):
     from rich.table import Table
 
@@ -106,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     model = load_at_stage(args, "optimize")
     symbol, pulse = _pulse_option(args.pulse, args.symbol)
-    symbol = _stream_symbol(model, symbol)
+    symbol = stream_symbol(model, symbol)
     kept = [name.strip() for name in args.outputs.split(",") if name.strip()] if args.outputs else None
     pulsed = model.pulse(symbol, pulse, outputs=kept)
     names = model.input_names()
