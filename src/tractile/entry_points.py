@@ -51,7 +51,13 @@ def _profile(model, inputs, **options):
     return profile(model, inputs, **options)
 
 
+def _report_html(source, path, **options):
+    from .tools.html_report import write_report
+
+    return write_report(source, path, **options)
+
+
 for _name, _function in (("compile", _compile), ("declutter", _declutter), ("optimize", _optimize),
                          ("plan", _plan), ("save_tflite", _save_tflite), ("pulse", _pulse),
-                         ("profile", _profile)):
+                         ("profile", _profile), ("report_html", _report_html)):
     provide(_name, _function)

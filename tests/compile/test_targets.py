@@ -43,6 +43,9 @@ def test_sine_int8_is_bit_exact_on_every_board(target, board, tmp_path):
     assert report["verified"], report["first_difference"]
     assert report["inputs_checked"] == len(every) + 10
     assert 0 < report["flash_bytes"]["model"] < report["flash_bytes"]["firmware"]
+    code = report["code_bytes"]  # functions by kernel header, the rest (invoke, init, reset) in model.c
+    assert code["model.c"] > 0 and set(code) <= {"model.c", "tl_common.h", "tl_fully_connected.h"}
+    assert sum(code.values()) < report["flash_bytes"]["model"]
     ram = report["ram_bytes"]
     assert ram["arena"] == 32 and ram["state"] == 0 and ram["context"] >= 32 and ram["stack_peak"] > 0
     assert report["cycles_per_inference"] > 0

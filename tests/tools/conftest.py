@@ -1,6 +1,8 @@
-"""Models for the tools' tests: the demo CNN, a small scoped graph, the shared TFLite models."""
+"""Models for the tools' tests (the demo CNN, a small scoped graph, the shared TFLite models) and headless Chromium."""
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,35 @@ from onnx import TensorProto, helper, numpy_helper
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_TFLITE = ROOT.parent / "shared" / "models" / "tflite"
 
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=1280,900")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium driven by selenium and Debian's chromedriver (skips naming what is missing)."""
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
+    from selenium.webdriver.chrome.service import Service
+
+    binary = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
+    driver_path = shutil.which("chromedriver")
+    missing = [name for name, found in (("chromium", binary), ("chromedriver (chromium-driver)", driver_path))
+               if not found]
+    if missing:
+        pytest.skip(f"{' and '.join(missing)} not found on PATH: apt-get install chromium chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    profile = tempfile.mkdtemp(prefix="tractile-chromium-")
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def scoped_model(blocks: int = 3, per_block: int = 4, width: int = 8) -> onnx.ModelProto:

@@ -5,9 +5,6 @@ Needs selenium (the ``test`` extra) and Debian's ``chromium`` and ``chromium-dri
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
-
 import pytest
 
 from tractile.cli.main import main
@@ -16,35 +13,6 @@ from tractile.tools.html_graph import write_html
 from .big_graph import big_scoped_model
 
 pytest.importorskip("kiwisolver")
-
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1280,900")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
-    from selenium.webdriver.chrome.service import Service
-
-    binary = next((shutil.which(n) for n in ("chromium", "chromium-browser") if shutil.which(n)), None)
-    driver_path = shutil.which("chromedriver")
-    missing = [name for name, found in (("chromium", binary), ("chromedriver (chromium-driver)", driver_path))
-               if not found]
-    if missing:
-        pytest.skip(f"{' and '.join(missing)} not found on PATH: apt-get install chromium chromium-driver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    profile = tempfile.mkdtemp(prefix="tractile-chromium-")
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _open(driver, path) -> None:

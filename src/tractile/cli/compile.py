@@ -42,8 +42,13 @@ def register(subparsers) -> None:
     parser.add_argument("--input", metavar="NPZ", help="inputs to verify first (.npz by input name or arr_0..)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     parser.add_argument("--project", type=Path, metavar="DIR",
-                        help="write a minimal example project for the board (Makefile, startup, linker script, "
-                             "main.c running the model on a sample input)")
+                        help="write a minimal example project for the board, or this machine for the host target "
+                             "(build files, startup and linker script for a board, main.c running the model on a "
+                             "sample input and printing its outputs)")
+    parser.add_argument("--build-system", choices=("make", "cmake"), default="make",
+                        help="what builds --project: a Makefile (default), or CMake: the model as a static "
+                             "library target NAME (add_subdirectory + target_link_libraries in your project), an "
+                             "example for the host, and for a board its firmware and a GNU tool chain file")
     parser.add_argument("--build", action="store_true",
                         help="also build the sources with the system C compiler (host target)")
     parser.add_argument("--pulse", metavar="P",
@@ -58,8 +63,22 @@ def register(subparsers) -> None:
     parser.add_argument("--inputs-in-arena", action="store_true",
                         help="plan the inputs in the arena like intermediate values (less RAM: layers overlap "
                              "them); NAME_INPUTi_IN(ctx) gives their address, other buffers are copied there")
+    parser.add_argument("--report", type=Path, metavar="HTML",
+                        help="write the compile report as one self-contained HTML page: summary, the memory plan "
+                             "drawn, the per-layer table (with --verify: flash, code per kernel family, stack, "
+                             "instructions per layer; for TFLite models: TFLite Micro's arena when tflite-micro is "
+                             "installed)")
     parser.add_argument("--json", action="store_true", help="print the compile report as JSON")
     parser.set_defaults(handler=run)
+
+
+def write_report_page(source, args, verification: dict | None = None) -> Path:
+    """``--report``: the page of ``source``, with TFLite Micro's arena for a TFLite model compiled as it is."""
+    from ..formats.detect import detect_format
+
+    tflite = args.model if not args.pulse and detect_format(args.model) == "tflite" else None
+    source.report_html(args.report, verification=verification, tflite=tflite, origin=Path(args.model).name)
+    return args.report
 
 
 def run(args) -> int:
@@ -94,6 +113,14 @@ def run(args) -> int:
         source = generate(model, name=name, target=args.target, optimize=False, origin=Path(args.model).name,
                           macros=macros, inputs_in_arena=args.inputs_in_arena)
     written = source.write(args.out) if args.out is not None else []
+    if args.project is not None:
+        from ..compile.targets.project import write_project
+        from ..compile.targets.verify import random_runs
+
+        sample = random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
+        written += write_project(source, None, args.project, sample, args.build_system, Path(args.model).name)
+    if args.report is not None:
+        written.append(write_report_page(source, args))
     if args.build:
         from ..compile.host import build_shared_library
 
@@ -117,6 +144,10 @@ def run(args) -> int:
         out.print("wrote " + ", ".join(str(p) for p in written))
     else:
         out.print("(nothing written: give -o DIR to write the C files)")
+    if args.project is not None:
+        from .compile_target import project_hint
+
+        out.print("build and run the example: " + project_hint(args.project, args.build_system))
     if args.build:
         out.print(f"built {source.report['library']}")
     return 0

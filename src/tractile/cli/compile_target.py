@@ -33,7 +33,7 @@ def _extra_inputs(model, path: str | None) -> list[list[np.ndarray]]:
 def run_target(model, name: str, args) -> int:
     from ..compile import generate, prepare
     from ..compile.targets import board_for
-    from ..compile.targets.verify import random_runs, verify, with_flavour
+    from ..compile.targets.verify import build_source, random_runs, verify_source, with_flavour
 
     board = board_for(args.target, args.board)
     extra = _extra_inputs(model, args.input)
@@ -51,21 +51,43 @@ def run_target(model, name: str, args) -> int:
             source = fit_ram_budget(typed, args.max_ram, name, board.target, origin=Path(args.model).name,
                                     inputs_in_arena=args.inputs_in_arena)
         sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
-        written = write_project(source, board, args.project, sample)
+        written = write_project(source, board, args.project, sample, args.build_system, Path(args.model).name)
+        if args.report is not None and not args.verify:
+            from .compile import write_report_page
+
+            written.append(write_report_page(source, args))
         if not args.verify:
             out.print(f"wrote an example project for {board.name} in {args.project} ({len(written)} files): "
-                      f"cd {args.project} && make run")
+                      + project_hint(args.project, args.build_system, board))
             return 0
     if not args.verify:
         return 0
-    report = verify(model, args.target, board=args.board, runs=args.runs, inputs=extra, seed=args.seed,
-                    opt="size" if args.opt == "size" else "speed", name=name, folder=args.out,
-                    max_ram=args.max_ram, inputs_in_arena=args.inputs_in_arena)
+    typed, source, board = build_source(model, args.target, args.board, name, max_ram=args.max_ram,
+                                        inputs_in_arena=args.inputs_in_arena)
+    report = verify_source(source, typed, board, runs=args.runs, inputs=extra, seed=args.seed,
+                           opt="size" if args.opt == "size" else "speed", folder=args.out)
+    if args.report is not None:
+        from .compile import write_report_page
+
+        write_report_page(source, args, report)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if report["verified"] else 1
     print_verification(report, args.model)
     return 0 if report["verified"] else 1
+
+
+def project_hint(folder: Path, build_system: str, board=None) -> str:
+    """How to build and run the example project just written."""
+    if build_system == "make":
+        return f"cd {folder} && make run"
+    if board is None:
+        return f"cmake -S {folder} -B build && cmake --build build --target run"
+    from ..compile.targets.cmake import toolchain_path
+
+    return (f"cmake -S {folder} -B build-{board.name} -DCMAKE_TOOLCHAIN_FILE={toolchain_path(board)} "
+            f"&& cmake --build build-{board.name} --target run (on this machine: cmake -S {folder} -B build && "
+            "cmake --build build --target run)")
 
 
 def print_verification(report: dict, model_name: str) -> None:

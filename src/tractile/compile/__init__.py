@@ -53,6 +53,17 @@ class CSource:
             written.append(path)
         return written
 
+    def report_html(self, path: str | os.PathLike, verification: dict | None = None,
+                    tflite: str | os.PathLike | None = None, origin: str | None = None):
+        """Write the compile report as one self-contained HTML page (docs/COMPILE.md): summary,
+        the memory plan drawn, the per-layer table. ``verification``: the report of a run on an
+        emulated board (:func:`~tractile.compile.targets.verify.verify_source`) for flash, stack
+        and instructions; ``tflite``: the model's TFLite file, for TFLite Micro's arena beside
+        tractile's (when the tflite-micro package is installed). Returns what was written."""
+        from ..hooks import provided
+
+        return provided("report_html")(self, path, verification=verification, tflite=tflite, origin=origin)
+
     @property
     def header(self) -> str:
         return self.files[f"{self.name}.h"]
@@ -111,7 +122,7 @@ def generate(model, name: str = "model", target: str | Target = "host", inputs: 
     for header in ["tl_common.h", *program.headers]:
         files[header] = kernel_header(header)
     source = CSource(c_name, files, program, plan, target)
-    source.report = build_report(source)
+    source.report = build_report(source, typed)
     return source
 
 

@@ -133,6 +133,10 @@ class CompiledModel:
     def report(self) -> dict:
         return self.source.report
 
+    def report_html(self, path: str | os.PathLike, tflite: str | os.PathLike | None = None):
+        """Write the compile report page of this model (:meth:`tractile.compile.CSource.report_html`)."""
+        return self.source.report_html(path, tflite=tflite)
+
     def state(self) -> CompiledState:
         """An independent context (one per thread or per stream)."""
         return CompiledState(self)

@@ -9,12 +9,9 @@ responsive on graphs of thousands of nodes. Nothing is fetched from the network.
 """
 from __future__ import annotations
 
-import html
-import json
 import math
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ import numpy as np
 from ..errors import TractileError
 from ..graph import OutletId
 from ..ops.io import Const
+from .html_page import render_page
 from .layout import Item, layered_layout
 
 CHAR_WIDTH = 6.9
@@ -277,22 +275,8 @@ def _layouts(groups: list[_Group], nodes: list[dict], edges: list[list], positio
 
 def render_html(data: dict[str, Any]) -> str:
     """The page: the template with its style, script and ``data`` inlined."""
-    assets = resources.files("tractile.tools") / "assets"
-    try:
-        template = (assets / "graph.html").read_text(encoding="utf-8")
-        style = (assets / "graph.css").read_text(encoding="utf-8")
-        geometry = (assets / "geometry.js").read_text(encoding="utf-8")
-        script = (assets / "graph.js").read_text(encoding="utf-8")
-    except OSError as error:
-        raise TractileError(f"tractile's page template is missing ({error}): reinstall tractile") from None
-    # ASCII only (json's default), and no <, > or & at all: nothing in a name can close the script
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False, default=str)
-    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    title = html.escape(str(data.get("title", "model")))
-    parts = {"__TITLE__": title, "/*__STYLE__*/": style, "/*__GEOMETRY__*/": geometry, "/*__SCRIPT__*/": script,
-             "__DATA__": payload}
-    # one pass: text put in by one placeholder is never searched for the next
-    return re.sub("|".join(re.escape(key) for key in parts), lambda m: parts[m.group()], template)
+    return render_page("graph.html", data, str(data.get("title", "model")),
+                       {"/*__STYLE__*/": "graph.css", "/*__GEOMETRY__*/": "geometry.js", "/*__SCRIPT__*/": "graph.js"})
 
 
 def write_html(model, path: str | Path, title: str | None = None, stage: str = "") -> PageSummary:

@@ -46,6 +46,10 @@ class Board:
     def size_tool(self) -> str:
         return "avr-size" if self.emulator == "simavr" else "arm-none-eabi-size"
 
+    @property
+    def nm_tool(self) -> str:
+        return "avr-nm" if self.emulator == "simavr" else "arm-none-eabi-nm"
+
 
 _M0 = ("-mcpu=cortex-m0", "-mthumb")
 _M3 = ("-mcpu=cortex-m3", "-mthumb")

@@ -17,6 +17,8 @@ from .harness import CORTEX_M_STARTUP, inputs_header, linker_script, main_source
 INSTALL_HINT = {
     "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
     "arm-none-eabi-size": "apt-get install binutils-arm-none-eabi",
+    "arm-none-eabi-nm": "apt-get install binutils-arm-none-eabi",
+    "avr-nm": "apt-get install binutils-avr",
     "qemu-system-arm": "apt-get install qemu-system-arm",
     "avr-gcc": "apt-get install gcc-avr avr-libc",
     "avr-size": "apt-get install binutils-avr",
@@ -51,6 +53,7 @@ class Firmware:
     firmware_flash: int
     firmware_ram: int
     sections: dict = field(default_factory=dict)
+    code_bytes: dict = field(default_factory=dict)
 
 
 def _compiler_flags(board: Board, opt: str) -> list[str]:
@@ -78,6 +81,33 @@ def object_sizes(size_tool: str, path: Path, folder: Path) -> dict[str, int]:
     return sizes
 
 
+def symbol_sizes(nm_tool: str, path: Path, folder: Path) -> dict[str, int]:
+    """Bytes of each function of an object file (``nm -S``; ``.constprop``/``.isra`` clones by
+    their function's name)."""
+    sizes: dict[str, int] = {}
+    for line in _run([nm_tool, "-S", str(path)], folder, "listing symbols").splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tT" and re.fullmatch(r"[0-9a-fA-F]+", parts[1]):
+            name = parts[3].split(".")[0]
+            sizes[name] = sizes.get(name, 0) + int(parts[1], 16)
+    return sizes
+
+
+KERNEL_FUNCTION = re.compile(r"^static\s+(?:inline\s+)?[\w\s*]*?\b(tl_\w+)\s*\(", re.MULTILINE)
+
+
+def code_by_family(files: dict[str, str], model_c: str, functions: dict[str, int]) -> dict[str, int]:
+    """Code bytes per kernel header (its functions the compiler kept out of line) and of the model's
+    own file (``invoke``, ``init``, ``reset`` with the kernels inlined into them)."""
+    family = {function: filename for filename, text in files.items() if filename.endswith(".h")
+              for function in KERNEL_FUNCTION.findall(text)}
+    sizes: dict[str, int] = {}
+    for function, size in functions.items():
+        where = family.get(function, model_c)
+        sizes[where] = sizes.get(where, 0) + size
+    return dict(sorted(sizes.items(), key=lambda item: -item[1]))
+
+
 def flash_of(sections: dict[str, int]) -> int:
     return sum(size for name, size in sections.items()
                if re.match(r"\.(text|rodata|data|progmem|isr_vector|ARM\.exidx)", name))
@@ -100,6 +130,8 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
     model_c = f"{source.name}.c"
     _run([compiler, *flags, "-c", model_c, "-o", f"{source.name}.o"], folder, f"{board.toolchain} on {model_c}")
     model_sections = object_sizes(size_tool, folder / f"{source.name}.o", folder)
+    code = code_by_family(source.files, model_c, symbol_sizes(require_tool(board.nm_tool),
+                                                              folder / f"{source.name}.o", folder))
     elf = folder / "firmware.elf"
     sources = ["main.c", model_c]
     if board.emulator == "simavr":
@@ -125,7 +157,7 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
                             "inputs, or choose a larger board)") from None
     sections = object_sizes(size_tool, elf, folder)
     ram = sum(size for name, size in sections.items() if re.match(r"\.(data|bss|noinit)", name))
-    return Firmware(folder, elf, board, flash_of(model_sections), flash_of(sections), ram, sections)
+    return Firmware(folder, elf, board, flash_of(model_sections), flash_of(sections), ram, sections, code)
 
 
 @dataclass

@@ -1,8 +1,10 @@
-"""``tractile compile --target ... --project DIR``: a minimal example project that builds and runs.
+"""``tractile compile [--target ...] --project DIR``: a minimal example project that builds and runs.
 
 The folder holds the generated model, a ``main.c`` that runs it once on a sample input and
-prints the outputs, the startup code and linker script of the board (Cortex-M), and a
-Makefile: ``make`` builds ``firmware.elf``, ``make run`` runs it in the emulator.
+prints the outputs, and a build: a Makefile by default (``make`` builds ``firmware.elf`` with
+the board's startup code and linker script, ``make run`` runs it in the emulator; on the host,
+``example``), or with ``build_system="cmake"`` a CMake project (:mod:`.cmake`) whose library
+target other CMake projects take as it is.
 """
 from __future__ import annotations
 
@@ -10,9 +12,44 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ctext import array_initializer
+from ...errors import TractileError
+from ..ctext import array_initializer, comment_text
 from .boards import Board
+from .cmake import cmake_lists, toolchain_file
 from .harness import CORTEX_M_STARTUP, linker_script, platform_header
+
+BUILD_SYSTEMS = ("make", "cmake")
+
+HOST_PLATFORM = r"""/* tl_platform.h: the example on a host: the console is stdout */
+#ifndef TL_PLATFORM_H
+#define TL_PLATFORM_H
+#include <stdio.h>
+#include <string.h>
+
+static inline void tl_platform_init(void) {}
+static inline void tl_write(const char *text) { fputs(text, stdout); }
+static inline void tl_finish(void) { fflush(stdout); }
+#define TL_COPY_INPUT(dst, src, bytes) memcpy(dst, src, bytes)
+#endif
+"""
+
+HOST_MAKEFILE = """# Builds and runs {name} on this machine.
+#   make        build example
+#   make run    run it
+CC ?= cc
+CFLAGS = -std=c99 -O2 -Wall -Wextra -fno-strict-aliasing
+
+example: main.c {name}.c {name}.h tl_platform.h
+\t$(CC) $(CFLAGS) main.c {name}.c -o $@ -lm
+
+run: example
+\t./example
+
+clean:
+\trm -f example
+
+.PHONY: run clean
+"""
 
 MAKEFILE = """# Builds and runs {name} on {board} ({description}).
 #   make        build firmware.elf
@@ -70,11 +107,41 @@ def example_main(source, sample: list[np.ndarray]) -> str:
     return "\n".join(lines)
 
 
-def write_project(source, board: Board, folder: str | Path, sample: list[np.ndarray]) -> list[Path]:
-    """Write the example project for ``source`` (a CSource) on ``board`` into ``folder``."""
+def write_project(source, board: Board | None, folder: str | Path, sample: list[np.ndarray],
+                  build_system: str = "make", origin: str = "a tractile model") -> list[Path]:
+    """Write the example project for ``source`` (a CSource) on ``board`` (None: this machine) into
+    ``folder``, built by ``build_system`` ("make" or "cmake")."""
+    if build_system not in BUILD_SYSTEMS:
+        raise TractileError(f"unknown build system {build_system!r}: {' or '.join(BUILD_SYSTEMS)}")
     folder = Path(folder)
     written = source.write(folder)
-    files = {"main.c": example_main(source, sample), "tl_platform.h": platform_header(board)}
+    files = {"main.c": example_main(source, sample)}
+    if build_system == "cmake":
+        files["CMakeLists.txt"] = cmake_lists(source.name, board, comment_text(origin))
+        files["host/tl_platform.h"] = HOST_PLATFORM
+        if board is not None:
+            files["board/tl_platform.h"] = platform_header(board)
+            if board.emulator != "simavr":
+                files["board/startup.c"] = CORTEX_M_STARTUP
+                files["board/link.ld"] = linker_script(board)
+            toolchain, text = toolchain_file(board)
+            files[toolchain] = text
+    elif board is None:
+        files["tl_platform.h"] = HOST_PLATFORM
+        files["Makefile"] = HOST_MAKEFILE.format(name=source.name)
+    else:
+        files.update(_board_makefile(source, board))
+    for filename, text in files.items():
+        path = folder / filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+    return written
+
+
+def _board_makefile(source, board: Board) -> dict[str, str]:
+    """The flat Makefile project of a board: platform layer, startup, linker script, Makefile."""
+    files = {"tl_platform.h": platform_header(board)}
     avr = board.emulator == "simavr"
     if not avr:
         files["startup.c"] = CORTEX_M_STARTUP
@@ -90,8 +157,4 @@ def write_project(source, board: Board, folder: str | Path, sample: list[np.ndar
         emulator="simavr" if avr else "QEMU", compiler=board.toolchain, flags=" ".join(board.flags),
         progmem=" -DTL_PROGMEM" if avr else "", ldflags="" if avr else " --specs=nano.specs -nostartfiles -T link.ld",
         startup="" if avr else " startup.c link.ld", sources=sources, run=run)
-    for filename, text in files.items():
-        path = folder / filename
-        path.write_text(text)
-        written.append(path)
-    return written
+    return files

@@ -96,6 +96,14 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
     budget of planned RAM (:func:`~tractile.compile.budget.fit_ram_budget`: layers in bands
     when needed, a TractileError when it cannot be met). ``inputs_in_arena``: the inputs are planned
     in the arena and the firmware writes them there (``NAME_INPUTi_IN``)."""
+    typed, source, chosen = build_source(model, target, board, name, profile, max_ram, inputs_in_arena)
+    return verify_source(source, typed, chosen, runs, inputs, seed, opt, folder, timeout)
+
+
+def build_source(model, target: str, board: str | None = None, name: str = "model", profile: bool = True,
+                 max_ram: int | None = None, inputs_in_arena: bool = False):
+    """(the model in the target's flavour, its generated source, the board) as :func:`verify` builds
+    them: the tool chain checked first, ``max_ram`` met by :func:`~tractile.compile.budget.fit_ram_budget`."""
     chosen = board_for(target, board)
     missing = toolchain_available(chosen)
     if missing:
@@ -111,6 +119,15 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
 
         source = fit_ram_budget(typed, max_ram, name, chosen.target, profile=profile,
                                 inputs_in_arena=inputs_in_arena)
+    return typed, source, chosen
+
+
+def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence | None = None, seed: int = 0,
+                  opt: str = "size", folder: str | Path | None = None, timeout: float = 120.0) -> dict:
+    """:func:`verify` for a source already generated for ``board`` (:func:`build_source`) from
+    ``typed`` (the model in the target's flavour, which gives the expected outputs)."""
+    chosen = board
+    profile, inputs_in_arena = source.program.profile, source.program.inputs_in_arena
     check_fits(source.report, chosen)
     all_runs = [list(values) for values in (inputs or [])] + random_runs(source.program.inputs and
                                                                           [t.fact for t in source.program.inputs],
@@ -139,13 +156,9 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
     report = source.report
     layers = []
     for step, code in enumerate(source.program.nodes):
-        try:  # a chain in bands counts the MACs of its layers once (recomputed rows cost more per MAC)
-            flops = sum(int(node.op.cost([typed.outlet_fact(o) for o in node.inputs])["flops"])
-                        for node in (typed.nodes[i] for i in code.members or (code.node_id,)))
-        except Exception:
-            flops = None
+        # a chain in bands counts the MACs of its layers once (recomputed rows cost more per MAC)
+        macs = report["nodes"][step]["macs"]
         count = console.node_ticks.get(step, 0) * per_tick / max(len(all_runs), 1)
-        macs = None if flops is None else int(flops) // 2
         layers.append({"node": code.node_id, "name": code.name, "op": code.op, "kernel": code.kernel,
                        "count": round(count), "macs": macs,
                        "per_mac": round(count / macs, 2) if macs else None})
@@ -157,6 +170,7 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
         "inputs_checked": len(all_runs),
         "first_difference": first_difference,
         "flash_bytes": {"model": firmware.model_flash, "firmware": firmware.firmware_flash},
+        "code_bytes": firmware.code_bytes,
         "ram_bytes": {"arena": report["arena_bytes"], "state": report["state_bytes"], "context": context,
                       "io": report["io_bytes"], "stack_peak": console.stack_peak,
                       "total": context + report["io_bytes"] + console.stack_peak,
