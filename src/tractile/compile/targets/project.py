@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..ctext import array_initializer
+from ..files import write_file
 from .boards import Board
 from .harness import CORTEX_M_STARTUP, linker_script, platform_header
 
@@ -90,8 +91,5 @@ def write_project(source, board: Board, folder: str | Path, sample: list[np.ndar
         emulator="simavr" if avr else "QEMU", compiler=board.toolchain, flags=" ".join(board.flags),
         progmem=" -DTL_PROGMEM" if avr else "", ldflags="" if avr else " --specs=nano.specs -nostartfiles -T link.ld",
         startup="" if avr else " startup.c link.ld", sources=sources, run=run)
-    for filename, text in files.items():
-        path = folder / filename
-        path.write_text(text)
-        written.append(path)
+    written += [write_file(folder, filename, text) for filename, text in files.items()]
     return written
