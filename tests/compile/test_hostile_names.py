@@ -69,8 +69,12 @@ def built(request, marker, tmp_path_factory, compile_cache) -> Built:
         path = folder / "$(shell touch pwned) `touch pwned`;.onnx"
     elif request.param == "tflite":
         pytest.importorskip("tflite")
-        data, ports = hostile_models.tflite_model(names, constructor_payload(str(marker)),
-                                                  constructor_payload(str(marker), "\r"))
+        key = constructor_payload(str(marker), "\r")
+        data, ports = hostile_models.tflite_model(names, constructor_payload(str(marker)), key)
+        from tractile.formats.tflite.reader import schema
+
+        written = schema("Model").GetRootAs(data, 0)
+        assert written.SignatureDefsLength() == 1 and written.SignatureDefs(0).SignatureKey() == key.encode()
         path = folder / "hostile.tflite"
     else:
         pytest.importorskip("tensorboard.compat.proto.graph_pb2")

@@ -89,6 +89,7 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
     """Write and build the firmware for ``source`` (a CSource) running ``runs`` on ``board``."""
     compiler = require_tool(board.toolchain)
     size_tool = require_tool(board.size_tool)
+    folder = Path(folder).resolve()  # the tools run inside it: paths relative to the caller would not resolve
     folder.mkdir(parents=True, exist_ok=True)
     source.write(folder)
     program = source.program
