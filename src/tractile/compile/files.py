@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 
 from ..errors import TractileError
@@ -24,17 +24,24 @@ def write_file(folder: str | os.PathLike, filename: str, text: str) -> Path:
     target = folder / filename
     if target.is_dir() and not target.is_symlink():
         raise TractileError(f"cannot write {target}: a folder of that name is in the way")
-    handle, temporary = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=folder)
+    temporary = ""
     try:
+        for _ in range(100):  # a new name each time: O_EXCL never opens what is there (a planted link)
+            candidate = str(folder / f".{filename}.{secrets.token_hex(6)}.tmp")
+            try:
+                handle = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+            except FileExistsError:
+                continue
+            temporary = candidate
+            break
+        else:
+            raise TractileError(f"cannot write {target}: no free temporary name beside it")
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             stream.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, target)
     except OSError as error:
         raise TractileError(f"cannot write {target}: {error.strerror or error}") from None
     finally:
-        if os.path.exists(temporary):
+        if temporary and os.path.exists(temporary):
             os.unlink(temporary)
     return target
