@@ -72,7 +72,6 @@ def tflite_model(names: list[str], subgraph_name: str, signature_key: str) -> tu
     name, the description, and a signature whose key and tensor names are hostile."""
     from tests.tflite.builder import GraphBuilder
     from tractile.formats.tflite import writer
-    from tractile.ops.tfl.binary import Binary
 
     ports = slots(names)
     graph = GraphBuilder(subgraph_name)
@@ -80,7 +79,7 @@ def tflite_model(names: list[str], subgraph_name: str, signature_key: str) -> tu
     for index, (name, w) in enumerate(zip(names, weights(len(names)))):
         x = graph.input(ports.inputs[index], "f32", SHAPE)
         constant = graph.const(name + "*/", w)
-        outlets.append(graph.op(ports.outputs[index], Binary(kind="add", activation="RELU"), [x, constant]))
+        outlets.append(graph.binary(ports.outputs[index], "add", [x, constant], activation="RELU"))
     model = graph.outputs(*outlets)
     proxy = _SignatureSchema(writer._schema_module(), signature_key, ports)
     original = writer._schema_module
