@@ -87,12 +87,14 @@ def prepare(model, inputs: Sequence | None = None, optimize: bool = True):
 
 def generate(model, name: str = "model", target: str | Target = "host", inputs: Sequence | None = None,
              optimize: bool = True, origin: str = "a tractile model", profile: bool = False,
-             macros: dict | None = None, chains: Sequence = (), inputs_in_arena: bool = False) -> CSource:
+             macros: dict | None = None, chains: Sequence = (), inputs_in_arena: bool = False,
+             regions: Sequence = ()) -> CSource:
     """Lower ``model`` to C: ``NAME.h``, ``NAME.c`` and the kernel headers they include.
 
     ``profile`` adds per-node timers, active when the code is built with ``-DTL_PROFILE``;
     ``macros`` (``{"DELAY": (3, "what it means")}``) adds ``#define NAME_DELAY 3`` to the header;
-    ``chains`` (:class:`~tractile.compile.bands.Chain`) are computed in bands of rows;
+    ``chains`` (:class:`~tractile.compile.bands.Chain`) are computed in bands of rows, ``regions``
+    (:class:`~tractile.compile.rows.Region`) by rows with line buffers;
     ``inputs_in_arena`` plans the inputs in the arena like intermediate values (the header's
     ``NAME_INPUTi_IN(ctx)`` gives their address; invoke copies an input passed from elsewhere).
 
@@ -102,7 +104,7 @@ def generate(model, name: str = "model", target: str | Target = "host", inputs: 
     c_name = identifier(name, 60)
     target = find_target(target)
     typed = prepare(model, inputs, optimize)
-    program = lower(typed, c_name, target, chains, inputs_in_arena)
+    program = lower(typed, c_name, target, chains, inputs_in_arena, regions)
     program.profile = profile
     program.macros = dict(macros or {})
     plan = plan_memory(program, target.alignment)
@@ -118,7 +120,8 @@ def generate(model, name: str = "model", target: str | Target = "host", inputs: 
 def compile_model(model, name: str = "model", opt: str = "speed", inputs: Sequence | None = None,
                   cache_dir: str | os.PathLike | None = None, target: str | Target = "host",
                   optimize: bool = True, origin: str = "a tractile model", profile: bool = False,
-                  macros: dict | None = None, chains: Sequence = (), inputs_in_arena: bool = False):
+                  macros: dict | None = None, chains: Sequence = (), inputs_in_arena: bool = False,
+                  regions: Sequence = ()):
     """Generate C for ``model``, build it with the system C compiler (cached by content) and bind
     it: a :class:`~tractile.compile.host.CompiledModel` that runs like an interpreter state.
     ``profile`` builds it with per-node timers (:meth:`CompiledState.node_seconds`)."""
@@ -130,7 +133,7 @@ def compile_model(model, name: str = "model", opt: str = "speed", inputs: Sequen
                             "(tractile compile --target ...) and build them with the target's tool chain")
     typed = prepare(model, inputs, optimize)
     source = generate(typed, name, target, optimize=False, origin=origin, profile=profile, macros=macros,
-                      chains=chains, inputs_in_arena=inputs_in_arena)
+                      chains=chains, inputs_in_arena=inputs_in_arena, regions=regions)
     defines = ("-DTL_PROFILE", "-D_POSIX_C_SOURCE=199309L") if profile else ()
     library = build_shared_library(source.files, source.name, opt, cache_dir, defines)
     return CompiledModel(source, library, typed)

@@ -20,6 +20,8 @@ from .ctext import Names, comment_text, identifier
 from .emit import Emit
 from .program import ARENA, CONST, INPUT, OUTPUT, CTensor, NodeCode, Program, c_type
 from .registry import Unsupported, find_emitter
+from .rows import Region
+from .rows_lower import lower_region
 from .target import Target
 
 #: identifiers the generated code uses for itself
@@ -48,13 +50,15 @@ def unbound_symbols(model) -> list[str]:
 class Lowering:
     """Builds the :class:`Program` of one typed model for one target."""
 
-    def __init__(self, model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False):
+    def __init__(self, model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False,
+                 regions: Sequence[Region] = ()):
         self.model = model
-        self.chains = {chain.nodes[0]: chain for chain in chains}
-        self._banded = {node for chain in chains for node in chain.nodes}
+        parts: list[Chain | Region] = [*chains, *regions]
+        self.chains = {part.nodes[0]: part for part in parts}
+        self._banded = {node for part in parts for node in part.nodes}
         self.target = target
         self.names = Names((*RESERVED, name))
-        self.program = Program(name, chains=list(chains), inputs_in_arena=inputs_in_arena)
+        self.program = Program(name, chains=list(chains), regions=list(regions), inputs_in_arena=inputs_in_arena)
         self.tensors: dict[OutletId, CTensor] = {}
         self._constants: dict[tuple, CTensor] = {}
         self._step = 0
@@ -100,7 +104,10 @@ class Lowering:
                 continue
             try:
                 if node_id in self.chains:
-                    self.program.nodes.append(lower_chain(self, self.chains[node_id]))
+                    schedule = self.chains[node_id]
+                    lowered = lower_region(self, schedule) if isinstance(schedule, Region) else \
+                        lower_chain(self, schedule)
+                    self.program.nodes.append(lowered)
                     continue
                 self._lower_node(node)
             except Unsupported as why:
@@ -224,8 +231,10 @@ class Lowering:
             program.output_copies.append((copy, tensor))
 
 
-def lower(model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False) -> Program:
+def lower(model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False,
+          regions: Sequence[Region] = ()) -> Program:
     """The :class:`Program` of ``model`` (optimized, concrete shapes) for ``target``, with the
-    ``chains`` of layers computed in bands of rows (:mod:`.bands`); ``inputs_in_arena`` plans
-    the model's inputs in the arena like intermediate values."""
-    return Lowering(model, name, target, chains, inputs_in_arena).run()
+    ``chains`` of layers computed in bands of rows (:mod:`.bands`) and the ``regions`` by rows
+    with line buffers (:mod:`.rows`); ``inputs_in_arena`` plans the model's inputs in the arena
+    like intermediate values."""
+    return Lowering(model, name, target, chains, inputs_in_arena, regions).run()

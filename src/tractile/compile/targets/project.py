@@ -2,17 +2,21 @@
 
 The folder holds the generated model, a ``main.c`` that runs it once on a sample input and
 prints the outputs, the startup code and linker script of the board (Cortex-M), and a
-Makefile: ``make`` builds ``firmware.elf``, ``make run`` runs it in the emulator.
+Makefile: ``make`` builds ``firmware.elf``, ``make run`` runs it in the emulator. The stack is
+protected as in the verification firmware (:mod:`.startup`); its size is the one given, else
+what the verification firmware uses in the emulator plus a margin.
 """
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ..ctext import array_initializer
 from .boards import Board
-from .harness import CORTEX_M_STARTUP, linker_script, platform_header
+from .harness import platform_header
+from .startup import CORTEX_M_STARTUP, linker_script, stack_with_margin
 
 MAKEFILE = """# Builds and runs {name} on {board} ({description}).
 #   make        build firmware.elf
@@ -52,10 +56,13 @@ def example_main(source, sample: list[np.ndarray]) -> str:
               "  uint32_t magnitude = value < 0 ? 0u - (uint32_t)value : (uint32_t)value;", "  text[at] = 0;",
               "  do {", "    text[--at] = (char)('0' + (int)(magnitude % 10u));", "    magnitude /= 10u;",
               "  } while (magnitude);", "  if (value < 0) text[--at] = '-';", "  tl_write(text + at);", "}", "",
-              "int main(void) {", "  int32_t i;", "  tl_platform_init();", f"  {name}_init(&ctx);"]
+              "int main(void) {", "  int32_t i;", "  tl_platform_init();", "  tl_paint_canary();",
+              f"  {name}_init(&ctx);"]
     for index in range(len(program.inputs)):
         lines.append(f"  TL_COPY_INPUT(in{index}, sample{index}, sizeof in{index});")
     lines.append(f"  if ({name}_invoke(&ctx, {', '.join(args)}) != 0) tl_write(\"invoke failed\\n\");")
+    lines += ["  if (tl_stack_overflowed()) { /* AVR: the canary below the stack was overwritten */",
+              '    tl_write("x stack overflow\\n");', "    tl_finish();", "    return 1;", "  }"]
     for index, tensor in enumerate(program.outputs):
         lines.append(f"  tl_write({name.upper()}_OUTPUT{index}_NAME);")
         if tensor.dtype.is_float:
@@ -70,15 +77,36 @@ def example_main(source, sample: list[np.ndarray]) -> str:
     return "\n".join(lines)
 
 
-def write_project(source, board: Board, folder: str | Path, sample: list[np.ndarray]) -> list[Path]:
-    """Write the example project for ``source`` (a CSource) on ``board`` into ``folder``."""
+def project_stack(source, board: Board, sample: list[np.ndarray]) -> tuple[int | None, str]:
+    """(bytes, how they were chosen) of the project's stack: what the verification firmware uses
+    in the emulator, plus a margin; (None, why) when the tools to measure it are missing."""
+    from .firmware import build_firmware, run_emulator, toolchain_available
+
+    missing = toolchain_available(board)
+    if missing:
+        return None, f"not measured: {', '.join(missing)} missing"
+    with tempfile.TemporaryDirectory(prefix="tractile-stack-") as folder:
+        firmware = build_firmware(source, board, [sample], Path(folder), "size", False)
+        used = run_emulator(firmware).stack_used
+    return stack_with_margin(used), f"{used} B measured in {board.emulator}, plus a margin"
+
+
+def write_project(source, board: Board, folder: str | Path, sample: list[np.ndarray],
+                  stack: int | None = None) -> list[Path]:
+    """Write the example project for ``source`` (a CSource) on ``board`` into ``folder``, with
+    ``stack`` bytes of stack (None: measured, :func:`project_stack`)."""
     folder = Path(folder)
+    why = "given"
+    if stack is None:
+        stack, why = project_stack(source, board, sample)
     written = source.write(folder)
-    files = {"main.c": example_main(source, sample), "tl_platform.h": platform_header(board)}
     avr = board.emulator == "simavr"
+    files = {"main.c": example_main(source, sample), "tl_platform.h": platform_header(board, stack)}
     if not avr:
         files["startup.c"] = CORTEX_M_STARTUP
-        files["link.ld"] = linker_script(board)
+        planned = source.report["arena_bytes"] + source.report["state_bytes"] + source.report["io_bytes"]
+        fallback = max(1024, min(8192, (board.ram_bytes - planned - 1024) // 8 * 8))
+        files["link.ld"] = linker_script(board, stack or fallback, why)
     sources = f"main.c {source.name}.c" + ("" if avr else " startup.c")
     if avr:
         run = f"simavr -m {board.name} -f {board.clock_hz} firmware.elf"
