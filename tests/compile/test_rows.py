@@ -10,7 +10,7 @@ import pytest
 import tractile
 from tractile.compile import generate, prepare
 from tractile.compile.budget import fit_ram_budget, planned_ram
-from tractile.compile.budget_search import row_runs
+from tractile.compile.budget_search import memory_order, row_runs
 from tractile.compile.rows import Region, schedule_region
 from tractile.ops.tfl.array import Concatenation
 from tractile.ops.tfl.binary import Binary
@@ -122,3 +122,65 @@ def test_resnet8_meets_the_ic_budget_with_the_whole_network_by_rows():
     (region,) = source.program.regions
     adds = [n for n in region.nodes if isinstance(typed.nodes[n].op, Binary)]
     assert len(adds) >= 2, "the residual additions run by rows"
+
+
+def _verify_budget(name: str, budget: int, **options) -> dict:
+    from tractile.compile.targets import board_for
+    from tractile.compile.targets.firmware import toolchain_available
+    from tractile.compile.targets.verify import verify
+
+    missing = toolchain_available(board_for("cortex-m4", None))
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed")
+    model = tractile.load(shared_model(f"mlperf_tiny/{name}.tflite"))
+    report = verify(model, "cortex-m4", max_ram=budget, inputs_in_arena=True, profile=False, opt="speed", **options)
+    assert report["verified"], report["first_difference"]
+    return report
+
+
+def test_kws_runs_in_8000_bytes_on_the_cortex_m4_at_most_twice_as_long(tmp_path):
+    sample = np.load(shared_model("mlperf_tiny/testdata/kws_dscnn_int8_sample.npy")).reshape(1, 49, 10, 1)
+    report = _verify_budget("kws_dscnn_int8", 7_500, runs=1, inputs=[[sample.astype(np.int8)]], folder=tmp_path)
+    ram, base = report["ram_bytes"], report["unconstrained"]
+    assert ram["total"] <= 8_000 < base["ram_total"], (ram, base)
+    assert report["cycles_per_inference"] <= 2 * base["cycles_per_inference"]
+    assert report["schedule"][0]["kind"] == "rows"
+
+
+def test_resnet8_runs_in_21000_bytes_on_the_cortex_m4(tmp_path):
+    report = _verify_budget("resnet8_int8", 20_000, runs=1, folder=tmp_path, compare_unconstrained=False)
+    assert report["ram_bytes"]["total"] <= 21_000, report["ram_bytes"]
+
+
+def two_branches():
+    """add(conv 1x1 stride 2 of x, conv 1x1 stride 2 of a 16 KB expansion of x): computed in the
+    model's order, the first branch's result waits beside the second's expansion."""
+    rng = np.random.default_rng(7)
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, 16, 16, 4), q(0.05, 0))
+
+    def conv(x, cin: int, cout: int, stride: int, name: str):
+        w = g.const(f"w_{name}", rng.integers(-127, 128, (cout, 1, 1, cin)), "i8", qc([0.01] * cout, 0))
+        b = g.const(f"b_{name}", rng.integers(-100, 100, cout), "i32")
+        return g.op(name, Conv2D(window=Window2D("SAME", stride, stride)), [x, w, b], out_q=q(0.05, 0))
+
+    small = conv(conv(x, 4, 64, 1, "wide"), 64, 32, 2, "small")
+    return g.outputs(g.op("sum", Binary(kind="add"), [conv(x, 4, 32, 2, "big"), small], out_q=q(0.1, 0)))
+
+
+def test_reordering_independent_branches_meets_a_budget_without_splitting_layers(compile_cache):
+    typed = prepare(two_branches())
+    default = typed.eval_order(typed.outputs)
+    order = memory_order(typed)
+    assert sorted(order) == sorted(default) and order != tuple(default)
+    for position, node in enumerate(order):
+        assert all(order.index(o.node) < position for o in typed.nodes[node].inputs), "a topological order"
+    unconstrained = planned_ram(generate(typed, "net", "cortex-m4", optimize=False).report)
+    reordered = planned_ram(generate(typed, "net", "cortex-m4", optimize=False, order=order).report)
+    assert reordered < unconstrained
+    source = fit_ram_budget(typed, reordered, "net", "cortex-m4")
+    assert planned_ram(source.report) == reordered and not source.program.regions and not source.program.chains
+    assert [part["kind"] for part in source.report["budget"]["schedule"]] == ["order"]
+    cm = compiled(typed, compile_cache, name="net", order=order)
+    x = random_input(cm.input_facts[0], np.random.default_rng(2))
+    assert_same_outputs(typed.run([x]), cm.run([x]))

@@ -83,3 +83,13 @@ def test_a_project_links_the_measured_stack_and_reports_an_overflow(tmp_path):
     write_project(source, board, tmp_path / "small", sample, stack=64)
     done = subprocess.run(["make", "run"], cwd=tmp_path / "small", capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "x stack overflow sp=0x" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_the_console_parser_keeps_the_fault_line():
+    from tractile.compile.targets.firmware import parse_console
+
+    board = board_for("cortex-m4", None)
+    run = parse_console("o 0 0 04\nx stack overflow sp=0x1ffffff0 stack=0x20000000-0x20000100\n", board)
+    assert run.fault == "stack overflow sp=0x1ffffff0 stack=0x20000000-0x20000100" and not run.outputs
+    with pytest.raises(tractile.TractileError, match="stopped before its end"):
+        parse_console("o 0 0 04\n", board)

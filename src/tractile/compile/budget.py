@@ -15,7 +15,7 @@ around its new peak.
 from __future__ import annotations
 
 from ..errors import TractileError, UnsupportedOpError
-from .budget_search import Candidate, Schedule, candidates, schedule_cost
+from .budget_search import Candidate, Schedule, candidates, memory_order, schedule_cost
 from .lower import lower
 from .memory import plan_memory
 from .program import ARENA
@@ -78,9 +78,9 @@ def fit_ram_budget(typed, budget: int, name: str = "model", target="host", input
     unconstrained = planned_ram(base.report)
     search = _Search(typed, name, target, inputs_in_arena, base.report["state_bytes"] + base.report["io_bytes"])
     schedule = Schedule() if unconstrained <= budget else search.run(budget, unconstrained)
-    source = base if not schedule.nodes else generate(
+    source = base if schedule == Schedule() else generate(
         typed, name, target, optimize=False, inputs_in_arena=inputs_in_arena, chains=schedule.chains,
-        regions=schedule.regions, **options)
+        regions=schedule.regions, order=schedule.order, **options)
     source.report["budget"] = {"max_ram": budget, "unconstrained_ram": unconstrained,
                                "schedule": schedule.describe(),
                                "estimated_added_instructions": schedule_cost(schedule, search.costs)}
@@ -98,13 +98,21 @@ class _Search:
         self.costs: dict = {}
 
     def planned(self, schedule: Schedule):
-        program = lower(self.typed, self.name, self.target, schedule.chains, self.inputs_in_arena, schedule.regions)
+        program = lower(self.typed, self.name, self.target, schedule.chains, self.inputs_in_arena, schedule.regions,
+                        schedule.order)
         plan = plan_memory(program, self.target.alignment)
         return program, plan.arena_bytes + self.fixed
 
     def run(self, budget: int, unconstrained: int) -> Schedule:
         best, best_ram = Schedule(), unconstrained
         program, _ = self.planned(best)
+        reordered = Schedule(order=memory_order(self.typed))
+        if reordered.order != tuple(self.typed.eval_order(self.typed.outputs)):
+            trial_program, ram = self.planned(reordered)
+            if ram <= budget:
+                return reordered
+            if ram < best_ram:
+                best, best_ram, program = reordered, ram, trial_program
         for _ in range(MAX_ROUNDS):
             found = candidates(self.typed, program, best, self.costs)
             fitting = sorted((c for c in found if c.arena + self.fixed <= budget),

@@ -34,10 +34,12 @@ MAX_CHAIN = 10
 
 @dataclass(frozen=True)
 class Schedule:
-    """Chains in bands and regions by rows (disjoint sets of nodes)."""
+    """Chains in bands and regions by rows (disjoint sets of nodes), the nodes run in ``order``
+    (empty: the model's evaluation order)."""
 
     chains: tuple[Chain, ...] = ()
     regions: tuple[Region, ...] = ()
+    order: tuple[int, ...] = ()
 
     @property
     def parts(self) -> list[Chain | Region]:
@@ -49,10 +51,11 @@ class Schedule:
 
     def without(self, nodes: set[int]) -> Schedule:
         return Schedule(tuple(c for c in self.chains if not nodes & set(c.nodes)),
-                        tuple(r for r in self.regions if not nodes & set(r.nodes)))
+                        tuple(r for r in self.regions if not nodes & set(r.nodes)), self.order)
 
     def describe(self) -> list[dict]:
-        return [*({"kind": "bands", "nodes": list(c.nodes), "rows": c.rows} for c in self.chains),
+        return [*({"kind": "order", "nodes": list(self.order), "rows": 0} for _ in self.order[:1]),
+                *({"kind": "bands", "nodes": list(c.nodes), "rows": c.rows} for c in self.chains),
                 *({"kind": "rows", "nodes": list(r.nodes), "rows": r.rows} for r in self.regions)]
 
 
@@ -80,10 +83,11 @@ def step_bytes(program: Program) -> list[int]:
     return result
 
 
-def row_runs(model) -> list[list[int]]:
-    """Maximal runs of nodes that can run by rows, consecutive in the evaluation order."""
+def row_runs(model, order: tuple[int, ...] = ()) -> list[list[int]]:
+    """Maximal runs of nodes that can run by rows, consecutive in ``order`` (default: the model's
+    evaluation order)."""
     runs: list[list[int]] = [[]]
-    for node_id in model.eval_order(model.outputs):
+    for node_id in order or model.eval_order(model.outputs):
         node = model.nodes[node_id]
         if isinstance(node.op, (Source, Const)):
             continue
@@ -209,7 +213,7 @@ def candidates(model, program: Program, current: Schedule, costs: dict) -> list[
     code = program.nodes[peak]
     peak_nodes = set(code.members or (code.node_id,))
     found: list[Candidate] = []
-    for runs, limit, make in ((row_runs(model), None, lambda n, r: estimator.region(Region(n, r))),
+    for runs, limit, make in ((row_runs(model, current.order), None, lambda n, r: estimator.region(Region(n, r))),
                               (chains_of(model), MAX_CHAIN, lambda n, r: estimator.chain(Chain(n, r)))):
         for run in runs:
             at = [i for i, n in enumerate(run) if n in peak_nodes]
@@ -226,7 +230,7 @@ def candidates(model, program: Program, current: Schedule, costs: dict) -> list[
                         candidate = make(nodes, rows)
                         if candidate is not None:
                             found.append(Candidate(Schedule(rest.chains + candidate.schedule.chains,
-                                                            rest.regions + candidate.schedule.regions),
+                                                            rest.regions + candidate.schedule.regions, rest.order),
                                                    candidate.arena))
     return found
 
@@ -234,3 +238,49 @@ def candidates(model, program: Program, current: Schedule, costs: dict) -> list[
 def schedule_cost(schedule: Schedule, costs: dict) -> int:
     """Estimated instructions ``schedule`` adds to the model's."""
     return sum(costs.get(part, 0) for part in schedule.parts)
+
+
+def memory_order(model) -> tuple[int, ...]:
+    """An evaluation order with independent branches reordered: depth first, as the model's, but
+    at each node the inputs whose branch needs the most memory beyond what it leaves (peak less
+    result, Sethi and Ullman's rule, shared inputs counted in each branch) are computed first, so
+    that a branch's large intermediates are not live beside another branch's result."""
+    result: dict[int, int] = {}
+    peak: dict[int, int] = {}
+    firsts: dict[int, list[int]] = {}
+
+    def nbytes(node_id: int) -> int:
+        total = 0
+        for outlet in model.nodes[node_id].outputs:
+            fact, shape = outlet.fact, outlet.fact.concrete_shape()
+            if fact.is_tensor and fact.konst is None and shape is not None:
+                total += int(np.prod([int(d) for d in shape])) * fact.dtype.np.itemsize
+        return total
+
+    for node_id in model.eval_order(model.outputs):
+        kids = list(dict.fromkeys(o.node for o in model.nodes[node_id].inputs))
+        kids.sort(key=lambda k: result[k] - peak[k])
+        held, top = 0, 0
+        for kid in kids:
+            top = max(top, held + peak[kid])
+            held += result[kid]
+        result[node_id] = nbytes(node_id)
+        peak[node_id] = max(top, held + result[node_id])
+        firsts[node_id] = kids
+    order: list[int] = []
+    done: set[int] = set()
+    for target in [o.node for o in model.outputs] + [o.node for o in model.inputs]:
+        stack = [(target, 0)]
+        while stack:
+            node_id, position = stack.pop()
+            if node_id in done:
+                continue
+            kids = firsts[node_id]
+            if position < len(kids):
+                stack.append((node_id, position + 1))
+                if kids[position] not in done:
+                    stack.append((kids[position], 0))
+                continue
+            done.add(node_id)
+            order.append(node_id)
+    return tuple(order)

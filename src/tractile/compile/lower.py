@@ -51,8 +51,9 @@ class Lowering:
     """Builds the :class:`Program` of one typed model for one target."""
 
     def __init__(self, model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False,
-                 regions: Sequence[Region] = ()):
+                 regions: Sequence[Region] = (), order: Sequence[int] = ()):
         self.model = model
+        self.order = list(order)
         parts: list[Chain | Region] = [*chains, *regions]
         self.chains = {part.nodes[0]: part for part in parts}
         self._banded = {node for part in parts for node in part.nodes}
@@ -95,7 +96,7 @@ class Lowering:
                 f"cannot compile: symbol{'s' if len(symbols) > 1 else ''} {', '.join(symbols)} "
                 f"{'have' if len(symbols) > 1 else 'has'} no value; give concrete input facts "
                 f"(inputs: {inputs}), e.g. model.compile(inputs=[...]) or -i on the command line")
-        order = [i for i in model.eval_order(model.outputs)]
+        order = self.order or model.eval_order(model.outputs)
         self._make_io_tensors(order)
         failures: list[str] = []
         for node_id in order:
@@ -232,9 +233,10 @@ class Lowering:
 
 
 def lower(model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False,
-          regions: Sequence[Region] = ()) -> Program:
+          regions: Sequence[Region] = (), order: Sequence[int] = ()) -> Program:
     """The :class:`Program` of ``model`` (optimized, concrete shapes) for ``target``, with the
     ``chains`` of layers computed in bands of rows (:mod:`.bands`) and the ``regions`` by rows
     with line buffers (:mod:`.rows`); ``inputs_in_arena`` plans the model's inputs in the arena
-    like intermediate values."""
-    return Lowering(model, name, target, chains, inputs_in_arena, regions).run()
+    like intermediate values; ``order`` is an evaluation order of the nodes to run the model in
+    (default: the model's)."""
+    return Lowering(model, name, target, chains, inputs_in_arena, regions, order).run()

@@ -77,9 +77,9 @@ def budget_lines(report: dict) -> list[str]:
     budget = report.get("budget")
     if not budget:
         return []
-    parts = [f"nodes {', '.join(f'#{n}' for n in part['nodes'])} "
-             + (f"by rows, {part['rows']} a step" if part["kind"] == "rows" else f"in bands of {part['rows']} rows")
-             for part in budget["schedule"]]
+    kinds = {"rows": "by rows, {rows} a step", "bands": "in bands of {rows} rows"}
+    parts = [f"nodes {', '.join(f'#{n}' for n in part['nodes'])} " + kinds[part["kind"]].format(rows=part["rows"])
+             if part["kind"] in kinds else "branches reordered" for part in budget["schedule"]]
     return [f"budget {budget['max_ram']} B: {'; '.join(parts) or 'no layer split'} (without the budget "
             f"{budget['unconstrained_ram']} B; about {budget['estimated_added_instructions']} instructions more)"]
 

@@ -15,7 +15,7 @@ from ..datum import DatumType
 from ..graph import OutletId
 from .bands import ROW_ARGS, BandEmit
 from .ctext import comment_text
-from .emit import Emit
+from .emit import Emit, call_text
 from .program import ARENA, CTensor, NodeCode, Overlap
 from .registry import Unsupported, find_emitter
 from .rows import Region, RowSchedule, schedule_region
@@ -81,6 +81,9 @@ def lower_region(lowering, region: Region) -> NodeCode:
     whole: dict[OutletId, CTensor] = {}
     for outlet, tensor in schedule.tensors.items():
         if tensor.whole and outlet.node not in region.nodes:
+            if outlet not in lowering.tensors:
+                raise Unsupported(f"the region reads node #{outlet.node}, which runs after its first node: its "
+                                  "nodes must be consecutive in the evaluation order")
             whole[outlet] = lowering.tensor_of(outlet)
             code.inputs.append(whole[outlet])
     buffers: dict[OutletId, str] = {}
@@ -109,7 +112,8 @@ def lower_region(lowering, region: Region) -> NodeCode:
         ins = [lowering.tensor_of(o) for o in node.inputs]
         others = [t for slot, t in enumerate(ins) if slot not in layer.geometry.streamed]
         code.inputs.extend(t for t in others if t not in code.inputs)
-        body, kernel = _layer_code(lowering, emit, node, layer, ins, out, whole, buffers, reducers, field)
+        shifts = any(step.shift and step.shift[1] for step in schedule.steps if step.layer == index)
+        body, kernel = _layer_code(lowering, emit, node, layer, ins, out, whole, buffers, reducers, field, shifts)
         kernels.append(kernel)
         cases.append((index, node, body))
     code.kernel = "rows of " + "+".join(dict.fromkeys(kernels))
@@ -125,7 +129,7 @@ def lower_region(lowering, region: Region) -> NodeCode:
     for index, node, body in cases:
         emit.line(f"    case {index}: /* node #{node.id} {comment_text(node.name)} ({node.op.name}) */")
         for text in body:
-            emit.line(" " * 6 + text)
+            emit.line("\n".join(" " * 6 + piece for piece in text.splitlines()))
         emit.line("      break;")
     emit.line("    default:")
     emit.line("      break;")
@@ -149,7 +153,7 @@ def _pointer(tensor: CTensor, where: str, row_field: str, buffers, outlet) -> st
 
 
 def _layer_code(lowering, emit: Emit, node, layer, ins: list[CTensor], out: CTensor, whole, buffers, reducers,
-                field) -> tuple[list[str], str]:
+                field, shifts: bool) -> tuple[list[str], str]:
     """The statements of one layer's case in the step loop, and the kernel it calls."""
     streamed = list(layer.geometry.streamed)
     sources = {slot: whole.get(node.inputs[slot]) for slot in streamed}
@@ -157,10 +161,11 @@ def _layer_code(lowering, emit: Emit, node, layer, ins: list[CTensor], out: CTen
                              node.inputs[slot]) for k, slot in enumerate(streamed)}
     y_arg = _pointer(out, emit.arg(out), field(1), buffers, layer.output)
     lines = []
-    if layer.output in buffers:
+    if layer.output in buffers and shifts:
         row_bytes = out.nbytes // out.shape[1]
         target = buffers[layer.output]
-        lines.append(f"if ({field(5)}) memmove({target}, {target} + {field(4)} * {out.count // out.shape[1]}, "
+        lines.append(f"if ({field(5)}) /* keep the rows still needed: move them to the buffer's start */\n"
+                     f"  memmove({target}, {target} + {field(4)} * {out.count // out.shape[1]}, "
                      f"(size_t){field(5)} * {row_bytes}u);")
     if layer.geometry.kind == "rows":
         row_ins = [(_row_tensor(lowering, ins[slot], f"x{slot}") if slot in streamed else ins[slot])
@@ -191,7 +196,7 @@ def _layer_code(lowering, emit: Emit, node, layer, ins: list[CTensor], out: CTen
         summing, finish, acc_type, (x, y, channels, rows, columns, low, high) = REDUCERS[function]
         acc = Emit(lowering, node, emit.code).scratch("acc", acc_type, int(args[channels]))
         width = int(args[columns])
-        lines.append(f"{summing}({x_args[0]}, {acc}, {field(2)} * {width}, {emit.arg(args[channels])});")
+        lines.append(call_text(summing, [x_args[0], acc, f"{field(2)} * {width}", emit.arg(args[channels])]))
         count = int(args[rows]) * width
         reducers.append((f"{finish}({acc}, {emit.arg(args[y])}, {emit.arg(args[channels])}, {count}, "
                          f"{emit.arg(args[low])}, {emit.arg(args[high])});", acc, int(args[channels]), function))
@@ -204,7 +209,7 @@ def _layer_code(lowering, emit: Emit, node, layer, ins: list[CTensor], out: CTen
         values[roles[2]], values[roles[3]], values[roles[4]] = field(FIXED_FIELDS + 1), field(2), field(3)
     else:
         values[roles[2]] = f"{field(2)} * {int(out.shape[2])}"
-    lines.append(f"{function}({', '.join(emit.arg(v) for v in values)});")
+    lines.append(call_text(function, [emit.arg(v) for v in values]))
     return lines, function
 
 

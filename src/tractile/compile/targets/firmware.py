@@ -114,12 +114,16 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
     _run([compiler, *flags, "-c", model_c, "-o", f"{source.name}.o"], folder, f"{board.toolchain} on {model_c}")
     model_sections = object_sizes(size_tool, folder / f"{source.name}.o", folder)
     elf = folder / "firmware.elf"
-    sources = ["main.c", model_c]
-    if board.emulator == "simavr":
-        link = [compiler, *flags, *sources, "-o", elf.name, "-Wl,--gc-sections", "-lm"]
-    else:
+    sources = ["main.c"] if board.emulator == "simavr" else ["main.c", "startup.c"]
+    if board.emulator != "simavr":
         (folder / "startup.c").write_text(CORTEX_M_STARTUP)
-        link = [compiler, *flags, "--specs=nano.specs", "-nostartfiles", "-T", "link.ld", "startup.c", *sources,
+    for name in sources:
+        _run([compiler, *flags, "-c", name, "-o", name[:-2] + ".o"], folder, f"{board.toolchain} on {name}")
+    objects = [name[:-2] + ".o" for name in sources] + [f"{source.name}.o"]
+    if board.emulator == "simavr":
+        link = [compiler, *flags, *objects, "-o", elf.name, "-Wl,--gc-sections", "-lm"]
+    else:
+        link = [compiler, *flags, "--specs=nano.specs", "-nostartfiles", "-T", "link.ld", *objects,
                 "-o", elf.name, "-Wl,--gc-sections", "-lm"]
     model_flash = flash_of(model_sections)
     if model_flash > board.flash_bytes:
