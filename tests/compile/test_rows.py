@@ -184,3 +184,19 @@ def test_reordering_independent_branches_meets_a_budget_without_splitting_layers
     cm = compiled(typed, compile_cache, name="net", order=order)
     x = random_input(cm.input_facts[0], np.random.default_rng(2))
     assert_same_outputs(typed.run([x]), cm.run([x]))
+
+
+def test_a_residual_network_too_big_for_the_atmega328p_fits_by_rows(tmp_path):
+    from tractile.compile.targets import board_for
+    from tractile.compile.targets.firmware import toolchain_available
+    from tractile.compile.targets.verify import verify
+
+    missing = toolchain_available(board_for("avr", None))
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed")
+    model = residual_net("i8")
+    with pytest.raises(tractile.TractileError, match="does not fit atmega328p"):
+        verify(model, "avr", runs=1, inputs_in_arena=True, profile=False, folder=tmp_path / "whole")
+    report = verify(model, "avr", runs=2, max_ram=1_500, inputs_in_arena=True, profile=False, folder=tmp_path / "rows")
+    assert report["verified"], report["first_difference"]
+    assert report["schedule"] and report["ram_bytes"]["firmware"] <= 2_048
