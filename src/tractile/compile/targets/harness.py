@@ -258,7 +258,7 @@ int main(void) {{
   top = tl_stack_pointer() - 8;
   floor = tl_stack_floor();
   if (top <= floor) {{
-    tl_write("x stack overflow (main)\\n");
+    tl_write("x stack overflow\\n");
     tl_finish();
     return 1;
   }}
