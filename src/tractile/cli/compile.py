@@ -60,6 +60,10 @@ def register(subparsers) -> None:
                              "their inputs as finely as their kernels allow, and chains of convolutions run in bands "
                              "of rows when that is not enough); otherwise fail saying the smallest RAM reached and "
                              "where memory peaks")
+    parser.add_argument("--stack", type=int, metavar="BYTES",
+                        help="bytes of stack for --verify/--project firmwares (default: all the RAM the verification "
+                             "firmware leaves free, and for --project what it uses plus a margin); the stack lies "
+                             "below .data/.bss, so an overflow faults and is reported instead of corrupting memory")
     parser.add_argument("--inputs-in-arena", action="store_true",
                         help="plan the inputs in the arena like intermediate values (less RAM: layers overlap "
                              "them); NAME_INPUTi_IN(ctx) gives their address, other buffers are copied there")

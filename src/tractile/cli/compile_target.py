@@ -51,7 +51,8 @@ def run_target(model, name: str, args) -> int:
             source = fit_ram_budget(typed, args.max_ram, name, board.target, origin=Path(args.model).name,
                                     inputs_in_arena=args.inputs_in_arena)
         sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
-        written = write_project(source, board, args.project, sample, args.build_system, Path(args.model).name)
+        written = write_project(source, board, args.project, sample, args.build_system, Path(args.model).name,
+                                stack=args.stack)
         if args.report is not None and not args.verify:
             from .compile import write_report_page
 
@@ -65,7 +66,8 @@ def run_target(model, name: str, args) -> int:
     typed, source, board = build_source(model, args.target, args.board, name, max_ram=args.max_ram,
                                         inputs_in_arena=args.inputs_in_arena)
     report = verify_source(source, typed, board, runs=args.runs, inputs=extra, seed=args.seed,
-                           opt="size" if args.opt == "size" else "speed", folder=args.out)
+                           opt="size" if args.opt == "size" else "speed", folder=args.out,
+                           compare_unconstrained=args.max_ram is not None, stack=args.stack)
     if args.report is not None:
         from .compile import write_report_page
 
@@ -104,9 +106,19 @@ def print_verification(report: dict, model_name: str) -> None:
     out.print(f"RAM: arena {ram['arena']} B, state {ram['state']} B, context {ram['context']} B, "
               f"{'outputs' if report.get('inputs_in_arena') else 'inputs and outputs'} "
               f"{ram['io']} B, peak stack {ram['stack_peak']} B: total {ram['total']} B "
-              f"(whole test firmware {ram['firmware']} B)")
-    out.print(f"{report['cycles_per_inference']} {report['counted'].split(' (')[0]} per inference "
-              f"({report['counted']})")
+              f"(whole test firmware {ram['firmware']} B; stack linked {ram['stack_linked']} B, needed with a margin "
+              f"{ram['stack_needed']} B)")
+    counted = report["counted"].split(" (")[0]
+    out.print(f"{report['cycles_per_inference']} {counted} per inference ({report['counted']})")
+    from ..compile.report import budget_lines
+
+    for line in budget_lines({"budget": report.get("budget")}):
+        out.print(escape(line))
+    base = report.get("unconstrained")
+    if base and base["cycles_per_inference"]:
+        out.print(f"without the budget: {base['cycles_per_inference']} {counted} per inference "
+                  f"({report['cycles_per_inference'] / base['cycles_per_inference']:.2f}x with it), RAM total "
+                  f"{base['ram_total']} B")
     table = Table(title="per layer, per inference", title_justify="left", pad_edge=False)
     for column, justify in (("#", "right"), ("name", "left"), ("op", "left"), ("kernel", "left"),
                             ("count", "right"), ("MACs", "right"), ("per MAC", "right")):

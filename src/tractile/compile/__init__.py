@@ -95,12 +95,15 @@ def prepare(model, inputs: Sequence | None = None, optimize: bool = True):
 
 def generate(model, name: str = "model", target: str | Target = "host", inputs: Sequence | None = None,
              optimize: bool = True, origin: str = "a tractile model", profile: bool = False,
-             macros: dict | None = None, chains: Sequence = (), inputs_in_arena: bool = False) -> CSource:
+             macros: dict | None = None, chains: Sequence = (), inputs_in_arena: bool = False,
+             regions: Sequence = (), order: Sequence[int] = ()) -> CSource:
     """Lower ``model`` to C: ``NAME.h``, ``NAME.c`` and the kernel headers they include.
 
     ``profile`` adds per-node timers, active when the code is built with ``-DTL_PROFILE``;
     ``macros`` (``{"DELAY": (3, "what it means")}``) adds ``#define NAME_DELAY 3`` to the header;
-    ``chains`` (:class:`~tractile.compile.bands.Chain`) are computed in bands of rows;
+    ``chains`` (:class:`~tractile.compile.bands.Chain`) are computed in bands of rows, ``regions``
+    (:class:`~tractile.compile.rows.Region`) by rows with line buffers, the nodes in ``order``
+    (an evaluation order; default the model's);
     ``inputs_in_arena`` plans the inputs in the arena like intermediate values (the header's
     ``NAME_INPUTi_IN(ctx)`` gives their address; invoke copies an input passed from elsewhere).
 
@@ -110,7 +113,7 @@ def generate(model, name: str = "model", target: str | Target = "host", inputs: 
     c_name = program_name(name)
     target = find_target(target)
     typed = prepare(model, inputs, optimize)
-    program = lower(typed, c_name, target, chains, inputs_in_arena)
+    program = lower(typed, c_name, target, chains, inputs_in_arena, regions, order)
     program.profile = profile
     program.macros = dict(macros or {})
     plan = plan_memory(program, target.alignment)
@@ -126,10 +129,12 @@ def generate(model, name: str = "model", target: str | Target = "host", inputs: 
 def compile_model(model, name: str = "model", opt: str = "speed", inputs: Sequence | None = None,
                   cache_dir: str | os.PathLike | None = None, target: str | Target = "host",
                   optimize: bool = True, origin: str = "a tractile model", profile: bool = False,
-                  macros: dict | None = None, chains: Sequence = (), inputs_in_arena: bool = False):
+                  macros: dict | None = None, chains: Sequence = (), inputs_in_arena: bool = False,
+                  regions: Sequence = (), max_ram: int | None = None, order: Sequence[int] = ()):
     """Generate C for ``model``, build it with the system C compiler (cached by content) and bind
     it: a :class:`~tractile.compile.host.CompiledModel` that runs like an interpreter state.
-    ``profile`` builds it with per-node timers (:meth:`CompiledState.node_seconds`)."""
+    ``profile`` builds it with per-node timers (:meth:`CompiledState.node_seconds`); ``max_ram``
+    is a budget of planned RAM (:func:`~tractile.compile.budget.fit_ram_budget`)."""
     from .host import CompiledModel, build_shared_library
 
     target = find_target(target)
@@ -137,8 +142,14 @@ def compile_model(model, name: str = "model", opt: str = "speed", inputs: Sequen
         raise TractileError(f"only the host target runs from Python; for {target.name}, generate the sources "
                             "(tractile compile --target ...) and build them with the target's tool chain")
     typed = prepare(model, inputs, optimize)
-    source = generate(typed, name, target, optimize=False, origin=origin, profile=profile, macros=macros,
-                      chains=chains, inputs_in_arena=inputs_in_arena)
+    if max_ram is not None:
+        from .budget import fit_ram_budget
+
+        source = fit_ram_budget(typed, max_ram, name, target, origin=origin, profile=profile, macros=macros,
+                                inputs_in_arena=inputs_in_arena)
+    else:
+        source = generate(typed, name, target, optimize=False, origin=origin, profile=profile, macros=macros,
+                          chains=chains, inputs_in_arena=inputs_in_arena, regions=regions, order=order)
     defines = ("-DTL_PROFILE", "-D_POSIX_C_SOURCE=199309L") if profile else ()
     library = build_shared_library(source.files, source.name, opt, cache_dir, defines)
     return CompiledModel(source, library, typed)

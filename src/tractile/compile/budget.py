@@ -1,30 +1,30 @@
 """A RAM budget (``tractile compile --max-ram``): the planned RAM of a compiled model, layers
-split into bands of rows until it fits, and a clear refusal, naming where memory peaks, when
-even the smallest plan found is over budget.
+computed a few rows at a time until it fits, and a clear refusal, naming where memory peaks,
+when even the smallest plan found is over budget.
 
 The planner already overlaps layers as finely as their kernels allow: convolutions write their
 outputs row by row over the input rows they have consumed, pointwise ones pixel by pixel, and
-element-wise ops in place. When that is not enough, :func:`fit_ram_budget` computes chains of
-convolutions around the peak in bands of output rows (:mod:`.bands`, MCUNet's patch-based
-inference by rows), trying chains from the shortest and bands from the tallest (the least
-recomputation first), chain after chain while the peak moves elsewhere."""
+element-wise ops in place. When that is not enough, :func:`fit_ram_budget` searches schedules
+around the step where memory peaks (:mod:`.budget_search`): regions of the graph computed by rows
+with line buffers (:mod:`.rows`: residual additions, branches and global average pools
+included, each row computed once) and chains of convolutions in bands of rows (:mod:`.bands`:
+the overlapping rows recomputed). Of the schedules that fit, it takes the one estimated to
+add the fewest instructions; when none fits, the one with the least RAM, and searches again
+around its new peak.
+"""
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ..errors import TractileError, UnsupportedOpError
-from .bands import Chain, chains_of
+from .budget_search import Candidate, Schedule, candidates, memory_order, schedule_cost
 from .lower import lower
 from .memory import plan_memory
 from .program import ARENA
 from .target import Target, find_target
 
-#: output rows per band tried, tallest (least recomputation) first
-BAND_ROWS = (8, 4, 2, 1)
-#: the longest chain tried, in layers
-MAX_CHAIN = 10
-#: chains added one after another while the budget is not met
-MAX_CHAINS = 3
+#: rounds of the search (schedules built on the previous round's least RAM)
+MAX_ROUNDS = 3
+#: candidates lowered and planned per round, at most
+MAX_TRIALS = 12
 
 
 def planned_ram(report: dict) -> int:
@@ -54,82 +54,90 @@ def check_ram_budget(source, budget: int) -> None:
     node = source.program.nodes[step] if source.program.nodes else None
     where = (f'; most memory is live at node #{node.node_id} "{node.name}" ({node.op}): {live} B of tensors '
              "before overlapping") if node else ""
-    banded = "".join(f"; nodes {', '.join(f'#{n}' for n in chain.nodes)} in bands of {chain.rows} rows"
-                     for chain in source.program.chains)
+    split = "".join(f"; nodes {', '.join(f'#{n}' for n in chain.nodes)} in bands of {chain.rows} rows"
+                    for chain in source.program.chains)
+    split += "".join(f"; nodes {', '.join(f'#{n}' for n in region.nodes)} by rows, {region.rows} a step"
+                     for region in source.program.regions)
     raise TractileError(
         f"{source.name} needs at least {needed} B of RAM (arena {report['arena_bytes']} B with every layer "
-        f"overlapping its inputs where its kernel allows{banded}, state {report['state_bytes']} B, inputs and "
+        f"overlapping its inputs where its kernel allows{split}, state {report['state_bytes']} B, inputs and "
         f"outputs {report['io_bytes']} B), over the budget of {budget} B{where}. Raise --max-ram to {needed} or "
         "more, or shrink that layer (fewer channels, a stride earlier)")
 
 
-def fit_ram_budget(typed, budget: int, name: str = "model", target="host", **options):
+def fit_ram_budget(typed, budget: int, name: str = "model", target="host", inputs_in_arena: bool = False,
+                   **options):
     """The generated source of ``typed`` (optimized, concrete shapes) within ``budget`` bytes of
-    planned RAM (:func:`planned_ram`), with chains of layers in bands when needed; a
-    TractileError naming the smallest RAM reached otherwise. ``options`` go to ``generate``."""
+    planned RAM (:func:`planned_ram`), with regions by rows or chains in bands when needed; a
+    TractileError naming the smallest RAM reached otherwise. ``options`` go to ``generate``.
+    The report's ``budget`` entry says what was chosen and its estimated added instructions."""
     from . import generate
 
     target = find_target(target)
-    best = generate(typed, name, target, optimize=False, **options)
-    ram = planned_ram(best.report)
-    chains: list[Chain] = []
-    for _ in range(MAX_CHAINS):
-        if ram <= budget:
-            break
-        found = _next_chain(typed, name, target, best.program if not chains else lower(typed, name, target, chains),
-                            chains, budget)
-        if found is None or found[1] >= ram:
-            break
-        chains, ram = found
-    if chains:
-        best = generate(typed, name, target, optimize=False, chains=chains, **options)
-    check_ram_budget(best, budget)
-    return best
+    base = generate(typed, name, target, optimize=False, inputs_in_arena=inputs_in_arena, **options)
+    unconstrained = planned_ram(base.report)
+    search = _Search(typed, name, target, inputs_in_arena, base.report["state_bytes"] + base.report["io_bytes"])
+    schedule = Schedule() if unconstrained <= budget else search.run(budget, unconstrained)
+    source = base if schedule == Schedule() else generate(
+        typed, name, target, optimize=False, inputs_in_arena=inputs_in_arena, chains=schedule.chains,
+        regions=schedule.regions, order=schedule.order, **options)
+    source.report["budget"] = {"max_ram": budget, "unconstrained_ram": unconstrained,
+                               "schedule": schedule.describe(),
+                               "estimated_added_instructions": schedule_cost(schedule, search.costs)}
+    check_ram_budget(source, budget)
+    return source
 
 
-def _ram(typed, name: str, target: Target, chains: Sequence[Chain]) -> int | None:
-    """The planned RAM with ``chains`` in bands (lowered and planned, not rendered), or None
-    when a chain cannot run in bands."""
-    try:
-        program = lower(typed, name, target, chains)
-    except UnsupportedOpError:
-        return None
-    plan = plan_memory(program, target.alignment)
-    io = sum(t.nbytes for t in program.inputs) + sum(t.nbytes for t in program.outputs)
-    return plan.arena_bytes + program.state_bytes + io
+class _Search:
+    """Rounds of candidates (:func:`~.budget_search.candidates`), each round around the peak of
+    the best schedule so far."""
+
+    def __init__(self, typed, name: str, target: Target, inputs_in_arena: bool, fixed: int):
+        self.typed, self.name, self.target = typed, name, target
+        self.inputs_in_arena, self.fixed = inputs_in_arena, fixed
+        self.costs: dict = {}
+
+    def planned(self, schedule: Schedule):
+        program = lower(self.typed, self.name, self.target, schedule.chains, self.inputs_in_arena, schedule.regions,
+                        schedule.order)
+        plan = plan_memory(program, self.target.alignment)
+        return program, plan.arena_bytes + self.fixed
+
+    def run(self, budget: int, unconstrained: int) -> Schedule:
+        best, best_ram = Schedule(), unconstrained
+        program, _ = self.planned(best)
+        reordered = Schedule(order=memory_order(self.typed))
+        if reordered.order != tuple(self.typed.eval_order(self.typed.outputs)):
+            trial_program, ram = self.planned(reordered)
+            if ram <= budget:
+                return reordered
+            if ram < best_ram:
+                best, best_ram, program = reordered, ram, trial_program
+        for _ in range(MAX_ROUNDS):
+            found = candidates(self.typed, program, best, self.costs)
+            fitting = sorted((c for c in found if c.arena + self.fixed <= budget),
+                             key=lambda c: (schedule_cost(c.schedule, self.costs), c.arena))
+            smallest = sorted(found, key=lambda c: (c.arena, schedule_cost(c.schedule, self.costs)))
+            round_best: tuple[Candidate, int, object] | None = None
+            for candidate in _unique([*fitting[:MAX_TRIALS], *smallest[:MAX_TRIALS // 3]]):
+                try:
+                    trial_program, ram = self.planned(candidate.schedule)
+                except UnsupportedOpError:
+                    continue
+                if ram <= budget:
+                    return candidate.schedule
+                if round_best is None or ram < round_best[1]:
+                    round_best = (candidate, ram, trial_program)
+            if round_best is None or round_best[1] >= best_ram:
+                break
+            best, best_ram, program = round_best[0].schedule, round_best[1], round_best[2]
+        return best
 
 
-def _next_chain(typed, name: str, target: Target, program, chains: list[Chain], budget: int):
-    """(chains, RAM) with one more chain through the node where memory peaks in ``program``:
-    the first that meets the budget, else the one with the least RAM; None if none helps."""
-    plan_memory(program, target.alignment)
-    step, _ = peak_step(program)
-    peak = program.nodes[step].node_id
-    taken = {node for chain in chains for node in chain.nodes}
-    best = None
-    for run in chains_of(typed):
-        if peak not in run or peak in taken:
-            continue
-        at = run.index(peak)
-        low = at
-        while low > 0 and run[low - 1] not in taken:
-            low -= 1
-        high = at
-        while high + 1 < len(run) and run[high + 1] not in taken:
-            high += 1
-        for start in sorted({low, at}):
-            for end in range(max(at, start + 1), min(start + MAX_CHAIN, high + 1)):
-                previous = None
-                for rows in BAND_ROWS:
-                    trial = [*chains, Chain(tuple(run[start:end + 1]), rows)]
-                    ram = _ram(typed, name, target, trial)
-                    if ram is None:
-                        break
-                    if ram <= budget:
-                        return trial, ram
-                    if best is None or ram < best[1]:
-                        best = (trial, ram)
-                    if ram == previous:  # the bands are not what peaks: thinner ones will not help
-                        break
-                    previous = ram
-    return best
+def _unique(found: list[Candidate]) -> list[Candidate]:
+    seen, result = set(), []
+    for candidate in found:
+        if candidate.schedule not in seen:
+            seen.add(candidate.schedule)
+            result.append(candidate)
+    return result

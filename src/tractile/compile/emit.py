@@ -24,6 +24,21 @@ if TYPE_CHECKING:
     from .lower import Lowering
 
 
+def call_text(function: str, rendered: Sequence[str]) -> str:
+    """``function(rendered...);`` wrapped in lines of about 108 characters."""
+    lines, current = [], f"{function}("
+    for index, item in enumerate(rendered):
+        piece = item + (");" if index == len(rendered) - 1 else ", ")
+        if len(current) + len(piece) > 108 and current.strip() and not current.endswith("("):
+            lines.append(current.rstrip())
+            current = "    "
+        current += piece
+    if not rendered:
+        current += ");"
+    lines.append(current)
+    return "\n".join(lines)
+
+
 class Emit:
     """One node being lowered."""
 
@@ -110,18 +125,7 @@ class Emit:
         """Add ``function(args...);``; tensors become their pointers, numbers C literals."""
         if not self.code.kernel:
             self.code.kernel = function
-        rendered = [self.arg(a) for a in args]
-        lines, current = [], f"{function}("
-        for index, item in enumerate(rendered):
-            piece = item + (");" if index == len(rendered) - 1 else ", ")
-            if len(current) + len(piece) > 108 and current.strip() and not current.endswith("("):
-                lines.append(current.rstrip())
-                current = "    "
-            current += piece
-        if not rendered:
-            current += ");"
-        lines.append(current)
-        self.line("\n".join(lines))
+        self.line(call_text(function, [self.arg(a) for a in args]))
 
     def arg(self, value) -> str:
         if isinstance(value, CTensor):

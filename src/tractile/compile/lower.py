@@ -20,6 +20,8 @@ from .ctext import Names, comment_text, identifier
 from .emit import Emit
 from .program import ARENA, CONST, INPUT, OUTPUT, CTensor, NodeCode, Program, c_type
 from .registry import Unsupported, find_emitter
+from .rows import Region
+from .rows_lower import lower_region
 from .target import Target
 
 #: identifiers the generated code uses for itself
@@ -50,13 +52,16 @@ def unbound_symbols(model) -> list[str]:
 class Lowering:
     """Builds the :class:`Program` of one typed model for one target."""
 
-    def __init__(self, model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False):
+    def __init__(self, model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False,
+                 regions: Sequence[Region] = (), order: Sequence[int] = ()):
         self.model = model
-        self.chains = {chain.nodes[0]: chain for chain in chains}
-        self._banded = {node for chain in chains for node in chain.nodes}
+        self.order = list(order)
+        parts: list[Chain | Region] = [*chains, *regions]
+        self.chains = {part.nodes[0]: part for part in parts}
+        self._banded = {node for part in parts for node in part.nodes}
         self.target = target
         self.names = Names((*RESERVED, name, *(f"{name}_{suffix}" for suffix in DECLARED)))
-        self.program = Program(name, chains=list(chains), inputs_in_arena=inputs_in_arena)
+        self.program = Program(name, chains=list(chains), regions=list(regions), inputs_in_arena=inputs_in_arena)
         self.tensors: dict[OutletId, CTensor] = {}
         self._constants: dict[tuple, CTensor] = {}
         self._step = 0
@@ -93,7 +98,7 @@ class Lowering:
                 f"cannot compile: symbol{'s' if len(symbols) > 1 else ''} {', '.join(symbols)} "
                 f"{'have' if len(symbols) > 1 else 'has'} no value; give concrete input facts "
                 f"(inputs: {inputs}), e.g. model.compile(inputs=[...]) or -i on the command line")
-        order = [i for i in model.eval_order(model.outputs)]
+        order = self.order or model.eval_order(model.outputs)
         self._make_io_tensors(order)
         failures: list[str] = []
         for node_id in order:
@@ -102,7 +107,10 @@ class Lowering:
                 continue
             try:
                 if node_id in self.chains:
-                    self.program.nodes.append(lower_chain(self, self.chains[node_id]))
+                    schedule = self.chains[node_id]
+                    lowered = lower_region(self, schedule) if isinstance(schedule, Region) else \
+                        lower_chain(self, schedule)
+                    self.program.nodes.append(lowered)
                     continue
                 self._lower_node(node)
             except Unsupported as why:
@@ -226,8 +234,11 @@ class Lowering:
             program.output_copies.append((copy, tensor))
 
 
-def lower(model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False) -> Program:
+def lower(model, name: str, target: Target, chains: Sequence[Chain] = (), inputs_in_arena: bool = False,
+          regions: Sequence[Region] = (), order: Sequence[int] = ()) -> Program:
     """The :class:`Program` of ``model`` (optimized, concrete shapes) for ``target``, with the
-    ``chains`` of layers computed in bands of rows (:mod:`.bands`); ``inputs_in_arena`` plans
-    the model's inputs in the arena like intermediate values."""
-    return Lowering(model, name, target, chains, inputs_in_arena).run()
+    ``chains`` of layers computed in bands of rows (:mod:`.bands`) and the ``regions`` by rows
+    with line buffers (:mod:`.rows`); ``inputs_in_arena`` plans the model's inputs in the arena
+    like intermediate values; ``order`` is an evaluation order of the nodes to run the model in
+    (default: the model's)."""
+    return Lowering(model, name, target, chains, inputs_in_arena, regions, order).run()

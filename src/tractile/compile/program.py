@@ -160,6 +160,7 @@ class Program:
     profile: bool = False
     macros: dict[str, tuple[int, str]] = field(default_factory=dict)
     chains: list = field(default_factory=list)
+    regions: list = field(default_factory=list)
     inputs_in_arena: bool = False
 
     @property

@@ -188,8 +188,20 @@ def report_table(report: dict) -> list[list[str]]:
     return rows
 
 
+def budget_lines(report: dict) -> list[str]:
+    """What a RAM budget (``--max-ram``) made of the model: the schedule and its estimated price."""
+    budget = report.get("budget")
+    if not budget:
+        return []
+    kinds = {"rows": "by rows, {rows} a step", "bands": "in bands of {rows} rows"}
+    parts = [f"nodes {', '.join(f'#{n}' for n in part['nodes'])} " + kinds[part["kind"]].format(rows=part["rows"])
+             if part["kind"] in kinds else "branches reordered" for part in budget["schedule"]]
+    return [f"budget {budget['max_ram']} B: {'; '.join(parts) or 'no layer split'} (without the budget "
+            f"{budget['unconstrained_ram']} B; about {budget['estimated_added_instructions']} instructions more)"]
+
+
 def summary_lines(report: dict) -> list[str]:
-    return [
+    return budget_lines(report) + [
         f"arena {report['arena_bytes']} B ({report['planner']}; lower bound {report['lower_bound_bytes']} B, "
         f"without reuse {report['no_reuse_bytes']} B)",
         f"state {report['state_bytes']} B, constants {report['constants_bytes']} B, "

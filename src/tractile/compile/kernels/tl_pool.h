@@ -154,4 +154,38 @@ static inline void tl_global_pool_f32(const float *x, float *y, int32_t planes, 
   }
 }
 
+/* A global average pool computed a band of rows at a time (regions by rows): the rows' sums per
+ * channel added to an accumulator, pixel after pixel as the whole-tensor kernels add them, then
+ * divided once every row is in. */
+#define TL_SUM_ROWS(name, x_type, acc_type)                                                         \
+  static inline void name(const x_type *x, acc_type *acc, int32_t pixels, int32_t channels) {       \
+    int32_t p, c;                                                                                   \
+    for (p = 0; p < pixels; ++p)                                                                    \
+      for (c = 0; c < channels; ++c) acc[c] += x[p * channels + c];                                 \
+  }
+
+TL_SUM_ROWS(tl_sum_rows_s8, int8_t, int32_t)
+TL_SUM_ROWS(tl_sum_rows_s16, int16_t, int32_t)
+TL_SUM_ROWS(tl_sum_rows_f32, float, float)
+
+#define TL_AVG_FINISH_Q(name, x_type)                                                                   \
+  static inline void name(const int32_t *acc, x_type *y, int32_t channels, int32_t count, int32_t low, \
+                          int32_t high) {                                                              \
+    int32_t c;                                                                                         \
+    for (c = 0; c < channels; ++c) {                                                                   \
+      const int32_t total = acc[c];                                                                    \
+      const int32_t average = total > 0 ? (total + count / 2) / count : (total - count / 2) / count;   \
+      y[c] = (x_type)tl_clamp_i32(average, low, high);                                                 \
+    }                                                                                                  \
+  }
+
+TL_AVG_FINISH_Q(tl_avg_finish_s8, int8_t)
+TL_AVG_FINISH_Q(tl_avg_finish_s16, int16_t)
+
+static inline void tl_avg_finish_f32(const float *acc, float *y, int32_t channels, int32_t count, float low,
+                                     float high) {
+  int32_t c;
+  for (c = 0; c < channels; ++c) y[c] = tl_clamp_f32(acc[c] / (float)count, low, high);
+}
+
 #endif /* TL_POOL_H */

@@ -37,6 +37,9 @@ class Board:
     ram_origin: int = 0x20000000
     emulator: str = "qemu"
     clock_hz: int = 0
+    #: bytes at the start of RAM the MPU forbids, below the stack (:mod:`.startup`): for boards
+    #: whose bus ignores accesses below RAM instead of faulting
+    stack_guard: int = 0
 
     @property
     def toolchain(self) -> str:
@@ -59,7 +62,7 @@ KB, MB = 1 << 10, 1 << 20
 
 BOARDS = {board.name: board for board in (
     Board("microbit", CORTEX_M0, _M0, 256 * KB, 16 * KB),
-    Board("lm3s6965evb", CORTEX_M3, _M3, 256 * KB, 64 * KB),
+    Board("lm3s6965evb", CORTEX_M3, _M3, 256 * KB, 64 * KB, stack_guard=KB),
     Board("mps2-an385", CORTEX_M3, _M3, 4 * MB, 4 * MB),
     Board("mps2-an386", CORTEX_M4, _M4, 4 * MB, 4 * MB),
     Board("mps2-an500", CORTEX_M7, _M7, 4 * MB, 4 * MB),

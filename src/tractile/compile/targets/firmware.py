@@ -13,7 +13,8 @@ import numpy as np
 from ...errors import TractileError
 from ..files import write_file
 from .boards import Board
-from .harness import CORTEX_M_STARTUP, inputs_header, linker_script, main_source, platform_header
+from .harness import inputs_header, main_source, platform_header
+from .startup import AVR_CANARY, CORTEX_M_STARTUP, guard_bytes, linker_script
 
 INSTALL_HINT = {
     "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
@@ -55,6 +56,16 @@ class Firmware:
     firmware_ram: int
     sections: dict = field(default_factory=dict)
     code_bytes: dict = field(default_factory=dict)
+    stack_bytes: int = 0
+
+
+class FirmwareFault(TractileError):
+    """The firmware stopped on a fault it reported (``x ...`` on its console), a stack overflow
+    above all; ``console`` holds everything it printed."""
+
+    def __init__(self, message: str, console: str):
+        super().__init__(message)
+        self.console = console
 
 
 def _compiler_flags(board: Board, opt: str) -> list[str]:
@@ -115,8 +126,10 @@ def flash_of(sections: dict[str, int]) -> int:
 
 
 def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: Path, opt: str = "size",
-                   profile: bool = False) -> Firmware:
-    """Write and build the firmware for ``source`` (a CSource) running ``runs`` on ``board``."""
+                   profile: bool = False, stack: int | None = None) -> Firmware:
+    """Write and build the firmware for ``source`` (a CSource) running ``runs`` on ``board``, with
+    ``stack`` bytes of stack (None: all the RAM the firmware leaves free), protected against
+    overflows (:mod:`.startup`)."""
     compiler = require_tool(board.toolchain)
     size_tool = require_tool(board.size_tool)
     folder = Path(folder).resolve()  # the tools run inside it: paths relative to the caller would not resolve
@@ -124,7 +137,7 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
     source.write(folder)
     program = source.program
     write_file(folder, "inputs.h", inputs_header(program, runs))
-    write_file(folder, "tl_platform.h", platform_header(board))
+    write_file(folder, "tl_platform.h", platform_header(board, stack))
     write_file(folder, "main.c", main_source(program, profile))
     flags = _compiler_flags(board, opt)
     if profile:
@@ -135,20 +148,41 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
     code = code_by_family(source.files, model_c, symbol_sizes(require_tool(board.nm_tool),
                                                               folder / f"{source.name}.o", folder))
     elf = folder / "firmware.elf"
-    sources = ["main.c", model_c]
-    if board.emulator == "simavr":
-        link = [compiler, *flags, *sources, "-o", elf.name, "-Wl,--gc-sections", "-lm"]
-    else:
+    sources = ["main.c"] if board.emulator == "simavr" else ["main.c", "startup.c"]
+    if board.emulator != "simavr":
         write_file(folder, "startup.c", CORTEX_M_STARTUP)
-        write_file(folder, "link.ld", linker_script(board))
-        link = [compiler, *flags, "--specs=nano.specs", "-nostartfiles", "-T", "link.ld", "startup.c", *sources,
+    for name in sources:
+        _run([compiler, *flags, "-c", name, "-o", name[:-2] + ".o"], folder, f"{board.toolchain} on {name}")
+    objects = [name[:-2] + ".o" for name in sources] + [f"{source.name}.o"]
+    if board.emulator == "simavr":
+        link = [compiler, *flags, *objects, "-o", elf.name, "-Wl,--gc-sections", "-lm"]
+    else:
+        link = [compiler, *flags, "--specs=nano.specs", "-nostartfiles", "-T", "link.ld", *objects,
                 "-o", elf.name, "-Wl,--gc-sections", "-lm"]
     model_flash = flash_of(model_sections)
     if model_flash > board.flash_bytes:
         raise TractileError(f"the model does not fit {board.name}: its code and constants take {model_flash} B of "
                             f"flash, the board has {board.flash_bytes} B")
+    linked = _link(link, folder, board, model_flash, stack or 0, "given" if stack else "provisional")
+    static = sum(size for name, size in linked.items() if re.match(r"\.(data|bss|noinit)", name))
+    free = (board.ram_bytes - static - guard_bytes(board) - (AVR_CANARY if board.emulator == "simavr" else 0)) // 8 * 8
+    if stack is None:
+        stack = free
+        if board.emulator != "simavr":
+            linked = _link(link, folder, board, model_flash, stack, "all the RAM the firmware leaves free")
+    elif stack > free:
+        raise TractileError(f"a stack of {stack} B does not fit {board.name}: its RAM ({board.ram_bytes} B) holds "
+                            f"{static} B of variables and leaves {free} B")
+    return Firmware(folder, elf, board, model_flash, flash_of(linked), static, linked, code_bytes=code,
+                    stack_bytes=stack)
+
+
+def _link(command: list[str], folder: Path, board: Board, model_flash: int, stack: int, why: str) -> dict[str, int]:
+    """Link (with the stack's region in ``link.ld`` on Cortex-M); the ELF's section sizes."""
+    if board.emulator != "simavr":
+        write_file(folder, "link.ld", linker_script(board, stack, why))
     try:
-        _run(link, folder, f"linking the firmware for {board.name}")
+        _run(command, folder, f"linking the firmware for {board.name}")
     except TractileError as error:
         overflow = re.search(r"region [`']?(\w+)'? overflowed by (\d+) bytes", str(error))
         if overflow is None:
@@ -156,10 +190,9 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
         raise TractileError(f"the test firmware does not fit {board.name}: its {overflow.group(1)} overflows by "
                             f"{overflow.group(2)} B (the model alone takes {model_flash} B of the board's "
                             f"{board.flash_bytes} B of flash; the inputs to check are baked in too: verify fewer "
-                            "inputs, or choose a larger board)") from None
-    sections = object_sizes(size_tool, elf, folder)
-    ram = sum(size for name, size in sections.items() if re.match(r"\.(data|bss|noinit)", name))
-    return Firmware(folder, elf, board, flash_of(model_sections), flash_of(sections), ram, sections, code)
+                            f"inputs, or choose a larger board{'' if not stack else '; or give a smaller --stack'})"
+                            ) from None
+    return object_sizes(require_tool(board.size_tool), folder / "firmware.elf", folder)
 
 
 @dataclass
@@ -174,6 +207,8 @@ class EmulatorRun:
     context_bytes: int
     node_ticks: dict[int, int]
     text: str
+    fault: str | None = None
+    stack_used: int = 0
 
 
 def run_emulator(firmware: Firmware, timeout: float = 120.0) -> EmulatorRun:
@@ -191,15 +226,26 @@ def run_emulator(firmware: Firmware, timeout: float = 120.0) -> EmulatorRun:
         raise TractileError(f"the firmware did not finish in {timeout:.0f} s in {board.emulator} ({board.name})") \
             from None
     text = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + "\n" + done.stderr)
-    return parse_console(text, board)
+    console = parse_console(text, board)
+    if console.fault is not None:
+        overflow = "stack overflow" in console.fault
+        if board.emulator == "simavr":
+            what = (f"its stack ({firmware.stack_bytes} B) overflowed: the canary below it was found overwritten "
+                    "after an invoke")
+        else:
+            what = (f"its stack ({firmware.stack_bytes} B) overflowed and the fault handler stopped it before "
+                    "anything past the stack was written" if overflow else "it faulted")
+        raise FirmwareFault(f"the firmware stopped on {board.name}: {what} ({console.fault})"
+                            + (": give it a larger stack (--stack BYTES)" if overflow else ""), text)
+    return console
 
 
 def parse_console(text: str, board: Board) -> EmulatorRun:
     parts: dict[int, dict[int, bytes]] = {}
     failures: dict[int, int] = {}
-    values = {"t": 0, "k": 0, "s": 0, "c": 0}
+    values = {"t": 0, "k": 0, "s": 0, "c": 0, "u": 0}
     nodes: dict[int, int] = {}
-    ended = False
+    ended, fault = False, None
     for raw in text.splitlines():
         line = raw.strip().rstrip(".")
         fields = line.split()
@@ -215,7 +261,12 @@ def parse_console(text: str, board: Board) -> EmulatorRun:
             nodes[int(fields[1])] = int(fields[2])
         elif fields[0] == "e":
             ended = True
+        elif fields[0] == "x" and fault is None:
+            fault = line[2:]
+    if fault is not None:
+        return EmulatorRun({}, failures, 0, 0, 0, 0, nodes, text, fault)
     if not ended:
         raise TractileError(f"the firmware stopped before its end on {board.name}; it printed:\n{text[-2000:]}")
     outputs = {run: b"".join(chunks[i] for i in sorted(chunks)) for run, chunks in parts.items()}
-    return EmulatorRun(outputs, failures, values["t"], values["k"], values["s"], values["c"], nodes, text)
+    return EmulatorRun(outputs, failures, values["t"], values["k"], values["s"], values["c"], nodes, text,
+                       stack_used=values["u"])

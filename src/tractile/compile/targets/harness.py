@@ -9,9 +9,11 @@ Cortex-M, the UART on AVR):
     t TICKS             clock ticks spent in invoke over all runs
     k TICKS             ticks of the calibration loop (CALIBRATION instructions; Cortex-M)
     s BYTES             peak stack of one invoke (painted stack)
+    u BYTES             stack the whole firmware used, from the top of its region (main's frame too)
     c BYTES             sizeof(the context)
     n NODE TICKS        ticks per node over all runs (profiling builds)
     e                   end
+    x stack overflow    the stack outgrew its region (then the program stops; see :mod:`.startup`)
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import numpy as np
 from ..ctext import array_initializer
 from ..program import Program
 from .boards import Board
+from .startup import AVR_CANARY
 
 #: instructions of the Cortex-M calibration loop (two per iteration)
 CALIBRATION = 200_000
@@ -31,7 +34,7 @@ CORTEX_M_PLATFORM = r"""/* tl_platform.h: Cortex-M console (semihosting), clock 
 #define TL_PLATFORM_H
 #include <stdint.h>
 
-extern uint32_t _ebss;
+extern uint32_t _sstack, _estack;
 volatile uint32_t tl_wraps;
 
 static inline int tl_semihost(int op, const void *arg) {
@@ -72,7 +75,11 @@ static inline uintptr_t tl_stack_pointer(void) {
   __asm__ volatile("mov %0, sp" : "=r"(sp));
   return sp;
 }
-static inline uintptr_t tl_stack_floor(void) { return (uintptr_t)&_ebss; }
+/* the bottom of the stack region (link.ld): an overflow faults below it, see startup.c */
+static inline uintptr_t tl_stack_floor(void) { return (uintptr_t)&_sstack; }
+static inline uintptr_t tl_stack_top(void) { return (uintptr_t)&_estack; }
+static inline void tl_paint_canary(void) {}
+static inline int tl_stack_overflowed(void) { return 0; }
 static inline void tl_finish(void) {}
 #define TL_COPY_INPUT(dst, src, bytes) memcpy(dst, src, bytes)
 #endif
@@ -117,7 +124,29 @@ static inline uint64_t tl_clock(void) {
 }
 static inline void tl_calibration_loop(void) {}
 static inline uintptr_t tl_stack_pointer(void) { return (uintptr_t)SP; }
-static inline uintptr_t tl_stack_floor(void) { return (uintptr_t)&__bss_end; }
+static inline uintptr_t tl_stack_top(void) { return (uintptr_t)RAMEND + 1u; }
+/* the lowest byte the stack may use: above .bss, or TL_STACK_BYTES below the end of RAM */
+static inline uintptr_t tl_stack_floor(void) {
+#if TL_STACK_BYTES > 0
+  return (uintptr_t)RAMEND + 1u - (uintptr_t)TL_STACK_BYTES;
+#else
+  return (uintptr_t)&__bss_end + TL_CANARY_BYTES;
+#endif
+}
+/* AVR has no fault to catch an overflow with: a canary painted below the stack's region, checked
+ * after every invoke (its bytes keep the paint unless the stack grew into them) */
+static inline void tl_paint_canary(void) {
+  uint8_t *at = (uint8_t *)(tl_stack_floor() - TL_CANARY_BYTES);
+  int i;
+  for (i = 0; i < TL_CANARY_BYTES; ++i) at[i] = 0xA5;
+}
+static inline int tl_stack_overflowed(void) {
+  const volatile uint8_t *at = (const volatile uint8_t *)(tl_stack_floor() - TL_CANARY_BYTES);
+  int i;
+  for (i = 0; i < TL_CANARY_BYTES; ++i)
+    if (at[i] != 0xA5) return 1;
+  return 0;
+}
 /* simavr ends the run when the CPU sleeps with interrupts off */
 static inline void tl_finish(void) {
   cli();
@@ -127,56 +156,6 @@ static inline void tl_finish(void) {
 #define TL_COPY_INPUT(dst, src, bytes) memcpy_P(dst, src, bytes)
 #endif
 """
-
-CORTEX_M_STARTUP = r"""/* startup.c: vector table and reset handler (copy .data, clear .bss, FPU on, main, exit) */
-#include <stdint.h>
-
-extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
-int main(void);
-void tl_reset_handler(void);
-void tl_systick_handler(void);
-static void tl_default_handler(void) {
-  for (;;) {}
-}
-__attribute__((section(".isr_vector"), used)) static void (*const tl_vectors[16])(void) = {
-    (void (*)(void))&_estack, tl_reset_handler, tl_default_handler, tl_default_handler, tl_default_handler,
-    tl_default_handler, tl_default_handler, 0, 0, 0, 0, tl_default_handler, tl_default_handler, 0,
-    tl_default_handler, tl_systick_handler};
-
-static void tl_exit(uint32_t reason) {
-  register int r0 __asm__("r0") = 0x18;
-  register uint32_t r1 __asm__("r1") = reason;
-  __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
-}
-
-void tl_reset_handler(void) {
-  uint32_t *src = &_sidata, *dst = &_sdata;
-  while (dst < &_edata) *dst++ = *src++;
-  for (dst = &_sbss; dst < &_ebss;) *dst++ = 0;
-#if defined(__ARM_FP)
-  *(volatile uint32_t *)0xE000ED88 |= 0xFu << 20;
-  __asm__ volatile("dsb\n isb");
-#endif
-  tl_exit(main() == 0 ? 0x20026u : 0x20024u);
-  for (;;) {}
-}
-"""
-
-LINKER_SCRIPT = """/* link.ld: {board} */
-MEMORY {{
-  FLASH (rx) : ORIGIN = {flash_origin:#010x}, LENGTH = {flash}
-  RAM (rwx) : ORIGIN = {ram_origin:#010x}, LENGTH = {ram}
-}}
-_estack = ORIGIN(RAM) + LENGTH(RAM);
-SECTIONS {{
-  .text : {{ KEEP(*(.isr_vector)) *(.text*) *(.rodata*) . = ALIGN(8); }} > FLASH
-  .ARM.exidx : {{ *(.ARM.exidx*) }} > FLASH
-  _sidata = LOADADDR(.data);
-  .data : {{ _sdata = .; *(.data*) . = ALIGN(4); _edata = .; }} > RAM AT > FLASH
-  .bss (NOLOAD) : {{ _sbss = .; *(.bss*) *(COMMON) . = ALIGN(4); _ebss = .; }} > RAM
-}}
-"""
-
 
 def inputs_header(program: Program, runs: list[list[np.ndarray]]) -> str:
     """``inputs.h``: the inputs of every run as constant arrays (program memory on AVR)."""
@@ -278,8 +257,14 @@ int main(void) {{
   tl_platform_init();
   top = tl_stack_pointer() - 8;
   floor = tl_stack_floor();
+  if (top <= floor) {{
+    tl_write("x stack overflow\\n");
+    tl_finish();
+    return 1;
+  }}
   if (top - floor > {PAINTED_STACK}u) floor = top - {PAINTED_STACK}u;
   for (paint = (volatile uint8_t *)floor; (uintptr_t)paint < top; ++paint) *paint = 0xA5;
+  tl_paint_canary();
   {name}_init(&ctx);
   for (run = 0; run < TL_RUNS; ++run) {{
 {copies}
@@ -287,6 +272,11 @@ int main(void) {{
     status = {name}_invoke(&ctx, {", ".join(args)});
     ticks += tl_clock() - start;
     if (run == 0) peak = stack_peak(top, floor);
+    if (tl_stack_overflowed()) {{
+      tl_write("x stack overflow\\n");
+      tl_finish();
+      return 1;
+    }}
     if (status) {{
       tl_write("f ");
       put_u64((uint64_t)run);
@@ -305,6 +295,8 @@ int main(void) {{
   put_u64(tl_clock() - start);
   tl_write("\\ns ");
   put_u64((uint64_t)peak);
+  tl_write("\\nu ");
+  put_u64((uint64_t)(tl_stack_top() - top + peak));
   tl_write("\\nc ");
   put_u64((uint64_t)sizeof ctx);
   tl_write("\\n");
@@ -315,12 +307,9 @@ int main(void) {{
 """
 
 
-def platform_header(board: Board) -> str:
+def platform_header(board: Board, stack: int | None = None) -> str:
+    """``tl_platform.h``: console, clock and stack bounds (on AVR, ``stack`` bytes below the end of
+    RAM are the stack's; None: everything above .bss and the canary)."""
     if board.emulator == "simavr":
-        return AVR_PLATFORM
+        return f"#define TL_STACK_BYTES {stack or 0}\n#define TL_CANARY_BYTES {AVR_CANARY}\n" + AVR_PLATFORM
     return f"#define CALIBRATION_ITERATIONS {CALIBRATION // 2}\n" + CORTEX_M_PLATFORM
-
-
-def linker_script(board: Board) -> str:
-    return LINKER_SCRIPT.format(board=board.name, flash_origin=board.flash_origin, flash=board.flash_bytes,
-                                ram_origin=board.ram_origin, ram=board.ram_bytes)

@@ -4,10 +4,13 @@ The folder holds the generated model, a ``main.c`` that runs it once on a sample
 prints the outputs, and a build: a Makefile by default (``make`` builds ``firmware.elf`` with
 the board's startup code and linker script, ``make run`` runs it in the emulator; on the host,
 ``example``), or with ``build_system="cmake"`` a CMake project (:mod:`.cmake`) whose library
-target other CMake projects take as it is.
+target other CMake projects take as it is. On a board the stack is protected as in the
+verification firmware (:mod:`.startup`); its size is the one given, else what the verification
+firmware uses in the emulator plus a margin.
 """
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +20,8 @@ from ..ctext import array_initializer, comment_text
 from ..files import write_file
 from .boards import Board
 from .cmake import cmake_lists, toolchain_file
-from .harness import CORTEX_M_STARTUP, linker_script, platform_header
+from .harness import platform_header
+from .startup import CORTEX_M_STARTUP, linker_script, stack_with_margin
 
 BUILD_SYSTEMS = ("make", "cmake")
 
@@ -90,10 +94,13 @@ def example_main(source, sample: list[np.ndarray]) -> str:
               "  uint32_t magnitude = value < 0 ? 0u - (uint32_t)value : (uint32_t)value;", "  text[at] = 0;",
               "  do {", "    text[--at] = (char)('0' + (int)(magnitude % 10u));", "    magnitude /= 10u;",
               "  } while (magnitude);", "  if (value < 0) text[--at] = '-';", "  tl_write(text + at);", "}", "",
-              "int main(void) {", "  int32_t i;", "  tl_platform_init();", f"  {name}_init(&ctx);"]
+              "int main(void) {", "  int32_t i;", "  tl_platform_init();", "  tl_paint_canary();",
+              f"  {name}_init(&ctx);"]
     for index in range(len(program.inputs)):
         lines.append(f"  TL_COPY_INPUT(in{index}, sample{index}, sizeof in{index});")
     lines.append(f"  if ({name}_invoke(&ctx, {', '.join(args)}) != 0) tl_write(\"invoke failed\\n\");")
+    lines += ["  if (tl_stack_overflowed()) { /* AVR: the canary below the stack was overwritten */",
+              '    tl_write("x stack overflow\\n");', "    tl_finish();", "    return 1;", "  }"]
     for index, tensor in enumerate(program.outputs):
         lines.append(f"  tl_write({name.upper()}_OUTPUT{index}_NAME);")
         if tensor.dtype.is_float:
@@ -108,30 +115,48 @@ def example_main(source, sample: list[np.ndarray]) -> str:
     return "\n".join(lines)
 
 
+def project_stack(source, board: Board, sample: list[np.ndarray]) -> tuple[int | None, str]:
+    """(bytes, how they were chosen) of the project's stack: what the verification firmware uses
+    in the emulator, plus a margin; (None, why) when the tools to measure it are missing."""
+    from .firmware import build_firmware, run_emulator, toolchain_available
+
+    missing = toolchain_available(board)
+    if missing:
+        return None, f"not measured: {', '.join(missing)} missing"
+    with tempfile.TemporaryDirectory(prefix="tractile-stack-") as folder:
+        firmware = build_firmware(source, board, [sample], Path(folder), "size", False)
+        used = run_emulator(firmware).stack_used
+    return stack_with_margin(used), f"{used} B measured in {board.emulator}, plus a margin"
+
+
 def write_project(source, board: Board | None, folder: str | Path, sample: list[np.ndarray],
-                  build_system: str = "make", origin: str = "a tractile model") -> list[Path]:
+                  build_system: str = "make", origin: str = "a tractile model", stack: int | None = None) -> list[Path]:
     """Write the example project for ``source`` (a CSource) on ``board`` (None: this machine) into
-    ``folder``, built by ``build_system`` ("make" or "cmake")."""
+    ``folder``, built by ``build_system`` ("make" or "cmake"), with ``stack`` bytes of stack on a
+    board (None: measured, :func:`project_stack`)."""
     if build_system not in BUILD_SYSTEMS:
         raise TractileError(f"unknown build system {build_system!r}: {' or '.join(BUILD_SYSTEMS)}")
     folder = Path(folder)
+    why = "given"
+    if stack is None and board is not None:
+        stack, why = project_stack(source, board, sample)
     written = source.write(folder)
     files = {"main.c": example_main(source, sample)}
     if build_system == "cmake":
         files["CMakeLists.txt"] = cmake_lists(source.name, board, comment_text(origin))
         files["host/tl_platform.h"] = HOST_PLATFORM
         if board is not None:
-            files["board/tl_platform.h"] = platform_header(board)
+            files["board/tl_platform.h"] = platform_header(board, stack)
             if board.emulator != "simavr":
                 files["board/startup.c"] = CORTEX_M_STARTUP
-                files["board/link.ld"] = linker_script(board)
+                files["board/link.ld"] = linker_script(board, _project_stack_bytes(source, board, stack), why)
             toolchain, text = toolchain_file(board)
             files[toolchain] = text
     elif board is None:
         files["tl_platform.h"] = HOST_PLATFORM
         files["Makefile"] = HOST_MAKEFILE.format(name=source.name)
     else:
-        files.update(_board_makefile(source, board))
+        files.update(_board_makefile(source, board, stack, why))
     for filename, text in files.items():
         subfolder, _, plain = filename.rpartition("/")
         where = folder / subfolder if subfolder else folder
@@ -142,13 +167,21 @@ def write_project(source, board: Board | None, folder: str | Path, sample: list[
     return written
 
 
-def _board_makefile(source, board: Board) -> dict[str, str]:
+def _project_stack_bytes(source, board: Board, stack: int | None) -> int:
+    """The stack a project links: the given or measured one, else a share of the RAM the plan leaves."""
+    if stack:
+        return stack
+    planned = source.report["arena_bytes"] + source.report["state_bytes"] + source.report["io_bytes"]
+    return max(1024, min(8192, (board.ram_bytes - planned - 1024) // 8 * 8))
+
+
+def _board_makefile(source, board: Board, stack: int | None, why: str) -> dict[str, str]:
     """The flat Makefile project of a board: platform layer, startup, linker script, Makefile."""
-    files = {"tl_platform.h": platform_header(board)}
     avr = board.emulator == "simavr"
+    files = {"tl_platform.h": platform_header(board, stack)}
     if not avr:
         files["startup.c"] = CORTEX_M_STARTUP
-        files["link.ld"] = linker_script(board)
+        files["link.ld"] = linker_script(board, _project_stack_bytes(source, board, stack), why)
     sources = f"main.c {source.name}.c" + ("" if avr else " startup.c")
     if avr:
         run = f"simavr -m {board.name} -f {board.clock_hz} firmware.elf"

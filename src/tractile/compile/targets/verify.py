@@ -17,6 +17,7 @@ from .. import generate, prepare
 from .boards import Board, board_for
 from .firmware import build_firmware, run_emulator, toolchain_available
 from .harness import CALIBRATION
+from .startup import stack_with_margin
 
 
 def with_flavour(model, flavour: str | None):
@@ -89,15 +90,19 @@ def _outputs_match(expected: list[np.ndarray], raw: bytes, tensors) -> tuple[boo
 def verify(model, target: str, board: str | None = None, runs: int = 20, inputs: Sequence | None = None,
            seed: int = 0, opt: str = "size", name: str = "model", folder: str | Path | None = None,
            profile: bool = True, timeout: float = 120.0, max_ram: int | None = None,
-           inputs_in_arena: bool = False) -> dict:
+           inputs_in_arena: bool = False, compare_unconstrained: bool = True, stack: int | None = None) -> dict:
     """Build ``model`` for ``target``'s emulated board, run ``runs`` random inputs (after the given
     ``inputs``, a list of input lists) with one context carrying state, compare each output with
     the interpreter's, and measure. Returns the report (see docs/COMPILE.md). ``max_ram`` is a
-    budget of planned RAM (:func:`~tractile.compile.budget.fit_ram_budget`: layers in bands
-    when needed, a TractileError when it cannot be met). ``inputs_in_arena``: the inputs are planned
-    in the arena and the firmware writes them there (``NAME_INPUTi_IN``)."""
+    budget of planned RAM (:func:`~tractile.compile.budget.fit_ram_budget`: layers by rows or in
+    bands when needed, a TractileError when it cannot be met); with ``compare_unconstrained``, the
+    model without the budget is run too (one input) and its instructions and RAM reported beside.
+    ``inputs_in_arena``: the inputs are planned in the arena and the firmware writes them there
+    (``NAME_INPUTi_IN``). ``stack``: bytes of stack the firmware links (None: all the RAM it leaves
+    free); an overflow stops it and raises a :class:`~.firmware.FirmwareFault` saying so."""
     typed, source, chosen = build_source(model, target, board, name, profile, max_ram, inputs_in_arena)
-    return verify_source(source, typed, chosen, runs, inputs, seed, opt, folder, timeout)
+    return verify_source(source, typed, chosen, runs, inputs, seed, opt, folder, timeout,
+                         compare_unconstrained=compare_unconstrained and max_ram is not None, stack=stack)
 
 
 def build_source(model, target: str, board: str | None = None, name: str = "model", profile: bool = True,
@@ -123,7 +128,8 @@ def build_source(model, target: str, board: str | None = None, name: str = "mode
 
 
 def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence | None = None, seed: int = 0,
-                  opt: str = "size", folder: str | Path | None = None, timeout: float = 120.0) -> dict:
+                  opt: str = "size", folder: str | Path | None = None, timeout: float = 120.0,
+                  compare_unconstrained: bool = False, stack: int | None = None) -> dict:
     """:func:`verify` for a source already generated for ``board`` (:func:`build_source`) from
     ``typed`` (the model in the target's flavour, which gives the expected outputs)."""
     chosen = board
@@ -135,11 +141,15 @@ def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence 
     state = typed.state()
     expected = [state.run(list(values)) for values in all_runs]
     work = Path(folder) if folder is not None else Path(tempfile.mkdtemp(prefix=f"tractile-{chosen.name}-"))
-    firmware = build_firmware(source, chosen, all_runs, work, opt, profile)
+    firmware = build_firmware(source, chosen, all_runs, work, opt, profile, stack)
     if firmware.firmware_flash > chosen.flash_bytes:
         raise TractileError(f"the firmware takes {firmware.firmware_flash} B of flash, {chosen.name} has "
                             f"{chosen.flash_bytes} B")
     console = run_emulator(firmware, timeout)
+    unconstrained = None
+    if compare_unconstrained and source.report.get("budget", {}).get("schedule"):
+        unconstrained = _unconstrained(typed, source.name, chosen, all_runs[:1], work / "unconstrained", opt,
+                                       timeout, inputs_in_arena)
     verified, first_difference = True, None
     for run, want in enumerate(expected):
         if run in console.failures:
@@ -149,14 +159,13 @@ def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence 
         if not ok:
             verified, first_difference = False, f"run {run}: {why}"
             break
-    per_tick = CALIBRATION / console.calibration_ticks if chosen.emulator == "qemu" and console.calibration_ticks \
-        else 1.0
+    per_tick = _per_tick(console, chosen)
     counted = "cycles (Timer1 at the CPU clock, simavr)" if chosen.emulator == "simavr" \
         else "instructions (QEMU -icount, calibrated by a loop of known length)"
     report = source.report
     layers = []
     for step, code in enumerate(source.program.nodes):
-        # a chain in bands counts the MACs of its layers once (recomputed rows cost more per MAC)
+        # a chain in bands or rows counts the MACs of its layers once (recomputed rows cost more per MAC)
         macs = report["nodes"][step]["macs"]
         count = console.node_ticks.get(step, 0) * per_tick / max(len(all_runs), 1)
         layers.append({"node": code.node_id, "name": code.name, "op": code.op, "kernel": code.kernel,
@@ -173,6 +182,7 @@ def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence 
         "code_bytes": firmware.code_bytes,
         "ram_bytes": {"arena": report["arena_bytes"], "state": report["state_bytes"], "context": context,
                       "io": report["io_bytes"], "stack_peak": console.stack_peak,
+                      "stack_linked": firmware.stack_bytes, "stack_needed": stack_with_margin(console.stack_used),
                       "total": context + report["io_bytes"] + console.stack_peak,
                       "firmware": firmware.firmware_ram + console.stack_peak},
         "inputs_in_arena": inputs_in_arena,
@@ -183,6 +193,28 @@ def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence 
                        f"{'outputs' if inputs_in_arena else 'inputs and outputs'} + peak stack; firmware: every "
                        "static byte of the test firmware (.data, .bss) + peak stack",
         "layers": layers,
-        "bands": [{"nodes": list(chain.nodes), "rows": chain.rows} for chain in source.program.chains],
+        "budget": report.get("budget"),
+        "schedule": report.get("budget", {}).get("schedule", []),
+        "unconstrained": unconstrained,
         "folder": str(work),
     }
+
+
+def _per_tick(console, board: Board) -> float:
+    """Instructions (QEMU, calibrated) or cycles (simavr) per clock tick of the firmware."""
+    return CALIBRATION / console.calibration_ticks if board.emulator == "qemu" and console.calibration_ticks else 1.0
+
+
+def _unconstrained(typed, name: str, board: Board, runs, folder: Path, opt: str, timeout: float,
+                   inputs_in_arena: bool) -> dict:
+    """Instructions and RAM of the model without a budget (None figures when it does not fit the board)."""
+    source = generate(typed, name=name, target=board.target, optimize=False, inputs_in_arena=inputs_in_arena)
+    try:
+        check_fits(source.report, board)
+        firmware = build_firmware(source, board, runs, folder, opt, False)
+    except TractileError as why:
+        return {"cycles_per_inference": None, "ram_total": None, "why": str(why)}
+    console = run_emulator(firmware, timeout)
+    return {"cycles_per_inference": round(console.ticks * _per_tick(console, board) / max(len(runs), 1)),
+            "ram_total": console.context_bytes + source.report["io_bytes"] + console.stack_peak,
+            "planned_ram": source.report["arena_bytes"] + source.report["state_bytes"] + source.report["io_bytes"]}
