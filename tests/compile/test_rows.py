@@ -12,8 +12,8 @@ from tractile.compile import generate, prepare
 from tractile.compile.budget import fit_ram_budget, planned_ram
 from tractile.compile.budget_search import memory_order, row_runs
 from tractile.compile.rows import Region, schedule_region
+from tractile.ops.binary import Add
 from tractile.ops.tfl.array import Concatenation
-from tractile.ops.tfl.binary import Binary
 from tractile.ops.tfl.conv import Conv2D, DepthwiseConv2D, Window2D
 from tractile.ops.tfl.pool import Pool2D
 
@@ -49,7 +49,7 @@ def residual_net(dtype: str, second_output: bool = False):
     x0 = conv(x, "conv", (8, 3, 3, 3), Window2D("SAME", 1, 1), -4)
     a = conv(x0, "dw", (1, 3, 3, 8), Window2D("SAME", 1, 1, 2, 1), -5)
     b = conv(a, "conv", (8, 1, 1, 8), Window2D("SAME", 1, 1), 3)
-    r = g.op("residual", Binary(kind="add", activation="NONE"), [x0, b], out_q=act_q(-20))
+    r = g.binary("residual", "add", [x0, b], act_q(-20))
     c1 = conv(r, "conv", (5, 3, 3, 8), Window2D("SAME", 2, 2), -6)
     c2 = conv(r, "conv", (4, 1, 1, 8), Window2D("SAME", 2, 2), -6)
     joined = g.op("joined", Concatenation(axis=3), [c1, c2], out_q=act_q(-6))
@@ -120,7 +120,7 @@ def test_resnet8_meets_the_ic_budget_with_the_whole_network_by_rows():
     source = fit_ram_budget(typed, 20_000, "ic", "cortex-m4", inputs_in_arena=True)
     assert planned_ram(source.report) <= 20_000 < source.report["budget"]["unconstrained_ram"]
     (region,) = source.program.regions
-    adds = [n for n in region.nodes if isinstance(typed.nodes[n].op, Binary)]
+    adds = [n for n in region.nodes if isinstance(typed.nodes[n].op, Add)]
     assert len(adds) >= 2, "the residual additions run by rows"
 
 
@@ -165,7 +165,7 @@ def two_branches():
         return g.op(name, Conv2D(window=Window2D("SAME", stride, stride)), [x, w, b], out_q=q(0.05, 0))
 
     small = conv(conv(x, 4, 64, 1, "wide"), 64, 32, 2, "small")
-    return g.outputs(g.op("sum", Binary(kind="add"), [conv(x, 4, 32, 2, "big"), small], out_q=q(0.1, 0)))
+    return g.outputs(g.binary("sum", "add", [conv(x, 4, 32, 2, "big"), small], q(0.1, 0)))
 
 
 def test_reordering_independent_branches_meets_a_budget_without_splitting_layers(compile_cache):

@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph import Node, OutletId
+from ..ops.binary import Arithmetic
 from ..ops.tfl.activation import Activation
 from ..ops.tfl.array import Concatenation
-from ..ops.tfl.binary import Binary
 from ..ops.tfl.conv import Conv2D, DepthwiseConv2D
 from ..ops.tfl.pool import Pool2D, tap_counts
 
@@ -90,7 +90,7 @@ def row_geometry(model, node: Node) -> RowGeometry | None:
             return RowGeometry("reduce")
         (_, top, _), _ = op.window.geometry(x[1], x[2], op.filter_h, op.filter_w)
         return RowGeometry("window", (0,), op.window.stride_h, 1, op.filter_h, top)
-    if isinstance(op, (Binary, Activation)) or isinstance(op, Concatenation) and op.axis in (3, -1):
+    if isinstance(op, (Arithmetic, Activation)) or isinstance(op, Concatenation) and op.axis in (3, -1):
         streamed = []
         for slot, outlet in enumerate(node.inputs):
             fact = model.outlet_fact(outlet)
