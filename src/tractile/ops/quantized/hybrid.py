@@ -1,0 +1,118 @@
+"""LiteRT's hybrid (dynamic-range) arithmetic: float activations, int8 weights.
+
+What ``converter.optimizations = [DEFAULT]`` without a representative dataset produces:
+weights int8 (per-tensor or per-channel, zero points 0), activations float32. Each row of
+activations (one batch of a FULLY_CONNECTED, LSTM or SVDF input; the whole image of a
+convolution) is quantized on the fly to int8, symmetrically (scale max|x| / 127) or, with
+``asymmetric_quantize_inputs``, over [min(x, 0), max(x, 0)] with a nudged zero point
+(``BatchQuantizeFloats``); the int32 products are then scaled back to float by the row's
+scale times the weights' scale(s) and added to the float bias. Every float operation
+follows LiteRT's reference kernels in float32 (or double where they use double), so the
+results are LiteRT's to the last bit but for the order of float sums.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...datum import DatumType
+from ...errors import AnalysisError
+from ...fact import TypedFact
+from .common import scales_of
+from .fixedpoint import round_half_away
+
+
+def is_hybrid(x: TypedFact, weights: TypedFact) -> bool:
+    """A float activation against int8 quantized weights: LiteRT's hybrid kernels."""
+    return x.dtype == DatumType.F32 and weights.dtype == DatumType.I8 and weights.qparams is not None
+
+
+def check_hybrid_weights(weights: TypedFact, what: str = "weights", units_axis: int = 0) -> np.ndarray:
+    """The weights' scales (one, or one per output unit along ``units_axis``); an
+    AnalysisError unless they are symmetric int8."""
+    q = weights.qparams
+    if weights.dtype != DatumType.I8 or q is None:
+        raise AnalysisError(f"hybrid {what} must be quantized int8, got {weights}")
+    if any(int(z) != 0 for z in q.zero_point):
+        raise AnalysisError(f"hybrid {what} must be symmetric (zero point 0), got {weights}")
+    scales = scales_of(q)
+    if scales.size > 1 and (q.axis is None or q.axis % weights.rank != units_axis % weights.rank):
+        raise AnalysisError(f"hybrid {what} must be quantized per output unit (axis {units_axis}), got {weights}")
+    return scales
+
+
+def quantize_rows(rows: np.ndarray, asymmetric: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row of float32 ``rows`` to int8 as LiteRT's BatchQuantizeFloats: the int8 values,
+    each row's scale (float32) and zero point (int32, 0 when symmetric)."""
+    rows = np.asarray(rows, dtype=np.float32)
+    count = rows.shape[0]
+    low = rows.min(axis=1, initial=np.float32(np.inf)) if rows.size else np.zeros(count, np.float32)
+    high = rows.max(axis=1, initial=np.float32(-np.inf)) if rows.size else np.zeros(count, np.float32)
+    if not asymmetric:
+        span = np.maximum(np.abs(low), np.abs(high)).astype(np.float32)
+        empty = span == 0
+        safe = np.where(empty, np.float32(1), span)
+        factors = np.where(empty, np.float32(1), safe / np.float32(127)).astype(np.float32)
+        inverse = (np.float32(127) / safe).astype(np.float32)
+        scaled = rows * inverse[:, None]
+        values = np.clip(round_half_away(scaled.astype(np.float64)), -127, 127)
+        values[empty] = 0
+        return values.astype(np.int8), factors, np.zeros(count, np.int32)
+    rmin = np.minimum(np.float32(0), low).astype(np.float64)
+    rmax = np.maximum(np.float32(0), high).astype(np.float64)
+    empty = rmin == rmax
+    scale = np.where(empty, 1.0, (rmax - rmin) / 255.0)
+    from_min, from_max = -128.0 - rmin / scale, 127.0 - rmax / scale
+    use_min = (128.0 + np.abs(rmin / scale)) < (127.0 + np.abs(rmax / scale))
+    zero = np.where(use_min, from_min, from_max)
+    offsets = np.where(zero <= -128.0, -128, np.where(zero >= 127.0, 127, round_half_away(zero))).astype(np.int32)
+    offsets[empty] = 0
+    factors = np.where(empty, 1.0, scale).astype(np.float32)
+    inverse = (np.float32(1) / factors).astype(np.float32)
+    shifted = offsets.astype(np.float32)[:, None] + rows * inverse[:, None]
+    values = np.clip(round_half_away(shifted.astype(np.float64)), -128, 127)
+    values[empty] = 0
+    return values.astype(np.int8), factors, offsets
+
+
+def integer_products(values: np.ndarray, weights_t: np.ndarray) -> np.ndarray:
+    """``values @ weights_t`` of int8 operands (weights_t: (depth, units) float), exact, as int64."""
+    depth = values.shape[1]
+    work = np.float32 if 128 * 128 * depth < (1 << 24) else np.float64
+    return np.matmul(values.astype(work), weights_t.astype(work, copy=False)).astype(np.int64)
+
+
+class HybridDense:
+    """A hybrid product by constant int8 weights (units, depth): LiteRT's EvalHybridDense.
+
+    ``scales``: the weights' scale (one value) or per-unit scales. Per-unit scales take
+    part only with asymmetric inputs, as in LiteRT's reference MatrixBatchVectorMultiplyAccumulate
+    (which, with symmetric inputs, scales by the row's factor alone).
+    """
+
+    def __init__(self, weights: np.ndarray, scales: np.ndarray, bias, asymmetric: bool):
+        self.units, self.depth = weights.shape
+        self.weights = np.ascontiguousarray(weights, dtype=np.int8)
+        self.weights_t = np.ascontiguousarray(weights.T.astype(np.float32))
+        self.row_sums = weights.astype(np.int64).sum(axis=1)
+        self.scales = np.asarray(scales, dtype=np.float32).reshape(-1)
+        self.per_channel = self.scales.size > 1
+        self.bias = None if bias is None else np.asarray(bias, dtype=np.float32).reshape(-1)
+        self.asymmetric = asymmetric
+
+    def row_scales(self, factors: np.ndarray) -> np.ndarray:
+        """Per (row, unit) scales of the integer products (float32)."""
+        if not self.per_channel:
+            return (factors * self.scales[0]).astype(np.float32)[:, None]
+        if self.asymmetric:
+            return (factors[:, None] * self.scales[None, :]).astype(np.float32)
+        return factors[:, None]
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        values, factors, offsets = quantize_rows(rows, self.asymmetric)
+        dots = integer_products(values, self.weights_t)
+        if self.asymmetric:
+            dots -= offsets.astype(np.int64)[:, None] * self.row_sums[None, :]
+        out = dots.astype(np.float32) * self.row_scales(factors)
+        if self.bias is not None:
+            out = self.bias + out
+        return out.astype(np.float32, copy=False)
