@@ -84,9 +84,8 @@ def integer_products(values: np.ndarray, weights_t: np.ndarray) -> np.ndarray:
 class HybridDense:
     """A hybrid product by constant int8 weights (units, depth): LiteRT's EvalHybridDense.
 
-    ``scales``: the weights' scale (one value) or per-unit scales. Per-unit scales take
-    part only with asymmetric inputs, as in LiteRT's reference MatrixBatchVectorMultiplyAccumulate
-    (which, with symmetric inputs, scales by the row's factor alone).
+    ``scales``: the weights' scale (one value) or per-unit scales (each product is scaled
+    by the row's factor times its unit's scale).
     """
 
     def __init__(self, weights: np.ndarray, scales: np.ndarray, bias, asymmetric: bool):
@@ -103,9 +102,7 @@ class HybridDense:
         """Per (row, unit) scales of the integer products (float32)."""
         if not self.per_channel:
             return (factors * self.scales[0]).astype(np.float32)[:, None]
-        if self.asymmetric:
-            return (factors[:, None] * self.scales[None, :]).astype(np.float32)
-        return factors[:, None]
+        return (factors[:, None] * self.scales[None, :]).astype(np.float32)
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         values, factors, offsets = quantize_rows(rows, self.asymmetric)
@@ -113,6 +110,4 @@ class HybridDense:
         if self.asymmetric:
             dots -= offsets.astype(np.int64)[:, None] * self.row_sums[None, :]
         out = dots.astype(np.float32) * self.row_scales(factors)
-        if self.bias is not None:
-            out = self.bias + out
-        return out.astype(np.float32, copy=False)
+        return ((self.bias if self.bias is not None else np.float32(0)) + out).astype(np.float32, copy=False)
