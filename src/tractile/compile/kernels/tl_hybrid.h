@@ -199,6 +199,56 @@ static inline void tl_hybrid_lstm(const float *x, float *y, float *h, float *c, 
   }
 }
 
+/* CONV_2D and DEPTHWISE_CONV_2D over NHWC (LiteRT's per-channel hybrid kernels): each batch's
+ * image quantized asymmetrically into q (in_h * in_w * in_c int8), padded positions skipped;
+ * w [out_c][kh][kw][in_c / groups] int8 with per-output-channel scales; depthwise multiplies
+ * the two scales first, as LiteRT's depthwise kernel does */
+static inline void tl_hybrid_conv(const float *x, const int8_t *w, const float *scales, const float *bias, float *y,
+                                  int8_t *q, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                  int32_t out_w, int32_t out_c, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
+                                  int32_t dh, int32_t dw, int32_t pad_top, int32_t pad_left, int32_t groups,
+                                  int depthwise, float low, float high) {
+  const int32_t per_group = in_c / groups, per_out = out_c / groups;
+  int32_t b, oy, ox, oc, i, j, k;
+  for (b = 0; b < batches; ++b) {
+    int32_t offset;
+    const float factor = tl_hybrid_quantize(x + b * in_h * in_w * in_c, in_h * in_w * in_c, 1, q, &offset);
+    for (oy = 0; oy < out_h; ++oy) {
+      for (ox = 0; ox < out_w; ++ox) {
+        float *out = y + ((b * out_h + oy) * out_w + ox) * out_c;
+        for (oc = 0; oc < out_c; ++oc) {
+          const int32_t first = (oc / per_out) * per_group;
+          const int8_t *filter = w + oc * kh * kw * per_group;
+          int32_t acc = 0;
+          float value;
+          for (i = 0; i < kh; ++i) {
+            const int32_t iy = oy * sh - pad_top + i * dh;
+            if (iy < 0 || iy >= in_h) continue;
+            for (j = 0; j < kw; ++j) {
+              const int32_t ix = ox * sw - pad_left + j * dw;
+              const int8_t *pixel;
+              if (ix < 0 || ix >= in_w) continue;
+              pixel = q + (iy * in_w + ix) * in_c + first;
+              for (k = 0; k < per_group; ++k) {
+                acc += (int32_t)TL_READ_S8(filter + (i * kw + j) * per_group + k) * ((int32_t)pixel[k] - offset);
+              }
+            }
+          }
+          if (depthwise) {
+            const float scale = TL_READ_F32(scales + oc) * factor;
+            value = (float)acc * scale;
+          } else {
+            const float scaled = (float)acc * TL_READ_F32(scales + oc);
+            value = scaled * factor;
+          }
+          if (bias) value = value + TL_READ_F32(bias + oc);
+          out[oc] = tl_clamp_f32(value, low, high);
+        }
+      }
+    }
+  }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif

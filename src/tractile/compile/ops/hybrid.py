@@ -101,3 +101,21 @@ def hybrid_lstm(e: Emit, op, weights: dict, offsets: list[int], shape: dict) -> 
            *peepholes, *proj, shape["batches"], shape["steps"], depth, units, outputs, op.time_major,
            len(offsets) == 3, ACTIVATION_CODES[op.activation], np.float32(op.cell_clip), np.float32(op.proj_clip),
            int(asymmetric))
+
+
+def emit_hybrid_conv(e: Emit, conv, strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0), activation=None) -> None:
+    """The hook of a core convolution over NHWC float input with int8 weights: ``conv`` is the
+    prepared ``ops.quantized.hybrid.HybridConv``, the geometry as its ``__call__`` takes it,
+    ``activation`` the fused core activation."""
+    x, y = e.input(0), e.output(0)
+    batches, in_h, in_w, in_c = x.shape
+    _, out_h, out_w, out_c = y.shape
+    _, kh, kw, _ = conv.weights.shape
+    _use(e)
+    low, high = fused_float_activation(e, activation, y)
+    bias = e.constant("bias", conv.bias) if conv.bias is not None else "NULL"
+    e.call("tl_hybrid_conv", x, e.constant("weights", conv.weights, DatumType.I8), e.constant("scales", conv.scales),
+           bias, y, e.scratch("image", DatumType.I8, in_h * in_w * in_c), batches, in_h, in_w, in_c, out_h, out_w,
+           out_c, kh, kw, *strides, *dilations, pads[0], pads[1], conv.groups, int(conv.depthwise),
+           np.float32(low), np.float32(high))
+    finish_activation(e, activation, y)

@@ -111,3 +111,58 @@ class HybridDense:
             dots -= offsets.astype(np.int64)[:, None] * self.row_sums[None, :]
         out = dots.astype(np.float32) * self.row_scales(factors)
         return ((self.bias if self.bias is not None else np.float32(0)) + out).astype(np.float32, copy=False)
+
+
+class HybridConv:
+    """LiteRT's per-channel hybrid CONV_2D and DEPTHWISE_CONV_2D (``HybridConvPerChannel``,
+    ``DepthwiseConvHybridPerChannel``) over NHWC float input: the hook a core convolution calls
+    for a float input and int8 weights.
+
+    Each batch's whole image is quantized asymmetrically; the int32 sums skip padded
+    positions (the quantized zero point stands for them); each output channel's sum is scaled
+    back by its weights' scale and the image's factor, then given the float bias.
+    ``weights``: (out channels, kernel h, kernel w, in channels per group), int8, with
+    ``scales`` one per out channel (or one); ``groups`` splits the input channels
+    (depthwise: ``groups`` = channels, ``depthwise`` True, as LiteRT's separate kernel
+    multiplies the two scales first).
+    """
+
+    def __init__(self, weights: np.ndarray, scales: np.ndarray, bias, groups: int = 1, depthwise: bool = False):
+        self.weights = np.asarray(weights, dtype=np.int8)
+        out_channels = self.weights.shape[0]
+        self.scales = np.broadcast_to(np.asarray(scales, np.float32).reshape(-1), (out_channels,)).astype(np.float32)
+        self.bias = None if bias is None else np.asarray(bias, np.float32).reshape(-1)
+        self.groups = groups
+        self.depthwise = depthwise
+
+    def __call__(self, x: np.ndarray, strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0)) -> np.ndarray:
+        """``x`` (N, H, W, C) float32; ``pads``: (top, left, bottom, right). The output before
+        the fused activation, (N, OH, OW, out channels) float32."""
+        batch = x.shape[0]
+        values, factors, offsets = quantize_rows(x.reshape(batch, -1), asymmetric=True)
+        centred = values.reshape(x.shape).astype(np.float64) - offsets.reshape(-1, 1, 1, 1)
+        top, left, bottom, right = pads
+        centred = np.pad(centred, ((0, 0), (top, bottom), (left, right), (0, 0)))
+        out_c, kh, kw, per_group = self.weights.shape
+        sh, sw = strides
+        dh, dw = dilations
+        oh = (centred.shape[1] - (kh - 1) * dh - 1) // sh + 1
+        ow = (centred.shape[2] - (kw - 1) * dw - 1) // sw + 1
+        per_out = out_c // self.groups
+        acc = np.zeros((batch, oh, ow, out_c), np.float64)
+        for group in range(self.groups):
+            channels = centred[..., group * per_group:(group + 1) * per_group]
+            weights = self.weights[group * per_out:(group + 1) * per_out].astype(np.float64)
+            for i in range(kh):
+                for j in range(kw):
+                    window = channels[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+                    acc[..., group * per_out:(group + 1) * per_out] += window @ weights[:, i, j, :].T
+        sums = acc.astype(np.int64).astype(np.float32)
+        factors = factors.reshape(-1, 1, 1, 1)
+        if self.depthwise:
+            out = sums * (self.scales * factors).astype(np.float32)
+        else:
+            out = (sums * self.scales).astype(np.float32) * factors
+        if self.bias is not None:
+            out = out + self.bias
+        return out.astype(np.float32)
