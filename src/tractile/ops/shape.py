@@ -162,7 +162,8 @@ class Reshape(Op):
                     for v in target]
         else:
             dims = reshaped_dims(data.shape, target, self.allowzero)
-        fact = TypedFact(data.dtype, dims)
+        kept = data.qparams if data.qparams is not None and data.qparams.axis is None else None
+        fact = TypedFact(data.dtype, dims, qparams=kept)
         if data.sym_value is not None and all(isinstance(d, int) for d in dims):
             fact.sym_value = data.sym_value.reshape(dims)
         return [fact]
