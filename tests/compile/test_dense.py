@@ -60,3 +60,28 @@ def test_quantized_batch_matmul(dtype, adj_x, adj_y, compile_cache):
     model = g.outputs(g.op("bmm", op, [a, b]))
     assert model.output_facts[0] == TypedFact(DatumType(dtype), (2, 3, 3, 4), qparams=q(scale * 40, 5 * zero))
     check_against_interpreter(model, compile_cache, runs=4, name=f"bmm_{dtype}")
+
+
+@pytest.mark.parametrize("adj_x,adj_y", [(True, False), (False, True)])
+def test_float_batch_matmul_with_transposed_operands(adj_x, adj_y, compile_cache):
+    from tractile.ops.matmul import MatMul
+
+    g = GraphBuilder()
+    a = g.input("a", "f32", (2, 1, 5, 3) if adj_x else (2, 1, 3, 5))
+    b = g.input("b", "f32", (3, 4, 5) if adj_y else (3, 5, 4))
+    model = g.outputs(g.op("bmm", MatMul(transpose_a=adj_x, transpose_b=adj_y), [a, b]))
+    check_against_interpreter(model, compile_cache, runs=3, name="bmm_f32")
+
+
+def test_int8_embedding_lookup_compiles_as_a_gather(compile_cache):
+    from tractile.formats.tflite import load_tflite
+    from tractile.formats.tflite.writer import write_model
+    from tractile.ops.indexing import Gather
+
+    g = GraphBuilder()
+    ids = g.input("ids", "i32", (5,))
+    table = g.const("table", RNG.integers(-128, 128, (7, 3)), "i8", q(0.03, 4))
+    model = load_tflite(write_model(g.outputs(g.op("lookup", Gather(axis=0), [table, ids]))))
+    rng = np.random.default_rng(1)
+    check_against_interpreter(model, compile_cache, inputs=[[rng.integers(0, 7, 5).astype(np.int32)]
+                                                            for _ in range(3)], name="lookup")

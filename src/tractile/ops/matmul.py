@@ -135,21 +135,20 @@ class MatMul(Op):
         a, b = inputs[0], inputs[1]
         sa, sb = self.operand_shapes(a.shape, b.shape)
         shape = matmul_shape(sa, sb)
-        if self.quant is not None or self.is_hybrid(inputs):
-            self._recipe(inputs)
-            if self.quant is not None:
-                return [TypedFact(a.dtype, shape, qparams=self.quant)]
-            if self.has_bias and broadcast_shapes(shape, inputs[2].shape) != shape:
-                raise AnalysisError(f"bias {inputs[2]} does not broadcast onto the product's shape {shape}")
-            return [TypedFact(a.dtype, shape)]
-        if a.dtype != b.dtype:
-            raise AnalysisError(f"MatMul operands have different datum types ({a}; {b})")
         if self.has_bias and broadcast_shapes(shape, inputs[2].shape) != shape:
             raise AnalysisError(f"bias {inputs[2]} does not broadcast onto the product's shape {shape}")
+        if self.quant is not None or self.is_hybrid(inputs):
+            self._recipe(inputs)
+            return [TypedFact(a.dtype, shape, qparams=self.quant)]
+        if a.dtype != b.dtype:
+            raise AnalysisError(f"MatMul operands have different datum types ({a}; {b})")
         return [TypedFact(a.dtype, shape)]
 
     def rules(self, s, inputs, outputs):
-        s.equals_all(inputs[0].datum_type, inputs[1].datum_type, outputs[0].datum_type)
+        if self.quant is None and not self.transpose_b:
+            s.equals_all(inputs[0].datum_type, inputs[1].datum_type, outputs[0].datum_type)
+        else:  # 16x8 and hybrid products multiply operands of two datum types
+            s.equals(inputs[0].datum_type, outputs[0].datum_type)
         s.given_all([inputs[0].shape, inputs[1].shape],
                     lambda s, a, b: s.equals(outputs[0].shape, matmul_shape(*self.operand_shapes(a, b))))
 

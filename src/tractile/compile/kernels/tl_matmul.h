@@ -54,4 +54,23 @@ static inline void tl_matmul_s16(const int16_t *a, const int16_t *bm, int16_t *y
   }
 }
 
+/* float, the operands read through the same strides (BATCH_MATMUL with adj_x / adj_y) */
+static inline void tl_matmul_f32_strided(const float *a, const float *bm, float *y, int batches,
+                                         const int32_t *a_offsets, const int32_t *b_offsets, int rows, int depth,
+                                         int cols, int a_row, int a_col, int b_row, int b_col) {
+  int b, m, n, k;
+  for (b = 0; b < batches; ++b) {
+    const float *pa = a + TL_READ_S32(a_offsets + b);
+    const float *pb = bm + TL_READ_S32(b_offsets + b);
+    float *py = y + b * rows * cols;
+    for (m = 0; m < rows; ++m) {
+      for (n = 0; n < cols; ++n) {
+        float acc = 0.0f;
+        for (k = 0; k < depth; ++k) acc += pa[m * a_row + k * a_col] * pb[k * b_row + n * b_col];
+        py[m * cols + n] = acc;
+      }
+    }
+  }
+}
+
 #endif /* TL_MATMUL_H */

@@ -102,8 +102,19 @@ def matmul(e: Emit) -> None:
     a_offsets = e.constant("a_offsets", (a_index * rows * depth).astype(np.int32))
     b_offsets = e.constant("b_offsets", (b_index * depth * cols).astype(np.int32))
     if op.transpose_a or op.transpose_b:
-        raise Unsupported("a float product of transposed computed operands")
+        e.use("tl_matmul.h")
+        e.call("tl_matmul_f32_strided", a, b, y, int(a_index.size), a_offsets, b_offsets, rows, depth, cols,
+               *_strides(op, rows, depth, cols))
+        return
     e.call("tl_matmul_f32", a, b, y, int(a_index.size), a_offsets, b_offsets, rows, depth, cols)
+
+
+def _strides(op: MatMul, rows: int, depth: int, cols: int) -> tuple[int, int, int, int]:
+    """Where a[m][k] (m * a_row + k * a_col) and b[k][n] (k * b_row + n * b_col) are, transposed
+    operands read in place."""
+    a_row, a_col = (1, rows) if op.transpose_a else (depth, 1)
+    b_row, b_col = (1, depth) if op.transpose_b else (cols, 1)
+    return a_row, a_col, b_row, b_col
 
 
 def batch_layout(e: Emit) -> tuple[tuple, tuple, np.ndarray, np.ndarray]:
@@ -181,11 +192,9 @@ def quantized_batch_matmul(e: Emit) -> None:
     rows, depth, cols = a_shape[-2], a_shape[-1], b_shape[-1]
     if a.dtype == DatumType.I8 and depth * 256 * 256 >= 1 << 31:
         raise Unsupported(f"an int8 product over {depth} values may leave the int32 accumulator")
-    a_rows, a_cols = (1, rows) if op.transpose_a else (depth, 1)
-    b_rows, b_cols = (1, depth) if op.transpose_b else (cols, 1)
     e.use("tl_matmul.h")
     e.call("tl_matmul_s8" if a.dtype == DatumType.I8 else "tl_matmul_s16", a, b, y, int(a_index.size),
            e.constant("a_offsets", (a_index * rows * depth).astype(np.int32)),
            e.constant("b_offsets", (b_index * depth * cols).astype(np.int32)), rows, depth, cols,
-           a_rows, a_cols, b_rows, b_cols, -zero_of(a_q), -zero_of(b_q), rescale.multiplier, rescale.shift,
+           *_strides(op, rows, depth, cols), -zero_of(a_q), -zero_of(b_q), rescale.multiplier, rescale.shift,
            zero_of(op.quant), recipe.low, recipe.high)
