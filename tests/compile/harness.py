@@ -99,12 +99,15 @@ def q(scale: float, zero: int = 0) -> QParams:
 
 
 def single_op_model(op, inputs: list, name: str = "op") -> TypedModel:
-    """A model of one node: each input is a TypedFact (a model input) or an array (a constant)."""
+    """A model of one node: each input is a TypedFact (a model input), an array (a constant) or
+    a pair (array, QParams) (a quantized constant)."""
     model = TypedModel()
     wires = []
     for index, item in enumerate(inputs):
         if isinstance(item, TypedFact):
             wires.append(model.add_source(f"x{index}", item))
+        elif isinstance(item, tuple):
+            wires.append(model.wire_node(f"c{index}", Const(np.asarray(item[0]), item[1]), [])[0])
         else:
             wires.append(model.wire_node(f"c{index}", Const(np.asarray(item)), [])[0])
     outputs = model.wire_node(name, op, wires)

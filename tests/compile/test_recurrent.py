@@ -14,9 +14,9 @@ from tractile.fact import TypedFact
 from tractile.graph import OutletId
 from tractile.model import TypedModel
 from tractile.ops.io import Const
-from tractile.ops.tfl.lstm import UnidirectionalSequenceLstm
+from tractile.ops.lstm_projected import ProjectedLstm
+from tractile.ops.svdf import Svdf
 from tractile.ops.tfl.quantize import Dequantize, Quantize
-from tractile.ops.tfl.svdf import Svdf
 
 from ..conftest import shared_model as shared_path
 from .harness import (
@@ -51,9 +51,9 @@ def test_svdf_carries_its_memory_over_invocations(memory_type, rank, compile_cac
         state_q = q(0.02 if memory_type == "i8" else 0.0004, state_zero)
         initial = np.full((batch, memory * filters), state_zero, DatumType(memory_type).np)
         x_q = q(0.05, 4)
-        op = Svdf(rank=rank, initial_state=initial, state_q=state_q,
-                  in_q=(x_q, q(0.01), q(0.015), q(0.0003)), out_q=(q(0.03, -2),))
+        op = Svdf(rank=rank, initial_state=initial, state_q=state_q, quant=q(0.03, -2))
         fact = TypedFact(DatumType.I8, (batch, depth), None, x_q)
+        features, times, bias = (features, q(0.01)), (times, q(0.015)), (bias, q(0.0003))
     model = single_op_model(op, [fact, features, times, bias])
     cm = check_against_interpreter(model, compile_cache, runs=25, stateful=True, name="svdf")
     assert cm.report["state_bytes"] == batch * memory * filters * np.dtype(DatumType(memory_type).np).itemsize
@@ -117,9 +117,8 @@ def svdf_model(dtype: str, batch=2, depth=7, filters=6, frames=5, rank=2, memory
     bias = rng.integers(-3000, 3000, units).astype(np.int32)
     initial = np.zeros((batch, filters * frames), memory.np)
     initial += np.asarray(m_q.zero_point[0], memory.np)
-    op = Svdf(rank=rank, activation=activation, initial_state=initial, state_q=m_q,
-              in_q=(x_q, q(0.01), q(0.02), q(0.05 * 0.01)), out_q=(y_q,))
-    return single_op_model(op, [x, features, times, bias], "svdf")
+    op = Svdf(rank=rank, activation=activation, initial_state=initial, state_q=m_q, quant=y_q)
+    return single_op_model(op, [x, (features, q(0.01)), (times, q(0.02)), (bias, q(0.05 * 0.01))], "svdf")
 
 
 def test_svdf_reset_restores_the_initial_memory(compile_cache):
@@ -231,7 +230,7 @@ def float_lstm_model(batch=2, steps=5, depth=3, units=4, cifg=False, peepholes=F
         values.update({16: rand(projection, units), 17: rand(projection)})
     slots = (0, *sorted(values))
     shape = (steps, batch, depth) if time_major else (batch, steps, depth)
-    op = UnidirectionalSequenceLstm(slots=slots, activation=activation, cell_clip=cell_clip, proj_clip=proj_clip,
+    op = ProjectedLstm(slots=slots, activation=activation, cell_clip=cell_clip, proj_clip=proj_clip,
                                     time_major=time_major,
                                     initial_states=(rand(batch, outputs), rand(batch, units)))
     return single_op_model(op, [TypedFact(DatumType.F32, shape)] + [values[s] for s in slots[1:]], "lstm")
@@ -299,11 +298,10 @@ def int8_lstm_model(batch=2, steps=5, depth=3, units=4, cifg=False, peepholes=Fa
     shape = (steps, batch, depth) if time_major else (batch, steps, depth)
     initial = (rng.integers(-128, 128, (batch, outputs)).astype(np.int8),
                rng.integers(-8000, 8000, (batch, units)).astype(np.int16))
-    op = UnidirectionalSequenceLstm(slots=slots, cell_clip=cell_clip, proj_clip=proj_clip, time_major=time_major,
-                                    initial_states=initial, state_q=(h_q, c_q), hidden_q=hidden_q,
-                                    in_q=(x_q, *[scales[s] for s in slots[1:]]), out_q=(h_q,))
-    return single_op_model(op, [TypedFact(DatumType.I8, shape, qparams=x_q)] + [values[s] for s in slots[1:]],
-                           "lstm")
+    op = ProjectedLstm(slots=slots, cell_clip=cell_clip, proj_clip=proj_clip, time_major=time_major,
+                       initial_states=initial, state_q=(h_q, c_q), hidden_q=hidden_q, quant=h_q)
+    return single_op_model(op, [TypedFact(DatumType.I8, shape, qparams=x_q)] +
+                           [(values[s], scales[s]) for s in slots[1:]], "lstm")
 
 
 INT8_VARIANTS = {

@@ -147,8 +147,6 @@ def test_example_project_builds_and_prints_the_interpreters_outputs(target, tmp_
 def test_int8_dense_layer_on_the_cortex_m4_takes_at_most_four_instructions_per_mac(tmp_path):
     """QEMU counts instructions deterministically (-icount): a count, not a timing."""
     needs_board("cortex-m4")
-    from tractile.ops.tfl.dense import FullyConnected
-
     from ..tflite.builder import GraphBuilder
     from .harness import q
 
@@ -157,7 +155,7 @@ def test_int8_dense_layer_on_the_cortex_m4_takes_at_most_four_instructions_per_m
     x = g.input("x", "i8", (1, 512), q(0.05, -3))
     w = g.const("w", rng.integers(-127, 128, (32, 512)), "i8", q(0.01))
     b = g.const("b", rng.integers(-1000, 1000, (32,)), "i32", q(0.0005))
-    g.model.outputs = [g.op("dense", FullyConnected(flavour="micro"), [x, w, b], out_q=q(0.2, 5))]
+    g.model.outputs = [g.dense("dense", x, w, b, quant=q(0.2, 5), flavour="micro")]
     report = verify(g.model, "cortex-m4", runs=3, opt="speed", folder=tmp_path)
     assert report["verified"]
     layer = report["layers"][0]

@@ -20,7 +20,9 @@ from tractile.model import TypedModel
 from tractile.ops import binary as core_binary
 from tractile.ops.activations import Clip, Relu, Tanh
 from tractile.ops.io import Const
+from tractile.ops.matmul import MatMul
 from tractile.ops.quantized.common import activation_range
+from tractile.ops.shape import Flatten
 from tractile.ops.tfl.common import TflOp
 
 
@@ -75,8 +77,11 @@ class GraphBuilder:
         ``activation`` wired after it as the loader does (a Clip in the quantized domain)."""
         op = BINARY_KINDS[kind](quant=quant, pot_scale_int16=pot_scale_int16)
         y = self.op(name if activation == "NONE" else f"{name}.pre", op, inputs)
-        if activation == "NONE":
-            return y
+        return y if activation == "NONE" else self.activation(name, y, activation, quant)
+
+    def activation(self, name: str, y, activation: str, quant: QParams | None):
+        """TFLite's fused ``activation`` on ``y`` as the loader wires it (a Clip in the quantized
+        domain; None when it changes nothing)."""
         fact = self.model.outlet_fact(y)
         if quant is not None:
             low, high = activation_range(activation, quant, fact.dtype)
@@ -84,6 +89,24 @@ class GraphBuilder:
         else:
             act = {"RELU": Relu(), "RELU6": Clip(0.0, 6.0), "RELU_N1_TO_1": Clip(-1.0, 1.0), "TANH": Tanh()}[activation]
         return self.op(name, act, [y])
+
+    def dense(self, name: str, x, weights, bias=None, quant: QParams | None = None, activation: str = "NONE",
+              flavour: str = "reference", asymmetric: bool = False):
+        """A FULLY_CONNECTED as the loader translates it: a core MatMul by the (units, depth)
+        weights transposed, the input flattened to rows first when it is not (rows, depth)."""
+        depth = self.model.outlet_fact(weights).shape[1]
+        fact = self.model.outlet_fact(x)
+        if not (fact.rank == 2 and fact.shape[1] == depth):
+            total, axis = 1, fact.rank
+            while total != depth:
+                axis -= 1
+                total *= fact.shape[axis]
+            x = self.op(f"{name}.flatten", Flatten(axis), [x])
+        op = MatMul(has_bias=bias is not None, transpose_b=True, quant=quant, flavour=flavour,
+                    asymmetric_inputs=asymmetric)
+        inputs = [x, weights] + ([bias] if bias is not None else [])
+        y = self.op(name if activation == "NONE" else f"{name}.pre", op, inputs)
+        return y if activation == "NONE" else self.activation(name, y, activation, quant)
 
     def outputs(self, *outlets) -> TypedModel:
         self.model.outputs = list(outlets)

@@ -63,7 +63,7 @@ def exported(tmp_path_factory) -> dict[str, bytes]:
 
 def _lstm_ops(data: bytes) -> list:
     model = load_tflite(data)
-    return [node.op for node in model.nodes if type(node.op).__name__ == "UnidirectionalSequenceLstm"]
+    return [node.op for node in model.nodes if type(node.op).__name__ == "ProjectedLstm"]
 
 
 def _inputs(data: bytes, rng: np.random.Generator) -> list[np.ndarray]:

@@ -17,8 +17,9 @@ from tests.tflite.oracle import micro_interpreter
 from tractile.errors import AnalysisError, UnsupportedOpError
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.writer import write_model
-from tractile.ops.tfl.lstm import UnidirectionalSequenceLstm
-from tractile.ops.tfl.lstm_layer_norm import UnidirectionalSequenceLayerNormLstm, inverse_sqrt_multipliers
+from tractile.ops.lstm_layer_norm import LayerNormLstm
+from tractile.ops.lstm_projected import ProjectedLstm
+from tractile.ops.quantized.lstm_layer_norm import inverse_sqrt_multipliers
 
 RUNS = 24
 INT8_VARIANTS = {
@@ -90,10 +91,10 @@ def layer_norm_lstm_model(dtype="i8", batch=2, steps=5, depth=4, units=5, cifg=F
     slots = (0, *sorted(slot_values))
     inputs = [x] + [g.const(f"w{slot}", value, kind, quant)
                     for slot, (kind, value, quant) in sorted(slot_values.items())]
-    op = UnidirectionalSequenceLayerNormLstm(
+    op = LayerNormLstm(
         slots=slots, cell_clip=cell_clip, proj_clip=proj_clip, time_major=time_major, initial_states=initial,
-        state_q=(h_q, c_q), hidden_q=hidden_q, gate_q=gate_q, flavour=flavour)
-    return g.outputs(g.op("lstm", op, inputs, out_q=h_q))
+        state_q=(h_q, c_q), hidden_q=hidden_q, gate_q=gate_q, flavour=flavour, quant=h_q if dtype != "f32" else None)
+    return g.outputs(g.op("lstm", op, inputs))
 
 
 def random_runs(model, rng) -> list[list[np.ndarray]]:
@@ -153,7 +154,7 @@ def test_the_c_compiler_refuses_layer_norm_and_auto_runs_it_interpreted(tmp_path
 
 def test_layer_norm_coefficients_must_match_the_gates():
     model = layer_norm_lstm_model("i8", cifg=True)
-    node = next(n for n in model.nodes if isinstance(n.op, UnidirectionalSequenceLayerNormLstm))
+    node = next(n for n in model.nodes if isinstance(n.op, LayerNormLstm))
     inputs = [model.outlet_fact(o) for o in node.inputs]
     missing = dataclasses.replace(node.op, slots=tuple(s for s in node.op.slots if s != 22))
     with pytest.raises(AnalysisError, match="cell gate's layer-norm coefficients.*missing"):
@@ -161,7 +162,6 @@ def test_layer_norm_coefficients_must_match_the_gates():
     no_scale = dataclasses.replace(node.op, gate_q=(None,) * 4)
     with pytest.raises(AnalysisError, match="forget gate intermediate"):
         no_scale.output_facts(inputs)
-    plain = UnidirectionalSequenceLstm(**{f.name: getattr(node.op, f.name) for f in dataclasses.fields(
-        UnidirectionalSequenceLstm)})
+    plain = ProjectedLstm(**{f.name: getattr(node.op, f.name) for f in dataclasses.fields(ProjectedLstm)})
     with pytest.raises(AnalysisError, match="without layer normalisation"):
         plain.output_facts(inputs)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.tflite.builder import GraphBuilder, check_model, q
-from tractile.ops.tfl.lstm import UnidirectionalSequenceLstm
+from tractile.ops.lstm_projected import ProjectedLstm
 
 VARIANTS = {
     "plain": {},
@@ -56,9 +56,9 @@ def lstm_model(batch=2, steps=5, depth=3, units=4, cifg=False, peepholes=False, 
     inputs = [x] + [g.const(f"w{slot}", value, dtype, quant)
                     for slot, (dtype, value, quant) in sorted(slot_values.items())]
     initial = (np.full((batch, outputs), h_q.zero_point[0], np.int8), np.zeros((batch, units), np.int16))
-    op = UnidirectionalSequenceLstm(slots=slots, cell_clip=cell_clip, proj_clip=proj_clip, time_major=time_major,
-                                    initial_states=initial, state_q=(h_q, c_q), hidden_q=hidden_q)
-    return g.outputs(g.op("lstm", op, inputs, out_q=h_q))
+    op = ProjectedLstm(slots=slots, cell_clip=cell_clip, proj_clip=proj_clip, time_major=time_major,
+                       initial_states=initial, state_q=(h_q, c_q), hidden_q=hidden_q, quant=h_q)
+    return g.outputs(g.op("lstm", op, inputs))
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

@@ -83,5 +83,5 @@ def test_profile_tflite_model(capsys):
     assert main(["profile", str(path), "--iters", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     ops = {n["op"] for n in data["nodes"]}
-    assert any("Conv" in op for op in ops) and any("FullyConnected" in op for op in ops)
+    assert any("Conv" in op for op in ops) and any("MatMul" in op for op in ops)
     assert all(n["real"] > 0 for n in data["nodes"])

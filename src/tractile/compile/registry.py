@@ -2,8 +2,8 @@
 
 An emitter lowers one node into C through an :class:`~tractile.compile.emit.Emit`::
 
-    @emitter(FullyConnected)
-    def fully_connected(e: Emit) -> None:
+    @emitter(MatMul)
+    def matmul(e: Emit) -> None:
         x, w = e.input(0), e.const_input(1)
         ...
         e.call("tl_fc_s8", x, weights, e.output(0), ...)

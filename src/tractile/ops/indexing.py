@@ -30,7 +30,8 @@ class Gather(Op):
         expect_integer(indices, "Gather indices")
         axis = resolve_axis(self.axis, data.rank, "Gather axis")
         shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1:])
-        fact = TypedFact(data.dtype, shape)
+        kept = data.qparams if data.qparams is not None and data.qparams.axis is None else None
+        fact = TypedFact(data.dtype, shape, qparams=kept)
         value = data.known_value()
         if value is not None and value.dtype == object and indices.konst is not None:
             size = data.shape[axis]

@@ -1,17 +1,22 @@
-"""Matrix products: MatMul (NumPy semantics, optional fused bias and activation) and Gemm."""
+"""Matrix products: MatMul (NumPy semantics, optional transposed operands, fused bias and
+activation; quantized and hybrid forms) and Gemm."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..datum import DatumType
 from ..errors import AnalysisError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
 from ..graph import OutletId
 from ..patch import ModelPatch
 from .activations import Activation
 from .base import Op, expect_inputs
 from .binary import Add, Mul, broadcast_shapes
+from .quantized.common import cached_recipe, recipe_of, with_recipe
+from .quantized.dense import ProductRecipe, check_product_quantization, clamp_of
+from .quantized.hybrid import HybridDense, check_hybrid_weights, is_hybrid
 
 
 def matmul_shape(a: tuple, b: tuple, what: str = "MatMul") -> tuple:
@@ -51,32 +56,121 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
+def _swapped(shape: tuple, what: str) -> tuple:
+    if len(shape) < 2:
+        raise AnalysisError(f"MatMul cannot transpose the rank-{len(shape)} {what}")
+    return (*shape[:-2], shape[-1], shape[-2])
+
+
 @dataclass(frozen=True)
 class MatMul(Op):
-    """``a @ b`` (+ ``bias``, broadcast onto the output, then ``activation``, when fused)."""
+    """``a @ b`` (+ ``bias``, broadcast onto the output, then ``activation``, when fused).
+
+    ``transpose_a`` / ``transpose_b``: an operand's last two axes are swapped first (TFLite's
+    BATCH_MATMUL ``adj_x``/``adj_y``; FULLY_CONNECTED's weights, stored (units, depth)).
+
+    ``quant``: the output's quantization. Set, ``a`` and ``b`` are quantized tensors (their
+    facts' qparams; ``b`` per-tensor or per output column), the bias is int32 (int64 for
+    int16 activations) in the scale of their product, and the op follows TFLite's integer
+    recipe (``ops.quantized.dense``) in ``flavour``: "reference" rescales in double precision
+    as LiteRT's reference FULLY_CONNECTED, "micro" in fixed point as TFLite Micro (and every
+    BATCH_MATMUL). A fused ``activation`` is then a Clip with integer bounds.
+
+    A float ``a`` times a constant int8 quantized ``b`` with ``quant`` None is a hybrid
+    product (``ops.quantized.hybrid``): rows of ``a`` quantized on the fly, symmetrically or
+    with ``asymmetric_inputs``, as LiteRT's dynamic-range kernels.
+    """
 
     weight_inputs = (1, 2)
 
     has_bias: bool = False
     activation: Activation | None = None
+    transpose_a: bool = False
+    transpose_b: bool = False
+    quant: QParams | None = None
+    flavour: str = "reference"
+    asymmetric_inputs: bool = False
+
+    def operand_shapes(self, a: tuple, b: tuple) -> tuple[tuple, tuple]:
+        """The operands' shapes once transposed as the op says."""
+        return (_swapped(a, "first operand") if self.transpose_a else a,
+                _swapped(b, "second operand") if self.transpose_b else b)
+
+    def _clip(self) -> tuple[float, float] | None:
+        activation = self.activation
+        if activation is None:
+            return None
+        if type(activation).__name__ != "Clip" or getattr(activation, "dynamic_low", False) \
+                or getattr(activation, "dynamic_high", False):
+            raise AnalysisError(f"a quantized MatMul can only fuse a Clip, got {activation.name}")
+        low, high = getattr(activation, "low", None), getattr(activation, "high", None)
+        return (-np.inf if low is None else low, np.inf if high is None else high)
+
+    def is_hybrid(self, inputs: list[TypedFact]) -> bool:
+        return self.quant is None and is_hybrid(inputs[0], inputs[1])
+
+    def _recipe(self, inputs: list[TypedFact]):
+        a, b = inputs[0], inputs[1]
+        bias = inputs[2] if self.has_bias else None
+        if self.quant is not None:
+            units_axis = -2 if self.transpose_b else -1
+            check_product_quantization(a, b, bias, self.quant, self.flavour, units_axis)
+            return cached_recipe(self, inputs, lambda: ProductRecipe(
+                a, b, self.quant, clamp_of(self.quant, a.dtype, self._clip()), self.flavour, self.transpose_a,
+                self.transpose_b))
+        return cached_recipe(self, inputs, lambda: self._hybrid(a, b, bias))
+
+    def _hybrid(self, a: TypedFact, b: TypedFact, bias: TypedFact | None) -> HybridDense:
+        if b.konst is None or b.rank != 2 or self.transpose_a:
+            raise AnalysisError(f"a hybrid MatMul needs constant 2-d int8 weights, got {b}")
+        weights = b.konst if self.transpose_b else b.konst.T
+        scales = check_hybrid_weights(b, "MatMul weights", 0 if self.transpose_b else 1)
+        if bias is not None and (bias.konst is None or bias.dtype != DatumType.F32
+                                 or bias.volume != weights.shape[0]):
+            raise AnalysisError(f"a hybrid MatMul needs a constant float32 bias per output column, got {bias}")
+        return HybridDense(weights, scales, None if bias is None else bias.konst, self.asymmetric_inputs)
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 3 if self.has_bias else 2, self)
         a, b = inputs[0], inputs[1]
-        if a.dtype != b.dtype:
-            raise AnalysisError(f"MatMul operands have different datum types ({a}; {b})")
-        shape = matmul_shape(a.shape, b.shape)
+        sa, sb = self.operand_shapes(a.shape, b.shape)
+        shape = matmul_shape(sa, sb)
         if self.has_bias and broadcast_shapes(shape, inputs[2].shape) != shape:
             raise AnalysisError(f"bias {inputs[2]} does not broadcast onto the product's shape {shape}")
+        if self.quant is not None or self.is_hybrid(inputs):
+            self._recipe(inputs)
+            return [TypedFact(a.dtype, shape, qparams=self.quant)]
+        if a.dtype != b.dtype:
+            raise AnalysisError(f"MatMul operands have different datum types ({a}; {b})")
         return [TypedFact(a.dtype, shape)]
 
     def rules(self, s, inputs, outputs):
-        s.equals_all(inputs[0].datum_type, inputs[1].datum_type, outputs[0].datum_type)
+        if self.quant is None and not self.transpose_b:
+            s.equals_all(inputs[0].datum_type, inputs[1].datum_type, outputs[0].datum_type)
+        else:  # 16x8 and hybrid products multiply operands of two datum types
+            s.equals(inputs[0].datum_type, outputs[0].datum_type)
         s.given_all([inputs[0].shape, inputs[1].shape],
-                    lambda s, a, b: s.equals(outputs[0].shape, matmul_shape(a, b)))
+                    lambda s, a, b: s.equals(outputs[0].shape, matmul_shape(*self.operand_shapes(a, b))))
+
+    def prepared(self, inputs):
+        if self.quant is not None or self.is_hybrid(inputs):
+            return with_recipe(self, self._recipe(inputs))
+        return self
 
     def eval(self, inputs):
-        y = _matmul(inputs[0], inputs[1])
+        a, b = inputs[0], inputs[1]
+        if self.quant is not None:
+            return [recipe_of(self)(a, b, inputs[2] if self.has_bias else None)]
+        if a.dtype.kind == "f" and b.dtype == np.int8 and "recipe" in self.__dict__:
+            dense = recipe_of(self)
+            rows = a.reshape(-1, dense.depth)
+            y = dense(rows).reshape(*a.shape[:-1], dense.units)
+            return [self.activation.apply_inplace(y) if self.activation is not None else y]
+        if self.transpose_a:
+            a = np.swapaxes(a, -1, -2)
+        if self.transpose_b:
+            b = np.swapaxes(b, -1, -2)
+        y = _matmul(a, b)
         if self.has_bias:
             if y.ndim == 0:
                 y = y + inputs[2]
@@ -87,12 +181,18 @@ class MatMul(Op):
         return [np.asarray(y)]
 
     def cost(self, inputs):
-        a, b = inputs[0].shape, inputs[1].shape
+        a, b = self.operand_shapes(inputs[0].shape, inputs[1].shape)
         out = matmul_shape(a, b)
         flops = 2 * a[-1]
         for dim in out:
             flops = flops * dim
         return {"flops": flops}
+
+    @property
+    def is_plain(self) -> bool:
+        """A float product of untransposed operands, quantized by nothing: what algebraic
+        rewrites (folding a scale or a bias into it) may change."""
+        return self.quant is None and not self.transpose_a and not self.transpose_b
 
 
 @dataclass(frozen=True)

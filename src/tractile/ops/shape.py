@@ -162,7 +162,8 @@ class Reshape(Op):
                     for v in target]
         else:
             dims = reshaped_dims(data.shape, target, self.allowzero)
-        fact = TypedFact(data.dtype, dims)
+        kept = data.qparams if data.qparams is not None and data.qparams.axis is None else None
+        fact = TypedFact(data.dtype, dims, qparams=kept)
         if data.sym_value is not None and all(isinstance(d, int) for d in dims):
             fact.sym_value = data.sym_value.reshape(dims)
         return [fact]
@@ -233,7 +234,8 @@ class Flatten(Op):
         axis = self.axis + x.rank if self.axis < 0 else self.axis
         if not 0 <= axis <= x.rank:
             raise AnalysisError(f"Flatten axis {self.axis} is out of range for {x}")
-        return [TypedFact(x.dtype, (volume(x.shape[:axis]), volume(x.shape[axis:])))]
+        kept = x.qparams if x.qparams is not None and x.qparams.axis is None else None
+        return [TypedFact(x.dtype, (volume(x.shape[:axis]), volume(x.shape[axis:])), qparams=kept)]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)

@@ -92,7 +92,8 @@ def _fold_into_conv(model, node, conv, konst):
 
 
 def _fold_into_matmul(model, node, matmul, konst):
-    if not isinstance(node.op, Mul) or matmul.op.has_bias or matmul.op.activation is not None:
+    if not isinstance(node.op, Mul) or matmul.op.has_bias or matmul.op.activation is not None \
+            or not matmul.op.is_plain:
         return None
     weights = model.outlet_fact(matmul.inputs[1])
     out = matmul.outputs[0].fact

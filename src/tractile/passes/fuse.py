@@ -51,7 +51,7 @@ def fuse_activation(model, node) -> ModelPatch | None:
     producer = _lone_producer(model, node.inputs[0], (Conv, MatMul, Arithmetic))
     if producer is None or producer.op.activation is not None:
         return None
-    quantized = isinstance(producer.op, Arithmetic) and producer.op.quant is not None
+    quantized = getattr(producer.op, "quant", None) is not None
     if quantized:
         if type(node.op) is not Clip or node.outputs[0].fact.qparams != producer.outputs[0].fact.qparams:
             return None

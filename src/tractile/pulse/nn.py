@@ -133,9 +133,12 @@ def arg_reduce(ctx: PulseContext, node: Node) -> list[Wire]:
 
 
 def _product_axis(node: Node, slot: int, axis: int, rank: int, out_rank: int) -> int:
-    """Where streamed axis ``axis`` of operand ``slot`` (of rank ``rank``) lands in ``a @ b``."""
+    """Where streamed axis ``axis`` of operand ``slot`` (of rank ``rank``) lands in ``a @ b``
+    (operands transposed as the op says)."""
     rows_or_cols = rank - 2 if slot == 0 else rank - 1
     contracted = rank - 1 if slot == 0 else rank - 2
+    if getattr(node.op, "transpose_a" if slot == 0 else "transpose_b", False):
+        rows_or_cols, contracted = contracted, rows_or_cols
     if rank == 1 or axis == contracted:
         raise AnalysisError(f"{node.op.name} sums over axis {axis} of input {slot}, the streamed axis: it needs the "
                             "whole stream")

@@ -1,5 +1,5 @@
-"""Recurrent TFLite ops whose state is a variable tensor: SVDF (``tl_svdf.h``) and
-UNIDIRECTIONAL_SEQUENCE_LSTM (``tl_lstm.h``). The state lives in the context, persists
+"""Recurrent ops whose state is TFLite's variable tensor: the core Svdf (``tl_svdf.h``) and
+ProjectedLstm (``tl_lstm.h``). The state lives in the context, persists
 across invocations as TFLite's variable tensors do, and ``NAME_reset`` restores its
 initial value.
 """
@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...datum import DatumType
-from ...ops.quantized.common import integer_limits, zero_of
+from ...ops.lstm_projected import SLOTS, ProjectedLstm
+from ...ops.quantized.common import integer_limits, recipe_of, zero_of
 from ...ops.quantized.functions import int16_table
-from ...ops.tfl.lstm import SLOTS, UnidirectionalSequenceLstm, _LstmState
-from ...ops.tfl.svdf import Svdf
+from ...ops.quantized.lstm import prepare_integer
+from ...ops.svdf import Svdf
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 from .fused import finish_tflite_activation, tflite_float_activation
@@ -44,6 +45,11 @@ def svdf(e: Emit) -> None:
     initial = np.asarray(op.initial_state).reshape(-1)
     e.use("tl_fully_connected.h")
     e.use("tl_svdf.h")
+    if x.dtype == DatumType.F32 and features.dtype == np.int8:
+        from .hybrid import hybrid_svdf
+
+        hybrid_svdf(e, x, y, features, times, bias, initial)
+        return
     if x.dtype == DatumType.F32:
         low, high = tflite_float_activation(e, op.activation, y)
         memory = e.state("memory", DatumType.F32, initial.size, initial.astype(np.float32))
@@ -58,7 +64,8 @@ def svdf(e: Emit) -> None:
     memory_dtype = DatumType.from_numpy(initial.dtype)
     if memory_dtype not in (DatumType.I8, DatumType.I16):
         raise Unsupported(f"an SVDF memory of {memory_dtype} (int8 or int16)")
-    x_zero, m_zero = zero_of(op.iq(0)), zero_of(op.state_q)
+    recipe = recipe_of(op)
+    x_zero, m_zero = recipe.x_zero, recipe.state_zero
     features = features.astype(np.int64)
     times = times.astype(np.int64)
     m_low, m_high = integer_limits(memory_dtype)
@@ -67,27 +74,29 @@ def svdf(e: Emit) -> None:
         - m_zero * times.sum(axis=1).reshape(units, op.rank).sum(axis=1)
     fits_int32(int(np.abs(fbias).max()) + depth * 128 * 128, "the feature projection")
     fits_int32(int(np.abs(ubias).max()) + op.rank * frames * 128 * max(-m_low, m_high), "the time reduction")
-    first, second = (requant_pair(r) for r in op._scales)
+    first, second = requant_pair(recipe.first), requant_pair(recipe.second)
     low, high = integer_limits(y.dtype)
     memory = e.state("memory", memory_dtype, initial.size, initial)
     kernel = "tl_svdf_s8" if memory_dtype == DatumType.I8 else "tl_svdf_s8_s16"
     e.call(kernel, x, e.constant("features", features, DatumType.I8), e.constant("fbias", fbias, DatumType.I32),
            e.constant("times", times, DatumType.I8), e.constant("ubias", ubias, DatumType.I32), memory, y,
-           batches, depth, filters, frames, op.rank, *first, m_zero, *second, zero_of(op.oq(0)), low, high)
+           batches, depth, filters, frames, op.rank, *first, m_zero, *second, recipe.output_zero, low, high)
 
 
 # UNIDIRECTIONAL_SEQUENCE_LSTM ---------------------------------------------------------------------
 ACTIVATION_CODES = {"NONE": 0, "RELU": 1, "RELU6": 2, "RELU_N1_TO_1": 3, "TANH": 4}
 
 
-def lstm_weights(e: Emit, op: UnidirectionalSequenceLstm, slot: int) -> np.ndarray | None:
+def lstm_weights(e: Emit, op: ProjectedLstm, slot: int) -> np.ndarray | None:
     index = op._index(slot)
     return None if index is None else e.const_input(index, SLOTS[slot])
 
 
-@emitter(UnidirectionalSequenceLstm)
+@emitter(ProjectedLstm)
 def lstm(e: Emit) -> None:
-    op: UnidirectionalSequenceLstm = e.op
+    op: ProjectedLstm = e.op
+    if op.layer_norm:
+        raise Unsupported(f"{op.name}: layer-normalised gates have no C lowering")
     x = e.input(0)
     if op.activation not in ACTIVATION_CODES:
         raise Unsupported(f"the LSTM activation {op.activation}")
@@ -104,7 +113,11 @@ def lstm(e: Emit) -> None:
     e.use("tl_fully_connected.h")
     e.use("tl_recurrent.h")
     e.use("tl_lstm.h")
-    if x.dtype == DatumType.F32:
+    if x.dtype == DatumType.F32 and feed.dtype == np.int8:
+        from .hybrid import hybrid_lstm
+
+        hybrid_lstm(e, op, weights, offsets, shape)
+    elif x.dtype == DatumType.F32:
         lstm_float(e, op, weights, offsets, shape)
     elif x.dtype == DatumType.I8:
         if op.flavour != "reference":
@@ -140,7 +153,8 @@ def lstm_integer(e: Emit, op, weights: dict, offsets: list[int], shape: dict) ->
     if e.output(0).dtype != DatumType.I8:
         raise Unsupported(f"an integer LSTM with {e.output(0).dtype} output (int8 only)")
     units, outputs, depth = shape["units"], shape["outputs"], shape["depth"]
-    params = op._integer
+    recipe = recipe_of(op)
+    params = recipe.params
     cell_scale = params["cell_scale"]
     if not -15 <= cell_scale <= -3:
         raise Unsupported(f"a cell state scale of 2^{cell_scale} (2^-15 to 2^-3)")
@@ -148,7 +162,7 @@ def lstm_integer(e: Emit, op, weights: dict, offsets: list[int], shape: dict) ->
     for slot, value in weights.items():
         if value is not None:
             inputs[op._index(slot)] = value
-    prepared = _LstmState(op)._prepare(inputs)
+    prepared = prepare_integer(op, recipe, inputs)
     gate_count = len(prepared["gates"])
     wx, wh = np.rint(prepared["wx"].T), np.rint(prepared["wh"].T)
     if np.abs(wx).max() > 127 or np.abs(wh).max() > 127 or wx.min() < -128 or wh.min() < -128:

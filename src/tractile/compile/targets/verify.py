@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import TractileError
-from ...ops.tfl.dense import FullyConnected
+from ...ops.matmul import MatMul
 from ...passes.driver import run_passes
 from ...patch import ModelPatch
 from .. import generate, prepare
@@ -20,14 +20,17 @@ from .harness import CALIBRATION
 from .startup import stack_with_margin
 
 
+def _follows_another(op, flavour: str) -> bool:
+    return isinstance(op, MatMul) and op.quant is not None and op.flavour != flavour
+
+
 def with_flavour(model, flavour: str | None):
     """A copy of ``model`` whose TFLite integer ops follow ``flavour`` (as the target's C does)."""
-    if flavour is None or not any(isinstance(n.op, FullyConnected) and n.op.flavour != flavour
-                                  for n in model.nodes):
+    if flavour is None or not any(_follows_another(n.op, flavour) for n in model.nodes):
         return model
 
     def rewrite(model, node):
-        if isinstance(node.op, FullyConnected) and node.op.flavour != flavour:
+        if _follows_another(node.op, flavour):
             return ModelPatch.replace_single_op(model, node, node.inputs, dataclasses.replace(node.op, flavour=flavour))
         return None
 

@@ -189,15 +189,16 @@ class TfliteLoader:
             raise ModelFormatError(f"{node.where}: damaged options ({type(error).__name__}: {error})") from None
         except AnalysisError as error:
             raise ModelFormatError(f"{node.where}: {error}") from None
-        activation = None
+        activation, via = None, {}
         if isinstance(result, Translated):
-            op, slots, activation = result.op, result.slots, result.activation
+            op, slots, activation, via = result.op, result.slots, result.activation, result.inputs_via
         else:
             op, slots = result, None
         if slots is None:
             slots = [slot for slot, tensor in enumerate(operator.inputs) if tensor >= 0]
         inputs = [self._outlet(model, subgraph, operator.inputs[slot], outlets, node.where) for slot in slots]
         out_tensors = [subgraph.tensors[t] if t >= 0 else None for t in operator.outputs]
+        name = out_tensors[0].name if out_tensors and out_tensors[0] is not None else f"op{operator.index}"
         effect = isinstance(op, EFFECTS) or (isinstance(op, (If, While)) and any(
             "tflite_outputs" in model.properties for model in op.subgraphs().values()))
         if effect or isinstance(op, VarHandle):
@@ -212,8 +213,12 @@ class TfliteLoader:
                 out_q=op.out_q or tuple(t.quant if t is not None else None for t in out_tensors),
                 out_dtypes=op.out_dtypes or tuple(t.dtype if t is not None else None for t in out_tensors),
                 version=operator.version)
-        name = out_tensors[0].name if out_tensors and out_tensors[0] is not None else f"op{operator.index}"
         try:
+            for position, through in via.items():
+                if isinstance(through, np.ndarray):
+                    inputs[position] = model.wire_node(f"{name}.input{position}", Const(through), [])[0]
+                else:
+                    inputs[position] = model.wire_node(f"{name}.{through.name}", through, [inputs[position]])[0]
             produced = model.wire_node(name, op, inputs)
             if activation is not None:
                 produced = model.wire_node(f"{name}.{activation.name}", activation, produced)

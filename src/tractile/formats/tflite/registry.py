@@ -50,11 +50,14 @@ class Translated:
 
     ``activation``: a core activation op wired after ``op`` (a TFLite fused activation; the
     optimizer fuses it back), whose output is the operator's output tensor.
+    ``inputs_via``: per position in the wired inputs, a one-input op wired between that input
+    and ``op`` (FULLY_CONNECTED's flattening), or an array wired as a constant in its place.
     """
 
     op: Any
     slots: list | None = None
     activation: Any = None
+    inputs_via: dict = field(default_factory=dict)
 
 
 @dataclass

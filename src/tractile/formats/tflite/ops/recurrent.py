@@ -1,4 +1,5 @@
-"""Translations of UNIDIRECTIONAL_SEQUENCE_LSTM and SVDF, whose states are variable tensors."""
+"""Translations of UNIDIRECTIONAL_SEQUENCE_LSTM and SVDF onto the core ProjectedLstm / LayerNormLstm
+and Svdf, whose states (TFLite's variable tensors) are op state written back as variables."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +7,10 @@ import numpy as np
 from ....datum import DatumType
 from ....errors import ModelFormatError
 from ....fact import QParams
-from ....ops.tfl.lstm import LAYER_NORM, STATE_SLOTS, SequenceLstm, UnidirectionalSequenceLstm
-from ....ops.tfl.lstm_layer_norm import UnidirectionalSequenceLayerNormLstm, micro_refusal
-from ....ops.tfl.svdf import Svdf
+from ....ops.lstm_layer_norm import LayerNormLstm, micro_refusal
+from ....ops.lstm_projected import LAYER_NORM, STATE_SLOTS, ProjectedLstm
+from ....ops.quantized.common import QUANTIZED
+from ....ops.svdf import Svdf
 from ..reader import buffer_value
 from ..registry import OpSpec, TflNode, Translated, activation_code, activation_name, tflite_op, tflite_writer
 
@@ -36,7 +38,7 @@ def unidirectional_sequence_lstm(node: TflNode):
                                 if len(intermediates) == 5 and intermediates[i] >= 0 else None for i in range(4))
     else:  # TFLite ignores other coefficients then
         slots = tuple(slot for slot in slots if slot not in LAYER_NORM.values())
-    kind = UnidirectionalSequenceLayerNormLstm if layer_norm else UnidirectionalSequenceLstm
+    kind = LayerNormLstm if layer_norm else ProjectedLstm
     op = kind(
         slots=slots,
         activation=activation_name(options.FusedActivationFunction()) if options is not None else "TANH",
@@ -44,8 +46,14 @@ def unidirectional_sequence_lstm(node: TflNode):
         proj_clip=float(options.ProjClip()) if options is not None else 0.0,
         time_major=bool(options.TimeMajor()) if options is not None else False,
         initial_states=(_reset_value(node, 18), _reset_value(node, 19)),
-        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q, flavour=node.flavour, **extra)
+        state_q=(node.tensor(18).quant, node.tensor(19).quant), hidden_q=hidden_q, quant=_output_quant(node),
+        flavour=node.flavour, asymmetric_inputs=bool(options.AsymmetricQuantizeInputs()) if options is not None
+        else False, **extra)
     return Translated(op, list(slots))
+
+
+def _output_quant(node: TflNode):
+    return node.output_quant() if node.tensor(0).dtype in QUANTIZED and node.tensor(0).quant is not None else None
 
 
 def _reset_value(node: TflNode, slot: int):
@@ -59,8 +67,8 @@ def _reset_value(node: TflNode, slot: int):
     return value
 
 
-@tflite_writer(UnidirectionalSequenceLstm, UnidirectionalSequenceLayerNormLstm)
-def write_lstm(op: SequenceLstm, ctx) -> OpSpec:
+@tflite_writer(ProjectedLstm, LayerNormLstm)
+def write_lstm(op: ProjectedLstm, ctx) -> OpSpec:
     inputs = []
     for slot in range(24):
         if slot in op.slots:
@@ -79,15 +87,15 @@ def write_lstm(op: SequenceLstm, ctx) -> OpSpec:
         intermediates = [_gate_intermediate(op, ctx, i) for i in range(4)]
         intermediates.append(ctx.scratch("effective_hidden_scale", DatumType.I8, op.hidden_q))
     fields = {"FusedActivationFunction": activation_code(op.activation), "CellClip": op.cell_clip,
-              "ProjClip": op.proj_clip, "TimeMajor": op.time_major}
+              "ProjClip": op.proj_clip, "TimeMajor": op.time_major, "AsymmetricQuantizeInputs": op.asymmetric_inputs}
     return OpSpec("UNIDIRECTIONAL_SEQUENCE_LSTM", ("UnidirectionalSequenceLSTMOptions", fields), inputs,
                   intermediates)
 
 
-def _gate_intermediate(op: SequenceLstm, ctx, offset: int):
+def _gate_intermediate(op: ProjectedLstm, ctx, offset: int):
     """A gate's intermediate tensor: TFLite reads the scales of all four when the LSTM is
     layer-normalised (a CIFG one's unused input gate gets Q3.12)."""
-    if not isinstance(op, UnidirectionalSequenceLayerNormLstm):
+    if not isinstance(op, LayerNormLstm):
         return ctx.scratch(f"intermediate_{offset}", DatumType.F32)
     quant = op.gate_q[offset] if offset < len(op.gate_q) else None
     return ctx.scratch(f"intermediate_{offset}", DatumType.I16, quant or QParams((2.0 ** -12,), (0,), None))
@@ -102,12 +110,14 @@ def svdf(node: TflNode):
         raise ModelFormatError(f"{node.where}: the state input is missing")
     slots = [0, 1, 2] + ([3] if node.present(3) else [])
     op = Svdf(rank=options.Rank(), activation=activation_name(options.FusedActivationFunction()),
-              has_bias=node.present(3), initial_state=_reset_value(node, 4), state_q=node.tensor(4).quant)
+              has_bias=node.present(3), initial_state=_reset_value(node, 4), state_q=node.tensor(4).quant,
+              quant=_output_quant(node), asymmetric_inputs=bool(options.AsymmetricQuantizeInputs()))
     return Translated(op, slots)
 
 
 @tflite_writer(Svdf)
 def write_svdf(op: Svdf, ctx) -> OpSpec:
     inputs = [0, 1, 2, 3 if op.has_bias else None, ctx.variable(op.initial_state, "state", op.state_q)]
-    fields = {"Rank": op.rank, "FusedActivationFunction": activation_code(op.activation)}
+    fields = {"Rank": op.rank, "FusedActivationFunction": activation_code(op.activation),
+              "AsymmetricQuantizeInputs": op.asymmetric_inputs}
     return OpSpec("SVDF", ("SVDFOptions", fields), inputs)

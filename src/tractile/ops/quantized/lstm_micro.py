@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import AnalysisError
-from ..quantized.common import scale_of
-from ..quantized.fixedpoint import Requantizer
-from ..quantized.output import clip_inplace
+from .common import scale_of
+from .fixedpoint import Requantizer
+from .output import clip_inplace
 
 #: sigmoid(i / 24) in unsigned Q0.16 for i in 0..255 (TFLite's int16 LOGISTIC/TANH table)
 SIGMOID_TABLE = np.array([
@@ -71,17 +71,18 @@ def table_tanh(values: np.ndarray, left_shift: int) -> np.ndarray:
     return result >> 8
 
 
-def micro_parameters(op, prepared: dict) -> dict:
-    """Requantizers derived as TFLite Micro's Prepare does, per gate and for the updates."""
+def micro_parameters(op, recipe, prepared: dict) -> dict:
+    """Requantizers derived as TFLite Micro's Prepare does, per gate and for the updates
+    (``recipe``: the LSTM's ``LstmQuantization``)."""
     if len(prepared["gates"]) != 4 or prepared["peepholes"] or "projection" in prepared:
         raise AnalysisError("TFLite Micro's integer LSTM needs all four gates, no peepholes, no projection")
-    x_scale, h_scale = np.float32(scale_of(op.iq(0))), np.float32(scale_of(op.state_q[0]))
+    x_scale, h_scale = np.float32(scale_of(recipe.x)), np.float32(scale_of(op.state_q[0]))
     c_scale = float(np.float32(scale_of(op.state_q[1])))
     gate_scale = float(np.float32(2.0 ** -12))
     rx, rh = [], []
     for offset in range(4):
-        rx.append(float(np.float32(x_scale * np.float32(scale_of(op.q(1 + offset))))) / gate_scale)
-        rh.append(float(np.float32(h_scale * np.float32(scale_of(op.q(5 + offset))))) / gate_scale)
+        rx.append(float(np.float32(x_scale * np.float32(scale_of(recipe.q(1 + offset))))) / gate_scale)
+        rh.append(float(np.float32(h_scale * np.float32(scale_of(recipe.q(5 + offset))))) / gate_scale)
     units = prepared["units"]
     return {
         "rx": Requantizer(np.repeat(rx, units)), "rh": Requantizer(np.repeat(rh, units)),
@@ -92,7 +93,8 @@ def micro_parameters(op, prepared: dict) -> dict:
     }
 
 
-def run_micro(state, prepared: dict, micro: dict, sequence: np.ndarray, h_zero: int) -> list[np.ndarray]:
+def run_micro(state, prepared: dict, micro: dict, sequence: np.ndarray, h_zero: int,
+              cell_scale: int) -> list[np.ndarray]:
     """All time steps from the state's (h, c); updates them; the int8 output of each step."""
     steps, batch = sequence.shape[0], sequence.shape[1]
     units = prepared["units"]
@@ -102,7 +104,6 @@ def run_micro(state, prepared: dict, micro: dict, sequence: np.ndarray, h_zero: 
     x_parts = clip_inplace(micro["rx"](projected), -32768, 32767).reshape(steps, batch, -1)
     h = state.h.reshape(batch, -1).astype(np.int64)
     c = state.c.reshape(batch, -1).astype(np.int64)
-    cell_scale = state.op._integer["cell_scale"]
     outputs = []
     for step in range(steps):
         recurrent = (h.astype(np.float64) @ prepared["wh"]).astype(np.int64) + prepared["bh"]
