@@ -15,7 +15,7 @@ from tractile.graph import OutletId
 
 from ..conftest import shared_model
 from ..tflite.builder import GraphBuilder, Window2D
-from ..tflite.test_ops_spatial import WINDOWS, conv_model
+from ..tflite.test_ops_spatial import WINDOWS, conv_model, transpose_conv_model
 from .harness import assert_builds_without_warnings, check_against_interpreter, q, single_op_model
 
 
@@ -53,8 +53,8 @@ def test_float_convolutions_match(window, depthwise, compile_cache):
     check_against_interpreter(model, compile_cache, runs=3, rtol=1e-5, atol=1e-5, name="conv_f32")
 
 
-@pytest.mark.parametrize("kind", ["average", "max"])
-@pytest.mark.parametrize("dtype", ["i8", "i16", "f32"])
+@pytest.mark.parametrize("kind,dtype", [("average", "i8"), ("average", "i16"), ("average", "f32"), ("max", "i8"),
+                                        ("max", "i16"), ("max", "f32"), ("l2", "f32")])
 @pytest.mark.parametrize("window", [Window2D("SAME", 2, 2), Window2D("VALID", 1, 2)], ids=str)
 def test_pooling(kind, dtype, window, compile_cache):
     quant = q(0.1, -3) if dtype == "i8" else (q(0.001, 0) if dtype == "i16" else None)
@@ -62,6 +62,17 @@ def test_pooling(kind, dtype, window, compile_cache):
     x = g.input("x", dtype, (1, 7, 9, 5), quant)
     model = g.outputs(g.pool("y", kind, x, window, 3, 2, quant, "RELU"))
     check_against_interpreter(model, compile_cache, runs=4, name="pool")
+
+
+@pytest.mark.parametrize("padding,stride,out_shape", [("SAME", 2, (1, 8, 10, 4)), ("VALID", 3, (1, 12, 17, 4))])
+@pytest.mark.parametrize("dtype,bias", [("f32", True), ("i8", True), ("i8", False), ("i16", True)])
+def test_transpose_convolutions(dtype, bias, padding, stride, out_shape, compile_cache, tmp_path):
+    """TRANSPOSE_CONV: outputs past the full result (VALID, stride 3) get the bias only."""
+    model = transpose_conv_model(dtype, padding, stride, out_shape, bias)
+    tolerances = {"rtol": 1e-5, "atol": 1e-5} if dtype == "f32" else {}
+    check_against_interpreter(model, compile_cache, runs=3, name=f"tconv_{dtype}", **tolerances)
+    if padding == "SAME" and bias:
+        assert_builds_without_warnings(generate(model.into_optimized(), name="tconv"), tmp_path)
 
 
 def onnx_conv(rank: int, group: int, dilation: int, stride: int, pads: list[int]):

@@ -161,9 +161,10 @@ def test_int8_bilinear_upsampling_rounds_ties():
 
 
 @pytest.mark.parametrize("kind, dtype", [("average", "i8"), ("average", "f32"), ("max", "i8"), ("max", "f32"),
-                                         ("l2", "f32")])  # TFLite's L2 pooling is float only
+                                         ("l2", "f32"), ("average", "i16"), ("max", "i16"), ("average", "u8"),
+                                         ("max", "u8")])  # TFLite's L2 pooling is float only
 def test_pooling(kind, dtype):
-    quant = None if dtype == "f32" else q(0.1, 3)
+    quant = None if dtype == "f32" else q(0.1 if dtype != "i16" else 0.001, {"i8": 3, "u8": 130, "i16": 0}[dtype])
     g = GraphBuilder()
     x = g.input("x", dtype, (2, 9, 8, 3), quant)
     model = g.outputs(g.pool("y", kind, x, Window2D("SAME", 2, 2), 3, 2, quant, "RELU6"))

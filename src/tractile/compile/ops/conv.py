@@ -1,5 +1,6 @@
 """The core Conv: NHWC (TFLite's CONV_2D and DEPTHWISE_CONV_2D; float, int8 per channel,
-int16x8) and NCHW (ONNX's; float, 1-D and 2-D, groups, dilations). Kernels in ``tl_conv.h``; a
+int16x8) and NCHW (ONNX's; float, 1-D and 2-D, groups, dilations); the NHWC ConvTranspose
+(TFLite's TRANSPOSE_CONV). Kernels in ``tl_conv.h``; a
 1×1 NHWC convolution with stride 1 runs as a dense layer over the pixels (``tl_fully_connected.h``).
 
 Outputs of the NHWC kernels are written pixel after pixel, each after every input it reads,
@@ -14,6 +15,8 @@ import numpy as np
 from ...datum import DatumType
 from ...ops.conv import Conv
 from ...ops.conv_nhwc import is_depthwise, to_ohwi
+from ...ops.conv_transpose import ConvTranspose
+from ...ops.conv_transpose_nhwc import to_ohwi as to_ohwi_transposed
 from ...ops.quantized.common import recipe_of
 from ...ops.quantized.conv import ConvQuant
 from ..emit import Emit
@@ -189,6 +192,42 @@ def depthwise_conv2d(e: Emit) -> None:
                e.constant("bias", raw_bias, acc_type), y, e.scratch("acc", acc_type, out_c), *shape_args, x_offset,
                multiplier, shift, per_channel, zero, low, high)
     _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, window.strides[0], top, batches)
+
+
+@emitter(ConvTranspose)
+def transpose_conv(e: Emit) -> None:
+    """TFLite's TRANSPOSE_CONV (NHWC, OHWI weights): float32, int8, int16 with an int64 bias."""
+    op: ConvTranspose = e.op
+    if op.data_format != "NHWC" or op.shape_input or op.group != 1:
+        raise Unsupported("ConvTranspose other than TFLite's (NHWC, a constant output shape, one group)")
+    x, y = e.input(0), e.output(0)
+    w = np.ascontiguousarray(to_ohwi_transposed(e.const_input(1, "the weights"), op.kernel_format))
+    bias = e.const_input(2, "the bias").reshape(-1) if len(e.node.inputs) > 2 else None
+    filters, k_h, k_w, depth = w.shape
+    batches, in_h, in_w, in_c = x.shape
+    window = op.window.for_kernel((k_h, k_w))
+    if any(d != 1 for d in window.dilations):
+        raise Unsupported("a dilated ConvTranspose")
+    begins, (out_h, out_w) = op._geometry((int(in_h), int(in_w)), (k_h, k_w))
+    if min(begins) < 0:
+        raise Unsupported("a ConvTranspose whose output starts before its full result")
+    geometry = (batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w, *window.strides, begins[0], begins[1])
+    e.use(HEADER)
+    if x.dtype == DatumType.F32:
+        low, high = fused_float_activation(e, op.activation, y)
+        bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
+        e.call("tl_tconv_nhwc_f32", x, e.constant("weights", w.astype(np.float32)), bias_name, y, *geometry,
+               np.float32(low), np.float32(high))
+        finish_activation(e, op.activation, y)
+        return
+    if op.quant is None:
+        raise Unsupported(f"a ConvTranspose on {x.dtype} without quantization")
+    multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(e, x.dtype, filters)
+    wide = x.dtype == DatumType.I16
+    raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
+    e.call(f"tl_tconv_nhwc_{'s16' if wide else 's8'}", x, e.constant("weights", offset_weights(e, w), DatumType.I8),
+           e.constant("bias", raw_bias, DatumType.I64 if wide else DatumType.I32), y, *geometry, x_offset, multiplier,
+           shift, per_channel, zero, low, high)
 
 
 def _overlap_nhwc(e: Emit, x, y, in_h: int, out_h: int, in_row: int, out_row: int, stride: int, top: int,

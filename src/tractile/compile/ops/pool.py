@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ...datum import DatumType
-from ...ops.pool import AveragePool, GlobalPool, MaxPool
+from ...ops.pool import AveragePool, GlobalPool, LpPool, MaxPool
 from ...ops.quantized.conv import clamp_of
 from ...pulse.cnn import EdgeAveragePool
 from ..emit import Emit
@@ -53,6 +53,21 @@ def nhwc_pool(e: Emit) -> None:
     kind = "avg" if isinstance(op, AveragePool) else "max"
     e.call(f"tl_{kind}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
            *op.window.strides, begins[0], begins[1], low, high)
+
+
+@emitter(LpPool)
+def l2_pool(e: Emit) -> None:
+    """TFLite's L2_POOL_2D (an averaged LpPool of p = 2 on NHWC float32)."""
+    op: LpPool = e.op
+    x, y = e.input(0), e.output(0)
+    if not op.mean or x.dtype != DatumType.F32 or any(d != 1 for d in op.window.dilations):
+        raise Unsupported("LpPool other than TFLite's L2 pooling (NHWC float32, averaged, no dilations)")
+    batches, in_h, in_w, channels = x.shape
+    begins, _, (out_h, out_w) = op.window.concrete_pads((int(in_h), int(in_w)))
+    e.use(HEADER)
+    e.uses_math()
+    e.call("tl_l2_pool_nhwc_f32", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
+           *op.window.strides, begins[0], begins[1])
 
 
 def onnx_pool(e: Emit) -> None:
