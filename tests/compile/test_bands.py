@@ -10,10 +10,9 @@ import tractile
 from tractile.compile import generate, prepare
 from tractile.compile.bands import Chain, band_table, chains_of
 from tractile.compile.budget import fit_ram_budget, planned_ram
-from tractile.ops.tfl.conv import Conv2D, DepthwiseConv2D, Window2D
 
 from ..conftest import shared_model
-from ..tflite.builder import GraphBuilder, qc
+from ..tflite.builder import GraphBuilder, Window2D, qc
 from .harness import assert_same_outputs, compiled, q, random_input
 
 
@@ -37,9 +36,8 @@ def conv_chain(dtype: str, windows: list[Window2D]):
         else:
             w = g.const(f"w{index}", rng.standard_normal(shape), "f32")
             b = g.const(f"b{index}", rng.standard_normal(filters), "f32")
-        op = DepthwiseConv2D(window=window, depth_multiplier=1, activation="RELU6") if kind == "dw" else \
-            Conv2D(window=window, activation="RELU6" if index else "NONE")
-        x = g.op(f"y{index}", op, [x, w, b], out_q=act_q(-2 - index))
+        build = g.depthwise if kind == "dw" else g.conv
+        x = build(f"y{index}", [x, w, b], window, act_q(-2 - index), "RELU6" if index or kind == "dw" else "NONE")
     return g.outputs(x)
 
 

@@ -12,12 +12,10 @@ from tractile.compile import generate
 from tractile.datum import DatumType
 from tractile.fact import TypedFact
 from tractile.graph import OutletId
-from tractile.ops.tfl.conv import Conv2D, DepthwiseConv2D, Window2D
-from tractile.ops.tfl.pool import Pool2D
 
 from ..conftest import shared_model
-from ..tflite.builder import GraphBuilder
-from ..tflite.test_ops_spatial import WINDOWS, conv_model
+from ..tflite.builder import GraphBuilder, Window2D
+from ..tflite.test_ops_spatial import WINDOWS, conv_model, transpose_conv_model
 from .harness import assert_builds_without_warnings, check_against_interpreter, q, single_op_model
 
 
@@ -36,9 +34,8 @@ def float_conv_model(depthwise: bool, window: Window2D, multiplier: int):
     filters = 4 * multiplier if depthwise else 6
     w = g.const("w", rng.standard_normal((1, 3, 3, filters) if depthwise else (filters, 3, 3, 4)), "f32")
     b = g.const("b", rng.standard_normal(filters), "f32")
-    op = DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6") if depthwise else \
-        Conv2D(window=window, activation="RELU6")
-    return g.outputs(g.op("y", op, [x, w, b]))
+    build = g.depthwise if depthwise else g.conv
+    return g.outputs(build("y", [x, w, b], window, activation="RELU6"))
 
 
 @pytest.mark.parametrize("window", WINDOWS, ids=str)
@@ -56,15 +53,26 @@ def test_float_convolutions_match(window, depthwise, compile_cache):
     check_against_interpreter(model, compile_cache, runs=3, rtol=1e-5, atol=1e-5, name="conv_f32")
 
 
-@pytest.mark.parametrize("kind", ["average", "max"])
-@pytest.mark.parametrize("dtype", ["i8", "i16", "f32"])
+@pytest.mark.parametrize("kind,dtype", [("average", "i8"), ("average", "i16"), ("average", "f32"), ("max", "i8"),
+                                        ("max", "i16"), ("max", "f32"), ("l2", "f32")])
 @pytest.mark.parametrize("window", [Window2D("SAME", 2, 2), Window2D("VALID", 1, 2)], ids=str)
 def test_pooling(kind, dtype, window, compile_cache):
     quant = q(0.1, -3) if dtype == "i8" else (q(0.001, 0) if dtype == "i16" else None)
-    fact = TypedFact(DatumType(dtype), (1, 7, 9, 5), None, quant)
-    op = Pool2D(kind=kind, window=window, filter_h=3, filter_w=2, activation="RELU",
-                in_q=(quant,), out_q=(quant,))
-    check_against_interpreter(single_op_model(op, [fact]), compile_cache, runs=4, name="pool")
+    g = GraphBuilder()
+    x = g.input("x", dtype, (1, 7, 9, 5), quant)
+    model = g.outputs(g.pool("y", kind, x, window, 3, 2, quant, "RELU"))
+    check_against_interpreter(model, compile_cache, runs=4, name="pool")
+
+
+@pytest.mark.parametrize("padding,stride,out_shape", [("SAME", 2, (1, 8, 10, 4)), ("VALID", 3, (1, 12, 17, 4))])
+@pytest.mark.parametrize("dtype,bias", [("f32", True), ("i8", True), ("i8", False), ("i16", True)])
+def test_transpose_convolutions(dtype, bias, padding, stride, out_shape, compile_cache, tmp_path):
+    """TRANSPOSE_CONV: outputs past the full result (VALID, stride 3) get the bias only."""
+    model = transpose_conv_model(dtype, padding, stride, out_shape, bias)
+    tolerances = {"rtol": 1e-5, "atol": 1e-5} if dtype == "f32" else {}
+    check_against_interpreter(model, compile_cache, runs=3, name=f"tconv_{dtype}", **tolerances)
+    if padding == "SAME" and bias:
+        assert_builds_without_warnings(generate(model.into_optimized(), name="tconv"), tmp_path)
 
 
 def onnx_conv(rank: int, group: int, dilation: int, stride: int, pads: list[int]):
@@ -91,8 +99,12 @@ def test_onnx_float_conv(rank, group, dilation, stride, pads, compile_cache, tmp
 
 
 def person_detect_until(kind: str, index: int):
+    """The model up to its ``index``-th op of ``kind``: "Conv2D" (an OHWI Conv), "DepthwiseConv2D"
+    (an HWIO one) or another op class name."""
     model = tractile.load(shared_model("tflite/person_detect.tflite"))
-    node = [n for n in model.nodes if type(n.op).__name__ == kind][index]
+    formats = {"Conv2D": "OHWI", "DepthwiseConv2D": "HWIO"}
+    node = [n for n in model.nodes if type(n.op).__name__ == kind or type(n.op).__name__ == "Conv"
+            and n.op.kernel_format == formats.get(kind)][index]
     model.outputs = [OutletId(node.id, 0)]
     return model
 

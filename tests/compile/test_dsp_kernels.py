@@ -15,9 +15,8 @@ import pytest
 from tractile.compile import generate
 from tractile.compile.target import find_target
 from tractile.compile.targets.verify import verify
-from tractile.ops.tfl.conv import Conv2D, Window2D
 
-from ..tflite.builder import GraphBuilder
+from ..tflite.builder import GraphBuilder, Window2D
 from ..tflite.test_ops_spatial import WINDOWS, conv_model
 from .harness import WARNING_FLAGS, needs_cc, q
 from .test_targets import needs_board
@@ -48,8 +47,7 @@ def pointwise_model(depth: int, filters: int, pixels: int = 36, activation: str 
     x = g.input("x", "i8", (1, pixels // 6, 6, depth), q(0.05, -7))
     w = g.const("w", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", q(0.01))
     b = g.const("b", rng.integers(-5000, 5000, (filters,)), "i32", q(0.0005))
-    op = Conv2D(window=Window2D("SAME", 1, 1), activation=activation, has_bias=True)
-    g.model.outputs = [g.op("pointwise", op, [x, w, b], out_q=q(0.08, 3))]
+    g.model.outputs = [g.conv("pointwise", [x, w, b], Window2D("SAME", 1, 1), q(0.08, 3), activation)]
     return g.model
 
 
@@ -113,8 +111,6 @@ def test_smlal_requantization_equals_tflites_recipe(tmp_path):
 def all_dsp_kernels_model():
     """One model through every DSP kernel: depthwise from one channel (single), multiplier 4 (the
     earlier kernel), stride 1 (rows) and 2 (packed), pointwise of depth 16 (wide) and 32 (tl_fc_s8)."""
-    from tractile.ops.tfl.conv import DepthwiseConv2D
-
     rng = np.random.default_rng(1)
     g = GraphBuilder()
     h = g.input("x", "i8", (1, 8, 8, 1), q(0.05, -7))
@@ -122,12 +118,10 @@ def all_dsp_kernels_model():
               ("rows", 16, 1, Window2D("VALID", 1, 1)), ("packed", 16, 1, Window2D("SAME", 2, 2))]
     for index, (name, channels, multiplier, window) in enumerate(layers):
         w = g.const(f"w{index}", rng.integers(-127, 128, (1, 3, 3, channels * multiplier)), "i8", q(0.01))
-        h = g.op(name, DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6",
-                                       has_bias=False), [h, w], out_q=q(0.1, index - 3))
+        h = g.depthwise(name, [h, w], window, q(0.1, index - 3), "RELU6")
     for index, (depth, filters) in enumerate([(16, 32), (32, 8)]):
         w = g.const(f"p{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", q(0.01))
-        h = g.op(f"pw{index}", Conv2D(window=Window2D("SAME", 1, 1), activation="RELU", has_bias=False), [h, w],
-                 out_q=q(0.2, 1))
+        h = g.conv(f"pw{index}", [h, w], Window2D("SAME", 1, 1), q(0.2, 1), "RELU")
     g.model.outputs = [h]
     return g.model
 
@@ -174,8 +168,6 @@ def depthwise_model(channels: int, multiplier: int, window: Window2D, mixed: boo
     """A 3x3 int8 depthwise layer quantized as person_detect's are (per-channel weights, output
     zero point -128 after RELU6, right shifts of 5 to 9: the folded requantization); ``mixed``
     gives two channels scale ratios of 1.5 and 3 (shifts 1 and 2: TFLite's recipe for them)."""
-    from tractile.ops.tfl.conv import DepthwiseConv2D
-
     from ..tflite.builder import qc
 
     out_c = channels * multiplier
@@ -187,8 +179,7 @@ def depthwise_model(channels: int, multiplier: int, window: Window2D, mixed: boo
         w_scales[0], w_scales[-1] = 3.75, 7.5  # 0.02 * s / 0.05 = 1.5 and 3
     w = g.const("w", rng.integers(-127, 128, (1, 3, 3, out_c)), "i8", qc(w_scales, 3))
     b = g.const("b", rng.integers(-4000, 4000, (out_c,)), "i32", qc([0.02 * s for s in w_scales], 0))
-    op = DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6", has_bias=True)
-    g.model.outputs = [g.op("dw", op, [x, w, b], out_q=q(0.05 if mixed else 6 / 255, -128))]
+    g.model.outputs = [g.depthwise("dw", [x, w, b], window, q(0.05 if mixed else 6 / 255, -128), "RELU6")]
     return g.model
 
 

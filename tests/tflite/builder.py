@@ -15,15 +15,20 @@ from tests.tflite.oracle import assert_float_close, reference_interpreter, run_r
 from tractile.datum import DatumType
 from tractile.fact import QParams, TypedFact
 from tractile.formats.tflite import load_tflite
+from tractile.formats.tflite.ops.conv import transpose_window
 from tractile.formats.tflite.writer import write_model
 from tractile.model import TypedModel
 from tractile.ops import binary as core_binary
 from tractile.ops.activations import Clip, Relu, Tanh
+from tractile.ops.conv import Conv
+from tractile.ops.conv_transpose import ConvTranspose
 from tractile.ops.io import Const
 from tractile.ops.matmul import MatMul
+from tractile.ops.pool import AveragePool, LpPool, MaxPool
 from tractile.ops.quantized.common import activation_range
 from tractile.ops.shape import Flatten
 from tractile.ops.tfl.common import TflOp
+from tractile.ops.window import Window
 
 
 def q(scale: float, zero: int = 0) -> QParams:
@@ -42,6 +47,26 @@ def qc(scales, axis: int, zeros=None) -> QParams:
 BINARY_KINDS = {"add": core_binary.Add, "sub": core_binary.Sub, "mul": core_binary.Mul, "div": core_binary.Div,
                 "squared_difference": core_binary.SquaredDifference, "maximum": core_binary.Max,
                 "minimum": core_binary.Min}
+
+
+@dataclasses.dataclass(frozen=True)
+class Window2D:
+    """TFLite's window options (padding SAME or VALID, strides and dilations by height and width)."""
+
+    padding: str = "SAME"
+    stride_h: int = 1
+    stride_w: int = 1
+    dilation_h: int = 1
+    dilation_w: int = 1
+
+    def core(self, kernel) -> Window:
+        """The core window the TFLite front end translates these options to, for a kernel (KH, KW)."""
+        return Window.make(tuple(kernel), (self.stride_h, self.stride_w), (self.dilation_h, self.dilation_w), None,
+                           "SAME_UPPER" if self.padding == "SAME" else "VALID")
+
+
+#: TFLite's pool kinds -> the core op classes they translate to
+POOL_KINDS = {"average": AveragePool, "max": MaxPool, "l2": LpPool}
 
 
 class GraphBuilder:
@@ -76,6 +101,11 @@ class GraphBuilder:
         """A core arithmetic op (``kind`` as TFLite names it, lower case) with TFLite's fused
         ``activation`` wired after it as the loader does (a Clip in the quantized domain)."""
         op = BINARY_KINDS[kind](quant=quant, pot_scale_int16=pot_scale_int16)
+        return self.activated(name, op, inputs, quant, activation)
+
+    def activated(self, name: str, op, inputs, quant: QParams | None, activation: str):
+        """``op`` followed by TFLite's fused ``activation`` as the loader wires it (a Clip in the
+        quantized domain when ``quant`` is set)."""
         y = self.op(name if activation == "NONE" else f"{name}.pre", op, inputs)
         return y if activation == "NONE" else self.activation(name, y, activation, quant)
 
@@ -107,6 +137,50 @@ class GraphBuilder:
         inputs = [x, weights] + ([bias] if bias is not None else [])
         y = self.op(name if activation == "NONE" else f"{name}.pre", op, inputs)
         return y if activation == "NONE" else self.activation(name, y, activation, quant)
+
+    def conv(self, name: str, inputs, window: Window2D, quant: QParams | None = None, activation: str = "NONE"):
+        """TFLite's CONV_2D: x (N,H,W,C), weights (O,KH,KW,C/groups), optional bias (O)."""
+        x, w = (self.model.outlet_fact(i) for i in inputs[:2])
+        op = Conv(window.core(w.shape[1:3]), int(x.shape[3]) // int(w.shape[3]), data_format="NHWC",
+                  kernel_format="OHWI", quant=quant)
+        return self.activated(name, op, inputs, quant, activation)
+
+    def depthwise(self, name: str, inputs, window: Window2D, quant: QParams | None = None, activation: str = "NONE"):
+        """TFLite's DEPTHWISE_CONV_2D: x (N,H,W,C), constant weights (1,KH,KW,C*M) (wired as
+        [KH,KW,1,C*M], as the loader does), optional bias (C*M)."""
+        x = self.model.outlet_fact(inputs[0])
+        source = self.model.nodes[inputs[1].node]
+        value, quant_w = source.op.value, source.op.qparams
+        hwio = self.model.wire_node(f"{source.name}.hwio", Const(value.reshape(value.shape[1:3] + (1, value.shape[3])),
+                                                                 quant_w), [])[0]
+        op = Conv(window.core(value.shape[1:3]), int(x.shape[3]), data_format="NHWC", kernel_format="HWIO",
+                  quant=quant)
+        return self.activated(name, op, [inputs[0], hwio, *inputs[2:]], quant, activation)
+
+    def transpose_conv(self, name: str, inputs, window: Window2D, out_shape, quant: QParams | None = None,
+                       activation: str = "NONE", shape_input: bool = False):
+        """TFLite's TRANSPOSE_CONV: x (N,H,W,I), weights (O,KH,KW,I), optional bias (O), then the
+        output shape's input when ``shape_input`` (else ``out_shape``, a constant)."""
+        x, w = (self.model.outlet_fact(i) for i in inputs[:2])
+        core = window.core(w.shape[1:3])
+        if shape_input:
+            op = ConvTranspose(core, data_format="NHWC", kernel_format="OHWI", quant=quant, shape_input=True)
+        else:
+            explicit, extra = transpose_window(core, x.shape, w.shape, out_shape)
+            op = ConvTranspose(explicit, output_padding=extra, data_format="NHWC", kernel_format="OHWI", quant=quant)
+        return self.activated(name, op, inputs, quant, activation)
+
+    def pool(self, name: str, kind: str, x, window: Window2D, filter_h: int, filter_w: int,
+             quant: QParams | None = None, activation: str = "NONE"):
+        """TFLite's AVERAGE_POOL_2D, MAX_POOL_2D or L2_POOL_2D (``kind`` average, max or l2)."""
+        core = window.core((filter_h, filter_w))
+        if kind == "l2":
+            op = LpPool(core, 2, data_format="NHWC", mean=True)
+        elif kind == "max":
+            op = MaxPool(core, data_format="NHWC")
+        else:
+            op = AveragePool(core, data_format="NHWC", quant=quant)
+        return self.activated(name, op, [x], quant, activation)
 
     def outputs(self, *outlets) -> TypedModel:
         self.model.outputs = list(outlets)

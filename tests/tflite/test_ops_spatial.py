@@ -4,13 +4,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.tflite.builder import GraphBuilder, assert_saturates, assert_ties, check_model, q, qc, random_values
+from tests.tflite.builder import (
+    GraphBuilder,
+    Window2D,
+    assert_saturates,
+    assert_ties,
+    check_model,
+    q,
+    qc,
+    random_values,
+)
 from tractile.datum import DatumType
 from tractile.fact import TypedFact
-from tractile.ops.tfl.conv import Conv2D, DepthwiseConv2D, Window2D
-from tractile.ops.tfl.pool import Pool2D
 from tractile.ops.tfl.resize import Resize
-from tractile.ops.tfl.transpose_conv import TransposeConv
 
 RNG = np.random.default_rng(22)
 #: per-channel scale ratios s_in * s_w / s_out of 1/2, 3/2, 5/2...: odd accumulators fall on ties
@@ -40,10 +46,8 @@ def conv_model(dtype: str, depthwise: bool, window: Window2D, bias_dtype: str | 
         scales = [in_q.scale[0] * s for s in w_q.scale]
         bias_q = qc(scales, 0) if len(scales) > 1 else q(scales[0])
         inputs.append(g.const("b", RNG.integers(-3000, 3000, filters), bias_dtype, bias_q))
-    op = DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation=activation,
-                         has_bias=bool(bias_dtype)) if depthwise else \
-        Conv2D(window=window, activation=activation, has_bias=bool(bias_dtype))
-    return g.outputs(g.op("y", op, inputs, out_q=out_q))
+    build = g.depthwise if depthwise else g.conv
+    return g.outputs(build("y", inputs, window, out_q, activation))
 
 
 WINDOWS = [Window2D("SAME", 1, 1), Window2D("VALID", 2, 2), Window2D("SAME", 1, 1, 2, 2), Window2D("SAME", 2, 1)]
@@ -92,9 +96,9 @@ def test_float_convolutions():
         x = g.input("x", "f32", (1, 9, 10, 3))
         w = g.const("w", RNG.standard_normal((1, 3, 3, 6) if depthwise else (5, 3, 3, 3)).astype(np.float32))
         b = g.const("b", RNG.standard_normal(6 if depthwise else 5).astype(np.float32))
-        op = DepthwiseConv2D(window=Window2D("SAME", 2, 2), depth_multiplier=2, activation="RELU6") if depthwise \
-            else Conv2D(window=Window2D("VALID", 1, 2, 2, 1), activation="RELU")
-        model = g.outputs(g.op("y", op, [x, w, b]))
+        y = g.depthwise("y", [x, w, b], Window2D("SAME", 2, 2), activation="RELU6") if depthwise \
+            else g.conv("y", [x, w, b], Window2D("VALID", 1, 2, 2, 1), activation="RELU")
+        model = g.outputs(y)
         check_model(model, [[random_values(model.input_fact(0), RNG)] for _ in range(3)])
 
 
@@ -112,9 +116,8 @@ def transpose_conv_model(dtype: str, padding: str, stride: int, out_shape, bias:
             scales = [in_q.scale[0] * s for s in w_q.scale]
             inputs.append(g.const("b", RNG.integers(-5000, 5000, 4), "i32" if dtype == "i8" else "i64", qc(scales, 0)))
     out_q = None if dtype == "f32" else q(2 ** -10, -2 if dtype == "i8" else 0)
-    op = TransposeConv(output_shape=out_shape, window=Window2D(padding, stride, stride), has_bias=bias,
-                       activation="RELU" if bias else "NONE")
-    return g.outputs(g.op("y", op, inputs, out_q=out_q))
+    return g.outputs(g.transpose_conv("y", inputs, Window2D(padding, stride, stride), out_shape, out_q,
+                                      "RELU" if bias else "NONE"))
 
 
 @pytest.mark.parametrize("padding,stride,out_shape", [("SAME", 2, (1, 8, 10, 4)), ("VALID", 2, (1, 9, 11, 4)),
@@ -158,13 +161,13 @@ def test_int8_bilinear_upsampling_rounds_ties():
 
 
 @pytest.mark.parametrize("kind, dtype", [("average", "i8"), ("average", "f32"), ("max", "i8"), ("max", "f32"),
-                                         ("l2", "f32")])  # TFLite's L2 pooling is float only
+                                         ("l2", "f32"), ("average", "i16"), ("max", "i16"), ("average", "u8"),
+                                         ("max", "u8")])  # TFLite's L2 pooling is float only
 def test_pooling(kind, dtype):
-    quant = None if dtype == "f32" else q(0.1, 3)
+    quant = None if dtype == "f32" else q(0.1 if dtype != "i16" else 0.001, {"i8": 3, "u8": 130, "i16": 0}[dtype])
     g = GraphBuilder()
     x = g.input("x", dtype, (2, 9, 8, 3), quant)
-    op = Pool2D(kind=kind, window=Window2D("SAME", 2, 2), filter_h=3, filter_w=2, activation="RELU6")
-    model = g.outputs(g.op("y", op, [x], out_q=quant))
+    model = g.outputs(g.pool("y", kind, x, Window2D("SAME", 2, 2), 3, 2, quant, "RELU6"))
     check_model(model, [[random_values(model.input_fact(0), RNG)] for _ in range(3)])
 
 
@@ -178,8 +181,7 @@ def test_depthwise_conv_2d_on_large_images(dtype, bias_dtype, multiplier, window
         g = GraphBuilder()
         x = g.input("x", "f32", (1, 60, 52, 3))
         w = g.const("w", RNG.standard_normal((1, 3, 3, 3 * multiplier)).astype(np.float32))
-        op = DepthwiseConv2D(window=window, depth_multiplier=multiplier, activation="RELU6", has_bias=False)
-        model = g.outputs(g.op("y", op, [x, w]))
+        model = g.outputs(g.depthwise("y", [x, w], window, activation="RELU6"))
     else:
         model = conv_model(dtype, True, window, bias_dtype, "NONE", multiplier, channels=3)
         model.set_input_fact(0, f"1,60,52,3,{dtype}")

@@ -3,17 +3,16 @@ feed it), not a constant: analysis leaves the height and width to run time, each
 given shape, and the outputs equal TFLite's reference kernels bit for bit."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 import tractile
+from tractile.datum import DatumType
 from tractile.errors import RunError
-from tractile.ops.tfl.conv import Window2D
-from tractile.ops.tfl.transpose_conv import TransposeConv
+from tractile.fact import TypedFact
+from tractile.ops.conv_transpose import ConvTranspose
 
-from .builder import GraphBuilder, check_model, q, qc, random_values, write_model
+from .builder import GraphBuilder, Window2D, check_model, q, qc, random_values, write_model
 from .test_ops_spatial import HALVES, weights
 
 RNG = np.random.default_rng(41)
@@ -34,9 +33,8 @@ def shape_input_model(dtype: str, padding: str, stride: int, bias: bool):
             scales = [in_q.scale[0] * s for s in w_q.scale]
             inputs.append(g.const("b", RNG.integers(-5000, 5000, 4), "i32" if dtype == "i8" else "i64", qc(scales, 0)))
     out_q = None if dtype == "f32" else q(2 ** -10, -2 if dtype == "i8" else 0)
-    op = TransposeConv(window=Window2D(padding, stride, stride), has_bias=bias, shape_input=True,
-                       activation="RELU" if bias else "NONE")
-    return g.outputs(g.op("y", op, [*inputs, shape], out_q=out_q))
+    return g.outputs(g.transpose_conv("y", [*inputs, shape], Window2D(padding, stride, stride), None, out_q,
+                                      "RELU" if bias else "NONE", shape_input=True))
 
 
 @pytest.mark.parametrize("padding,stride,out_hw", [("SAME", 2, (8, 10)), ("SAME", 2, (7, 9)), ("VALID", 2, (9, 11)),
@@ -63,8 +61,9 @@ def test_the_loaded_model_keeps_height_and_width_for_run_time():
         model.run([np.array([1, 8, 10, 5], np.int32), x])
 
 
-def test_a_constant_shape_still_loads_as_a_constant():
+def test_a_known_shape_input_gives_a_known_output_shape():
     model = shape_input_model("f32", "SAME", 2, False)
-    node = next(n for n in model.nodes if isinstance(n.op, TransposeConv))
-    constant = dataclasses.replace(node.op, shape_input=False, output_shape=(1, 8, 10, 4))
-    assert constant.output_facts([model.outlet_fact(o) for o in node.inputs[:2]])[0].shape == (1, 8, 10, 4)
+    node = next(n for n in model.nodes if isinstance(n.op, ConvTranspose))
+    facts = [model.outlet_fact(o) for o in node.inputs]
+    facts[-1] = TypedFact(DatumType.I32, (4,), konst=np.array([1, 8, 10, 4], np.int32))
+    assert node.op.output_facts(facts)[0].shape == (1, 8, 10, 4)

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..datum import DatumType
 from ..graph import Node, OutletId
-from ..ops.tfl.conv import Conv2D, DepthwiseConv2D
+from ..ops.conv import Conv
+from ..ops.conv_nhwc import kernel_dims
 from .ctext import comment_text
 from .emit import Emit
 from .program import ARENA, CTensor, NodeCode, Overlap
@@ -50,7 +51,7 @@ class Chain:
 
 def bandable(model, node: Node) -> bool:
     """Whether ``node`` can be a link of a banded chain: a batch-1 NHWC convolution."""
-    if not isinstance(node.op, (Conv2D, DepthwiseConv2D)):
+    if not isinstance(node.op, Conv) or node.op.data_format != "NHWC":
         return False
     shape = node.outputs[0].fact.concrete_shape()
     return shape is not None and len(shape) == 4 and int(shape[0]) == 1 and len(node.outputs) == 1
@@ -78,9 +79,10 @@ def chains_of(model) -> list[list[int]]:
 
 def _window(op, in_h: int, w_shape) -> tuple[int, int, int, int]:
     """(stride, dilation, kernel height, top padding) along the rows."""
-    window = op.window
-    (_, top, _), _ = window.geometry(in_h, 1, w_shape[1], 1)
-    return window.stride_h, window.dilation_h, int(w_shape[1]), top
+    _, _, k_h, k_w = kernel_dims(w_shape, op.kernel_format)
+    window = op.window.for_kernel((k_h, k_w))
+    begins, _, _ = window.concrete_pads((in_h, window.extent(1)))
+    return window.strides[0], window.dilations[0], int(k_h), begins[0]
 
 
 def band_table(layers: list[tuple[int, int, int, int, int, int]], rows: int) -> np.ndarray:

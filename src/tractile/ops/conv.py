@@ -1,4 +1,5 @@
-"""Convolution over N,C,spatial... tensors: im2col + BLAS, 1x1 as matmul, depthwise per tap (conv_depthwise)."""
+"""Convolution over N,C,spatial... tensors: im2col + BLAS, 1x1 as matmul, depthwise per tap
+(conv_depthwise); over N,H,W,C tensors, float or quantized, in conv_nhwc."""
 from __future__ import annotations
 
 import math
@@ -7,19 +8,29 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import AnalysisError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
 from .activations import Activation
 from .base import Op, expect_inputs
 from .conv_depthwise import DepthwisePlan, depthwise, plan_depthwise
+from .conv_nhwc import DATA_FORMATS, Prepared, convolve_nhwc, is_depthwise, kernel_dims, nhwc_facts
+from .quantized.common import cached_recipe, recipe_of, with_recipe
+from .quantized.conv import conv_quant
 from .window import Window, pad_spatial, taps, window_view
 
 
 @dataclass(frozen=True)
 class Conv(Op):
-    """ONNX-style convolution: inputs X (N,C,...), W (M,C/group,...), optional bias B (M).
+    """Convolution: inputs X (N,C,...), W (M,C/group,...), optional bias B (M), as ONNX's.
 
     ``window.kernel`` may be empty: it is then read from W's shape. ``activation``
     is an activation fused by the optimizer, applied in place on the output.
+
+    ``data_format`` "NHWC" takes X as (N,H,W,C) and gives (N,OH,OW,M), with W as
+    ``kernel_format`` says: "OHWI" (TFLite's CONV_2D), "HWIO" (TFLite's depthwise weights
+    [KH,KW,1,C*M] with ``group`` C) or "OIHW". ``quant``: the output's quantization; set, X
+    and W are quantized tensors (their facts' qparams), the bias int32 or int64, and the
+    convolution follows TFLite's integer recipe (``ops.quantized.conv``), a fused activation
+    being a Clip in the output's integers (NHWC only).
     """
 
     weight_inputs = (1, 2)
@@ -27,6 +38,9 @@ class Conv(Op):
     window: Window
     group: int = 1
     activation: Activation | None = None
+    data_format: str = "NCHW"
+    kernel_format: str = "OIHW"
+    quant: QParams | None = None
 
     def _window(self, kernel_shape) -> Window:
         return self.window.for_kernel(kernel_shape)
@@ -49,8 +63,26 @@ class Conv(Op):
             cache[key] = found
         return found
 
+    def _recipe(self, inputs: list[TypedFact]):
+        return cached_recipe(self, inputs, lambda: conv_quant(
+            "Conv", inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None, self.quant, self.activation))
+
+    def prepared(self, inputs):
+        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
+
     def output_facts(self, inputs):
         expect_inputs(inputs, (2, 3), self)
+        if self.data_format not in DATA_FORMATS:
+            raise AnalysisError(f"data_format must be one of {', '.join(DATA_FORMATS)}, got {self.data_format!r}")
+        if self.group < 1:
+            raise AnalysisError(f"group must be >= 1, got {self.group}")
+        if self.data_format == "NHWC":
+            fact = nhwc_facts(self, inputs)
+            if self.quant is not None:
+                self._recipe(inputs)
+            return [fact]
+        if self.kernel_format != "OIHW" or self.quant is not None:
+            raise AnalysisError("an NCHW Conv takes OIHW kernels and no quantization (NHWC does)")
         x, w = inputs[0], inputs[1]
         if x.rank < 3 or w.rank != x.rank:
             raise AnalysisError(f"Conv needs input and kernel of the same rank >= 3, got input {x} and kernel {w}")
@@ -71,6 +103,11 @@ class Conv(Op):
 
     def rules(self, s, inputs, outputs):
         x, w, y = inputs[0], inputs[1], outputs[0]
+        if self.data_format == "NHWC":
+            s.equals(x.datum_type, y.datum_type)
+            s.equals_all(x.rank, w.rank, y.rank, 4)
+            s.equals(y.shape[0], x.shape[0])
+            return
         s.equals_all(x.datum_type, w.datum_type, y.datum_type)
         s.equals_all(x.rank, w.rank, y.rank)
         s.equals(y.shape[0], x.shape[0])
@@ -83,6 +120,8 @@ class Conv(Op):
     def eval(self, inputs):
         x, w = inputs[0], inputs[1]
         bias = inputs[2] if len(inputs) > 2 else None
+        if self.data_format == "NHWC":
+            return [convolve_nhwc(self, x, w, bias, self._prepared_weights(x, w, bias))]
         if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.kind == "V":
             # half-precision sums drift: accumulate in f32, round once
             return [y.astype(x.dtype) for y in self.eval([t.astype(np.float32) for t in inputs])]
@@ -106,6 +145,17 @@ class Conv(Op):
         if self.activation is not None:
             y = self.activation.apply_inplace(y)
         return [y]
+
+    def _prepared_weights(self, x: np.ndarray, w: np.ndarray, bias) -> Prepared:
+        """The NHWC weights (and quantized output stage) prepared once per weight and bias arrays."""
+        recipe = recipe_of(self) if self.quant is not None else None
+        key = (x.dtype, x.shape[3], id(recipe))
+        cached = self.__dict__.get("_nhwc_weights")
+        if cached is not None and cached[0] is w and cached[1] is bias and cached[2] == key:
+            return cached[3]
+        prepared = Prepared(self, recipe, x.dtype, w, bias, is_depthwise(self, x.shape[3], w.shape))
+        self.__dict__["_nhwc_weights"] = (w, bias, key, prepared)
+        return prepared
 
     def _depthwise_plan(self, x_shape: tuple, w_shape: tuple) -> DepthwisePlan:
         cache = self.__dict__.get("_depthwise_plans")
@@ -178,6 +228,9 @@ class Conv(Op):
         w = inputs[1]
         out = self.output_facts(inputs)[0]
         kernel = 1
+        if self.data_format == "NHWC":
+            _, depth, k_h, k_w = kernel_dims(w.shape, self.kernel_format)
+            return {"flops": 2 * out.volume * depth * k_h * k_w}
         for dim in w.shape[1:]:
             kernel = kernel * dim
         return {"flops": 2 * out.volume * kernel}

@@ -1,4 +1,5 @@
-"""Transposed convolution (ONNX ConvTranspose): one matmul per group, then col2im per kernel tap."""
+"""Transposed convolution (ONNX ConvTranspose): one matmul per group, then col2im per kernel tap;
+over N,H,W,C tensors (TFLite's TRANSPOSE_CONV, float or quantized) in conv_transpose_nhwc."""
 from __future__ import annotations
 
 import itertools
@@ -6,10 +7,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dim import Dim
-from ..errors import AnalysisError
-from ..fact import TypedFact
+from ..dim import Dim, fresh_symbol
+from ..errors import AnalysisError, RunError
+from ..fact import QParams, TypedFact
+from .activations import Activation
 from .base import Op, check_alloc, expect_inputs
+from .conv_nhwc import DATA_FORMATS
+from .conv_transpose_nhwc import tflite_padding, transpose_conv_nhwc
+from .quantized.common import cached_recipe, recipe_of, with_recipe
+from .quantized.conv import conv_quant
 from .window import Window, pad_spatial
 
 
@@ -20,6 +26,14 @@ class ConvTranspose(Op):
     Each input position spreads ``W`` over the output with ``window.strides`` and
     ``window.dilations``; the full result is then cropped by the pads (explicit,
     SAME_* or implied by ``output_shape``) and extended by ``output_padding``.
+
+    ``data_format`` "NHWC" takes X as (N,H,W,C) and gives (N,OH,OW,M), W as ``kernel_format``
+    says ("IOHW", ONNX's, or "OHWI", TFLite's; group 1). ``quant``: the output's quantization;
+    set, X and W are quantized (their facts' qparams) and TFLite's integer recipe applies (a
+    fused activation then being a Clip in the output's integers). ``shape_input``: the output
+    shape (4 values, in the data format) is the last input, read at run time, and the pads are
+    TFLite's: ``max(full - out, 0) // 2`` at the beginning, after checking that the sizes are
+    what ``window.auto_pad`` (SAME_UPPER or VALID) gives.
     """
 
     weight_inputs = (1, 2)
@@ -28,7 +42,81 @@ class ConvTranspose(Op):
     group: int = 1
     output_padding: tuple[int, ...] = ()
     output_shape: tuple[int, ...] | None = None
+    data_format: str = "NCHW"
+    kernel_format: str = "IOHW"
+    quant: QParams | None = None
+    activation: Activation | None = None
+    shape_input: bool = False
 
+    # NHWC --------------------------------------------------------------------------------------
+    def _nhwc_dims(self, w_shape) -> tuple:
+        """(input channels, output channels, kernel height, kernel width) of an NHWC kernel."""
+        if self.kernel_format == "OHWI":
+            return w_shape[3], w_shape[0], w_shape[1], w_shape[2]
+        return w_shape[0], w_shape[1], w_shape[2], w_shape[3]
+
+    def _recipe(self, inputs):
+        bias = inputs[2] if len(inputs) - self.shape_input > 2 else None
+        return cached_recipe(self, inputs, lambda: conv_quant("ConvTranspose", inputs[0], inputs[1], bias,
+                                                              self.quant, self.activation, transposed=True))
+
+    def prepared(self, inputs):
+        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
+
+    def _tflite_geometry(self, spatial, kernel, out) -> tuple[list, list]:
+        padding = "SAME" if self.window.auto_pad.startswith("SAME") else "VALID"
+        strides = self.window.for_kernel(kernel).strides
+        return [tflite_padding(o, i, k, s, padding) for o, i, k, s in zip(out, spatial, kernel, strides)], list(out)
+
+    def _nhwc_facts(self, inputs):
+        x, w = inputs[0], inputs[1]
+        if self.kernel_format not in ("IOHW", "OHWI") or x.rank != 4 or w.rank != 4 or self.group != 1:
+            raise AnalysisError(f"an NHWC ConvTranspose needs 4-d input and kernel (IOHW or OHWI), group 1; got "
+                                f"{x}, {w} ({self.kernel_format}), group {self.group}")
+        depth, filters, k_h, k_w = self._nhwc_dims(w.shape)
+        if x.shape[3] != depth:
+            raise AnalysisError(f"input has {x.shape[3]} channels, the kernel expects {depth}")
+        if len(inputs) - self.shape_input == 3 and inputs[2].volume != filters:
+            raise AnalysisError(f"bias should hold {filters} values, got {inputs[2]}")
+        if self.quant is None and (not x.dtype.is_float or w.dtype != x.dtype):
+            raise AnalysisError(f"ConvTranspose needs float input and kernel of one type, got {x} and {w}")
+        if self.quant is not None:
+            self._recipe(inputs)
+        if self.shape_input:
+            shape = inputs[-1]
+            if shape.rank != 1 or shape.shape[0] != 4:
+                raise AnalysisError(f"the output shape input should hold 4 values, got {shape}")
+            known = shape.known_value()
+            if known is None:
+                return TypedFact(x.dtype, (x.shape[0], fresh_symbol(), fresh_symbol(), filters), qparams=self.quant)
+            given = tuple(int(v) for v in np.asarray(known).reshape(-1))
+            if given[0] != x.shape[0] or given[3] != filters:
+                raise AnalysisError(f"the output shape {list(given)} does not fit input {x} and kernel {w}")
+            self._tflite_geometry(x.shape[1:3], (k_h, k_w), given[1:3])
+            return TypedFact(x.dtype, given, qparams=self.quant)
+        _, sizes = self._geometry(x.shape[1:3], (k_h, k_w))
+        return TypedFact(x.dtype, (x.shape[0], *sizes, filters), qparams=self.quant)
+
+    def _nhwc_eval(self, inputs):
+        x, w = inputs[0], inputs[1]
+        _, filters, k_h, k_w = self._nhwc_dims(w.shape)
+        bias = inputs[2] if len(inputs) - self.shape_input == 3 else None
+        if self.shape_input:
+            shape = tuple(int(v) for v in np.asarray(inputs[-1]).reshape(-1))
+            if len(shape) != 4 or shape[0] != x.shape[0] or shape[3] != filters:
+                raise RunError(f"ConvTranspose: the output shape {list(shape)} does not fit the input "
+                               f"{list(x.shape)} and weights {list(w.shape)} (batch {x.shape[0]}, {filters} channels)")
+            try:
+                begins, sizes = self._tflite_geometry(x.shape[1:3], (k_h, k_w), shape[1:3])
+            except AnalysisError as error:
+                raise RunError(str(error)) from None
+        else:
+            begins, sizes = self._geometry(x.shape[1:3], (k_h, k_w))
+        check_alloc((x.shape[0], *sizes, filters), x.dtype, "ConvTranspose output")
+        recipe = recipe_of(self) if self.quant is not None else None
+        return [transpose_conv_nhwc(self, x, w, bias, begins, sizes, recipe)]
+
+    # NCHW --------------------------------------------------------------------------------------
     def _geometry(self, spatial, kernel) -> tuple[list, list]:
         """Begin crops and output sizes per spatial axis (dims may be symbolic)."""
         window = self.window.for_kernel(kernel)
@@ -56,7 +144,13 @@ class ConvTranspose(Op):
         return begins, sizes
 
     def output_facts(self, inputs):
-        expect_inputs(inputs, (2, 3), self)
+        expect_inputs(inputs, (2 + self.shape_input, 3 + self.shape_input), self)
+        if self.data_format not in DATA_FORMATS:
+            raise AnalysisError(f"data_format must be one of {', '.join(DATA_FORMATS)}, got {self.data_format!r}")
+        if self.data_format == "NHWC":
+            return [self._nhwc_facts(inputs)]
+        if self.kernel_format != "IOHW" or self.quant is not None or self.shape_input or self.activation:
+            raise AnalysisError("an NCHW ConvTranspose takes IOHW kernels, no quantization, activation or shape input")
         x, w = inputs[0], inputs[1]
         if x.rank < 3 or w.rank != x.rank:
             raise AnalysisError(f"ConvTranspose needs input and kernel of the same rank >= 3, got {x} and {w}")
@@ -76,6 +170,10 @@ class ConvTranspose(Op):
 
     def rules(self, s, inputs, outputs):
         x, w, y = inputs[0], inputs[1], outputs[0]
+        if self.data_format == "NHWC":
+            s.equals(x.datum_type, y.datum_type)
+            s.equals_all(x.rank, w.rank, y.rank, 4)
+            return
         s.equals_all(x.datum_type, w.datum_type, y.datum_type)
         s.equals_all(x.rank, w.rank, y.rank)
         s.equals(y.shape[0], x.shape[0])
@@ -83,6 +181,8 @@ class ConvTranspose(Op):
         s.equals(y.shape[1], self.group * w.shape[1])
 
     def eval(self, inputs):
+        if self.data_format == "NHWC":
+            return self._nhwc_eval(inputs)
         x, w = inputs[0], inputs[1]
         window = self.window.for_kernel(w.shape[2:])
         begins, sizes = self._geometry(x.shape[2:], w.shape[2:])
@@ -116,6 +216,9 @@ class ConvTranspose(Op):
 
     def cost(self, inputs):
         x, w = inputs[0], inputs[1]
+        if self.data_format == "NHWC":
+            _, filters, k_h, k_w = self._nhwc_dims(w.shape)
+            return {"flops": 2 * x.volume * filters * k_h * k_w}
         flops = 2 * x.volume
         for dim in w.shape[1:]:
             flops = flops * dim

@@ -1,25 +1,40 @@
-"""Pooling over the spatial axes of N,C,... tensors: max (with indices), average, Lp, global."""
+"""Pooling over the spatial axes of N,C,... tensors: max (with indices), average, Lp, global;
+over N,H,W,C tensors (``data_format="NHWC"``, TFLite's pools, float or quantized) in pool_nhwc."""
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from ..datum import DatumType
 from ..dim import fresh_symbol
 from ..errors import AnalysisError, RunError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
+from . import pool_nhwc
+from .activations import Activation
 from .base import Op, check_alloc, expect_inputs
+from .conv_nhwc import DATA_FORMATS
+from .quantized.common import cached_recipe, recipe_of, with_recipe
+from .quantized.pool import pool_recipe
 from .window import Window, pad_spatial, taps
 
 
-def _pool_facts(op, inputs, window: Window):
+def _pool_facts(op, inputs, window: Window, qparams: QParams | None = None):
     expect_inputs(inputs, 1, op)
     x = inputs[0]
+    data_format = getattr(op, "data_format", "NCHW")
+    if data_format not in DATA_FORMATS:
+        raise AnalysisError(f"data_format must be one of {', '.join(DATA_FORMATS)}, got {data_format!r}")
+    if data_format == "NHWC":
+        if x.rank != 4 or window.rank != 2:
+            raise AnalysisError(f"an NHWC {op.name} needs a 4-d input and a 2-d window, got {x} and {window}")
+        out_h, out_w = window.output_dims(tuple(x.shape[1:3]))
+        return TypedFact(x.dtype, (x.shape[0], out_h, out_w, x.shape[3]), qparams=qparams)
     if x.rank != window.rank + 2:
         raise AnalysisError(f"{op.name} with a {window.rank}-d kernel needs a rank {window.rank + 2} input, got {x}")
-    return TypedFact(x.dtype, (*x.shape[:2], *window.output_dims(x.shape[2:])))
+    return TypedFact(x.dtype, (*x.shape[:2], *window.output_dims(x.shape[2:])), qparams=qparams)
 
 
 def _lowest(dtype: np.dtype):
@@ -33,28 +48,39 @@ def _lowest(dtype: np.dtype):
 @dataclass(frozen=True)
 class MaxPool(Op):
     """Max over each window. With ``with_indices`` a second output holds, for each maximum,
-    its flat index in the input (spatial part column-major when ``storage_order`` is 1)."""
+    its flat index in the input (spatial part column-major when ``storage_order`` is 1).
+
+    The output keeps the input's quantization. ``data_format`` "NHWC": (N,H,W,C) tensors;
+    ``activation``: one fused by the optimizer (on integers a Clip, applied as a clamp).
+    """
 
     window: Window
     with_indices: bool = False
     storage_order: int = 0
+    data_format: str = "NCHW"
+    activation: Activation | None = None
 
     @property
     def nboutputs(self) -> int:
         return 2 if self.with_indices else 1
 
     def output_facts(self, inputs):
-        fact = _pool_facts(self, inputs, self.window)
+        fact = _pool_facts(self, inputs, self.window, inputs[0].qparams)
+        if self.with_indices and self.data_format != "NCHW":
+            raise AnalysisError("MaxPool's indices output needs the NCHW data format")
         return [fact, TypedFact(DatumType.I64, fact.shape)] if self.with_indices else [fact]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
         s.equals(inputs[0].rank, outputs[0].rank)
         s.equals(inputs[0].shape[0], outputs[0].shape[0])
-        s.equals(inputs[0].shape[1], outputs[0].shape[1])
+        channels = 3 if self.data_format == "NHWC" else 1
+        s.equals(inputs[0].shape[channels], outputs[0].shape[channels])
 
     def eval(self, inputs):
         x = inputs[0]
+        if self.data_format == "NHWC":
+            return [pool_nhwc.max_pool(x, self.window, self.activation)]
         begins, ends, out = self.window.concrete_pads(x.shape[2:])
         xp = pad_spatial(x, begins, ends, _lowest(x.dtype))
         if self.with_indices:
@@ -65,7 +91,7 @@ class MaxPool(Op):
                 y = view.copy()
             else:
                 np.maximum(y, view, out=y)
-        return [y]
+        return [pool_nhwc.activate(y, self.activation)]
 
     def _with_indices(self, x, xp, begins, out):
         y, best = None, None
@@ -94,16 +120,39 @@ class MaxPool(Op):
 
 @dataclass(frozen=True)
 class AveragePool(Op):
+    """Average over each window (padding excluded unless ``count_include_pad``).
+
+    ``data_format`` "NHWC": (N,H,W,C) tensors. ``quant``: the output's quantization; set, the
+    input is a quantized tensor whose raw values are averaged with TFLite's integer rounding
+    (``ops.quantized.pool``). ``activation``: one fused by the optimizer (a Clip when quantized).
+    """
+
     window: Window
     count_include_pad: bool = False
+    data_format: str = "NCHW"
+    activation: Activation | None = None
+    quant: QParams | None = None
+
+    def _recipe(self, inputs):
+        return cached_recipe(self, inputs, lambda: pool_recipe(inputs[0], self.activation))
+
+    def prepared(self, inputs):
+        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
 
     def output_facts(self, inputs):
-        return [_pool_facts(self, inputs, self.window)]
+        fact = _pool_facts(self, inputs, self.window, self.quant)
+        if self.quant is not None:
+            if self.data_format != "NHWC":
+                raise AnalysisError("a quantized AveragePool needs the NHWC data format")
+            self._recipe(inputs)
+        return [fact]
 
     rules = MaxPool.rules
 
     def eval(self, inputs):
         x = inputs[0]
+        if self.data_format == "NHWC":
+            return [pool_nhwc.average_pool(self, x, recipe_of(self) if self.quant is not None else None)]
         spatial = x.shape[2:]
         begins, ends, out = self.window.concrete_pads(spatial)
         compute_type = np.float32 if x.dtype == np.float16 else x.dtype
@@ -112,7 +161,8 @@ class AveragePool(Op):
         for _, view in taps(xp, self.window, out):
             total += view
         counts = self._counts(spatial, begins, ends, out)
-        return [(total / counts.astype(compute_type)).astype(x.dtype, copy=False)]
+        return [pool_nhwc.activate((total / counts.astype(compute_type)).astype(x.dtype, copy=False),
+                                   self.activation)]
 
     def _counts(self, spatial, begins, ends, out) -> np.ndarray:
         """Elements each window averages: real ones, plus explicit pads if count_include_pad."""
@@ -168,23 +218,39 @@ class GlobalPool(Op):
 
 @dataclass(frozen=True)
 class LpPool(Op):
-    """``(sum |x|^p) ^ (1/p)`` over each window (padding contributes nothing)."""
+    """``(sum |x|^p) ^ (1/p)`` over each window (padding contributes nothing); with ``mean``
+    (TFLite's L2_POOL_2D, p = 2) the sum is divided by the taps inside the input first.
+    ``data_format`` "NHWC": (N,H,W,C) tensors."""
 
     window: Window
     p: int = 2
+    data_format: str = "NCHW"
+    mean: bool = False
+    count_include_pad: ClassVar[bool] = False
 
     def output_facts(self, inputs):
         if self.p <= 0:
             raise AnalysisError(f"LpPool needs p > 0, got {self.p}")
+        if self.mean and (self.p != 2 or self.data_format != "NHWC"):
+            raise AnalysisError("an averaged LpPool (TFLite's L2 pooling) needs p = 2 and NHWC")
         fact = _pool_facts(self, inputs, self.window)
         if not fact.dtype.is_float:
             raise AnalysisError(f"LpPool needs a floating-point input, got {inputs[0]}")
         return [fact]
 
     rules = MaxPool.rules
+    _counts = AveragePool._counts
 
     def eval(self, inputs):
         x = inputs[0]
+        if self.data_format == "NHWC":
+            if self.mean:
+                return [pool_nhwc.mean_lp_pool(self, x)]
+            x = x.transpose(0, 3, 1, 2)
+            return [self.eval_nchw(x).transpose(0, 2, 3, 1)]
+        return [self.eval_nchw(x)]
+
+    def eval_nchw(self, x: np.ndarray) -> np.ndarray:
         begins, ends, out = self.window.concrete_pads(x.shape[2:])
         work = np.float32 if x.dtype.itemsize < 4 else x.dtype
         powered = np.abs(x.astype(work)) ** self.p
@@ -192,7 +258,7 @@ class LpPool(Op):
         total = np.zeros((*x.shape[:2], *out), dtype=work)
         for _, view in taps(xp, self.window, out):
             total += view
-        return [(total ** (1.0 / self.p)).astype(x.dtype, copy=False)]
+        return (total ** (1.0 / self.p)).astype(x.dtype, copy=False)
 
 
 @dataclass(frozen=True)

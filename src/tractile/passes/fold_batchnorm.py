@@ -60,7 +60,8 @@ def fold_batchnorm(model, node) -> ModelPatch | None:
 def _fold_into_conv(model, node, conv, konst):
     weights = model.outlet_fact(conv.inputs[1])
     out = conv.outputs[0].fact
-    if weights.konst is None or conv.op.activation is not None or out.dtype != weights.dtype:
+    if weights.konst is None or conv.op.activation is not None or out.dtype != weights.dtype \
+            or conv.op.data_format != "NCHW":
         return None
     if len(conv.inputs) == 3 and model.outlet_fact(conv.inputs[2]).konst is None:
         return None

@@ -7,7 +7,9 @@ from ..graph import OutletId
 from ..ops.activations import Clip, fusable
 from ..ops.binary import Add, Arithmetic, broadcast_shapes
 from ..ops.conv import Conv
+from ..ops.conv_transpose import ConvTranspose
 from ..ops.matmul import MatMul
+from ..ops.pool import AveragePool, MaxPool
 from ..patch import ModelPatch
 
 
@@ -44,14 +46,19 @@ def fuse_bias(model, node) -> ModelPatch | None:
 
 def fuse_activation(model, node) -> ModelPatch | None:
     """``Conv|MatMul|Add|Sub|Mul... -> Relu|Sigmoid|Tanh|LeakyRelu|Clip`` becomes one op applying
-    it in place. Quantized arithmetic fuses a Clip (its bounds are integers of the output type,
-    TFLite's fused activations) into the clamp of its requantization."""
+    it in place. Quantized ops fuse a Clip (its bounds are integers of the output type, TFLite's
+    fused activations) into the clamp of their requantization; the NHWC pools (TFLite's, whose
+    kernels clamp) fuse one too."""
     if not fusable(node.op):
         return None
-    producer = _lone_producer(model, node.inputs[0], (Conv, MatMul, Arithmetic))
+    producer = _lone_producer(model, node.inputs[0], (Conv, ConvTranspose, MatMul, Arithmetic, MaxPool, AveragePool))
     if producer is None or producer.op.activation is not None:
         return None
-    quantized = getattr(producer.op, "quant", None) is not None
+    if isinstance(producer.op, (MaxPool, AveragePool, ConvTranspose)) and producer.op.data_format != "NHWC" \
+            or getattr(producer.op, "shape_input", False):  # output dims decided at run time: fresh symbols
+        return None
+    out = producer.outputs[0].fact
+    quantized = getattr(producer.op, "quant", None) is not None or (out.qparams is not None and not out.dtype.is_float)
     if quantized:
         if type(node.op) is not Clip or node.outputs[0].fact.qparams != producer.outputs[0].fact.qparams:
             return None

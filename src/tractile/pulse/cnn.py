@@ -1,11 +1,13 @@
-"""Streaming of sliding-window ops along time: Conv, MaxPool, AveragePool, LpPool.
+"""Streaming of sliding-window ops along time: Conv, MaxPool, AveragePool, LpPool (NCHW, time on
+a spatial axis; NHWC, time on H or W: TFLite's convolutions and pools, quantized ones included).
 
 Along the streamed axis a window op needs, for each push, the new frames plus
 ``extent - stride`` frames of the past: a :class:`~tractile.pulse.ops.Delay` keeps them
 (and delays the input further when the output frames must line up with the stride).
 Padding along time leaves the op: left padding is the Delay buffer's initial fill (and
 a :class:`~tractile.pulse.ops.PulseMask` when the input is late, so its first frames are
-not zeros), right padding adds delay and masks the frames after the stream's end.
+not zeros), right padding adds delay and masks the frames after the stream's end. A quantized
+convolution's padding is its input's zero point (a real zero), a max pool's the lowest value.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from ..fact import TypedFact
 from ..graph import Node
 from ..ops.base import Op
 from ..ops.conv import Conv
+from ..ops.conv_nhwc import kernel_dims
 from ..ops.pool import AveragePool, GlobalPool, LpPool, MaxPool
 from ..ops.window import Window
 from .ops import StreamOpState
@@ -97,14 +100,21 @@ def windowed_input(ctx: PulseContext, node: Node, x: Wire, geometry: TimeGeometr
     return wire, delay_out
 
 
-def _check_layout(node: Node, stream: Stream) -> int | None:
+def _check_layout(node: Node, stream: Stream, rank: int) -> int | None:
     """The spatial index of the streamed axis, or None when it is the batch axis."""
     if stream.axis == 0:
         return None
-    if stream.axis == 1:
-        raise AnalysisError(f"{node.op.name} mixes the channels of axis 1, the streamed axis; it can stream along "
-                            "the batch axis or a spatial axis")
-    return stream.axis - 2
+    nhwc = getattr(node.op, "data_format", "NCHW") == "NHWC"
+    channels = rank - 1 if nhwc else 1
+    if stream.axis == channels:
+        raise AnalysisError(f"{node.op.name} mixes the channels of axis {channels}, the streamed axis; it can stream "
+                            "along the batch axis or a spatial axis")
+    return stream.axis - 1 if nhwc else stream.axis - 2
+
+
+def _spatial(ctx: PulseContext, node: Node) -> tuple:
+    shape = ctx.input_fact(node, 0).shape
+    return tuple(shape[1:-1]) if getattr(node.op, "data_format", "NCHW") == "NHWC" else tuple(shape[2:])
 
 
 def _weights_not_streamed(ctx: PulseContext, node: Node) -> list[Wire]:
@@ -126,13 +136,18 @@ def _output(ctx: PulseContext, node: Node, outlet, stream: Stream, delay: int, g
 def conv(ctx: PulseContext, node: Node) -> list[Wire]:
     wires = _weights_not_streamed(ctx, node)
     x = wires[0]
-    geo = _check_layout(node, x.stream)
+    geo = _check_layout(node, x.stream, ctx.input_fact(node, 0).rank)
     if geo is None:
         return ctx.keep(node, wires, 0)
-    window = node.op.window.for_kernel(ctx.input_fact(node, 1).shape[2:])
+    op: Conv = node.op
+    w_shape = ctx.input_fact(node, 1).shape
+    kernel = kernel_dims(w_shape, op.kernel_format)[2:] if op.data_format == "NHWC" else w_shape[2:]
+    window = op.window.for_kernel(kernel)
     geometry = _time_geometry(window, geo)
-    buffered, delay = windowed_input(ctx, node, x, geometry, 0.0)
-    op = replace(node.op, window=_window_without_time_padding(window, geo, ctx.input_fact(node, 0).shape[2:]))
+    x_q = ctx.input_fact(node, 0).qparams
+    fill = float(x_q.zero_point[0]) if op.quant is not None and x_q is not None else 0.0
+    buffered, delay = windowed_input(ctx, node, x, geometry, fill)
+    op = replace(op, window=_window_without_time_padding(window, geo, _spatial(ctx, node)))
     outlet = ctx.wire_node(node.name, op, [buffered.outlet] + [w.outlet for w in wires[1:]])[0]
     return [_output(ctx, node, outlet, x.stream, delay, geometry)]
 
@@ -145,14 +160,17 @@ def _lowest(fact: TypedFact) -> float:
 @pulsifier(MaxPool, LpPool)
 def pool(ctx: PulseContext, node: Node) -> list[Wire]:
     x = ctx.input(node, 0)
-    geo = _check_layout(node, x.stream)
+    geo = _check_layout(node, x.stream, ctx.input_fact(node, 0).rank)
     if geo is None:
         return ctx.keep(node, [x], 0)
     window = node.op.window
     geometry = _time_geometry(window, geo)
+    if getattr(node.op, "mean", False) and (geometry.begin or geometry.end or geometry.ceil_extra):
+        raise AnalysisError("an averaged LpPool (TFLite's L2 pooling) padded along the streamed axis has no "
+                            "streaming translation")
     fill = _lowest(ctx.input_fact(node, 0)) if isinstance(node.op, MaxPool) else 0.0
     buffered, delay = windowed_input(ctx, node, x, geometry, fill)
-    op = replace(node.op, window=_window_without_time_padding(window, geo, ctx.input_fact(node, 0).shape[2:]))
+    op = replace(node.op, window=_window_without_time_padding(window, geo, _spatial(ctx, node)))
     outlet = ctx.wire_node(node.name, op, [buffered.outlet])[0]
     return [_output(ctx, node, outlet, x.stream, delay, geometry)]
 
@@ -160,13 +178,13 @@ def pool(ctx: PulseContext, node: Node) -> list[Wire]:
 @pulsifier(AveragePool)
 def average_pool(ctx: PulseContext, node: Node) -> list[Wire]:
     x = ctx.input(node, 0)
-    geo = _check_layout(node, x.stream)
+    geo = _check_layout(node, x.stream, ctx.input_fact(node, 0).rank)
     if geo is None:
         return ctx.keep(node, [x], 0)
     op: AveragePool = node.op
     window = op.window
     geometry = _time_geometry(window, geo)
-    spatial = ctx.input_fact(node, 0).shape[2:]
+    spatial = _spatial(ctx, node)
     if op.count_include_pad and window.ceil_mode and any(
             s > 1 for axis, s in enumerate(window.strides) if axis != geo):
         raise AnalysisError("AveragePool with count_include_pad and ceil_mode on other axes than the streamed one "
@@ -175,6 +193,9 @@ def average_pool(ctx: PulseContext, node: Node) -> list[Wire]:
     inner = replace(op, window=_window_without_time_padding(window, geo, spatial))
     uneven = (geometry.ceil_extra if op.count_include_pad
               else geometry.begin > 0 or geometry.end > 0 or geometry.ceil_extra)
+    if uneven and (op.quant is not None or op.activation is not None):
+        raise AnalysisError("a quantized AveragePool (or one with a fused activation) padded along the streamed "
+                            "axis has no streaming translation")
     if uneven:
         counted_from = 0 if op.count_include_pad else geometry.begin
         counted_after = geometry.end if op.count_include_pad else 0

@@ -1,6 +1,6 @@
 /* tl_conv.h: convolutions. TFLite's CONV_2D and DEPTHWISE_CONV_2D on NHWC tensors (float and
- * int8 with per-channel requantization), ONNX Conv on NCHW tensors (float; 1-D runs as 2-D
- * with a height of 1).
+ * int8 with per-channel requantization) and TRANSPOSE_CONV, ONNX Conv on NCHW tensors (float;
+ * 1-D runs as 2-D with a height of 1).
  *
  * Padding taps are skipped, as TFLite's kernels do: an integer sum runs over the valid taps of
  * (x + x_offset) * w, with x_offset = -input zero point. TFLite weights are [filter][kh][kw][c]
@@ -104,6 +104,80 @@ static inline void tl_conv_nhwc_f32(const float *x, const float *w, const float 
 
 TL_CONV_NHWC_Q(tl_conv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)
 TL_CONV_NHWC_Q(tl_conv_nhwc_s16, int16_t, int64_t, TL_READ_S64, tl_mbqm64)
+
+/* TFLite's TRANSPOSE_CONV on NHWC tensors, weights [filter][kh][kw][c], computed output pixel
+ * by output pixel: output row oy gathers kernel row ky from input row (oy + pad_top - ky) /
+ * stride_h when that divides exactly and lies inside the input (columns alike); the output may
+ * reach past the full result (its extra pixels get the bias only) */
+static inline int32_t tl_tconv_source(int32_t out, int32_t pad, int32_t k, int32_t stride, int32_t size) {
+  const int32_t at = out + pad - k;
+  return at >= 0 && at % stride == 0 && at / stride < size ? at / stride : -1;
+}
+
+static inline void tl_tconv_nhwc_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
+                                     int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
+                                     int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                     int32_t pad_top, int32_t pad_left, float low, float high) {
+  int32_t b, oy, ox, f, ky, kx, c;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy)
+      for (ox = 0; ox < out_w; ++ox) {
+        float *out = y + ((b * out_h + oy) * out_w + ox) * filters;
+        for (f = 0; f < filters; ++f) {
+          float acc = bias ? TL_READ_F32(bias + f) : 0.0f;
+          for (ky = 0; ky < k_h; ++ky) {
+            const int32_t iy = tl_tconv_source(oy, pad_top, ky, stride_h, in_h);
+            if (iy < 0) continue;
+            for (kx = 0; kx < k_w; ++kx) {
+              const int32_t ix = tl_tconv_source(ox, pad_left, kx, stride_w, in_w);
+              const float *px, *pw;
+              if (ix < 0) continue;
+              px = x + ((b * in_h + iy) * in_w + ix) * in_c;
+              pw = w + ((f * k_h + ky) * k_w + kx) * in_c;
+              for (c = 0; c < in_c; ++c) acc += px[c] * TL_READ_F32(pw + c);
+            }
+          }
+          out[f] = tl_clamp_f32(acc, low, high);
+        }
+      }
+}
+
+/* integer TRANSPOSE_CONV, per-channel requantization: int8 with int32 accumulators, int16 with
+ * int64 ones (an int64 bias) */
+#define TL_TCONV_NHWC_Q(name, x_type, acc_type, read_bias, requant)                                             \
+  static inline void name(const x_type *x, const int8_t *w, const acc_type *bias, x_type *y, int32_t batches,  \
+                          int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,              \
+                          int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,       \
+                          int32_t pad_top, int32_t pad_left, int32_t x_offset, const int32_t *multiplier,      \
+                          const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low, int32_t high) { \
+    int32_t b, oy, ox, f, ky, kx, c;                                                                           \
+    for (b = 0; b < batches; ++b)                                                                              \
+      for (oy = 0; oy < out_h; ++oy)                                                                           \
+        for (ox = 0; ox < out_w; ++ox) {                                                                       \
+          x_type *out = y + ((b * out_h + oy) * out_w + ox) * filters;                                         \
+          for (f = 0; f < filters; ++f) {                                                                      \
+            acc_type acc = bias ? read_bias(bias + f) : 0;                                                     \
+            for (ky = 0; ky < k_h; ++ky) {                                                                     \
+              const int32_t iy = tl_tconv_source(oy, pad_top, ky, stride_h, in_h);                             \
+              if (iy < 0) continue;                                                                            \
+              for (kx = 0; kx < k_w; ++kx) {                                                                   \
+                const int32_t ix = tl_tconv_source(ox, pad_left, kx, stride_w, in_w);                          \
+                const x_type *px;                                                                              \
+                const int8_t *pw;                                                                              \
+                if (ix < 0) continue;                                                                          \
+                px = x + ((b * in_h + iy) * in_w + ix) * in_c;                                                 \
+                pw = w + ((f * k_h + ky) * k_w + kx) * in_c;                                                   \
+                for (c = 0; c < in_c; ++c) acc += ((int32_t)px[c] + x_offset) * (int32_t)TL_READ_S8(pw + c);   \
+              }                                                                                                \
+            }                                                                                                  \
+            out[f] = (x_type)tl_clamp_i32(requant(acc, TL_READ_S32(multiplier + f * per_channel),              \
+                                                  (int)TL_READ_S32(shift + f * per_channel)) + zero, low, high); \
+          }                                                                                                    \
+        }                                                                                                      \
+  }
+
+TL_TCONV_NHWC_Q(tl_tconv_nhwc_s8, int8_t, int32_t, TL_READ_S32, tl_mbqm)
+TL_TCONV_NHWC_Q(tl_tconv_nhwc_s16, int16_t, int64_t, TL_READ_S64, tl_mbqm64)
 
 /* depthwise: per output pixel, the taps run outside and the channels inside (contiguous in the
  * input pixel, the weights and the accumulators `acc`, out_c values of scratch) */

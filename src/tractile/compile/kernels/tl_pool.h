@@ -1,4 +1,5 @@
-/* tl_pool.h: TFLite's AVERAGE_POOL_2D and MAX_POOL_2D on NHWC tensors (float and int8).
+/* tl_pool.h: TFLite's AVERAGE_POOL_2D, MAX_POOL_2D (float, int8, int16) and L2_POOL_2D (float)
+ * on NHWC tensors; ONNX's pools on NCHW tensors (float).
  * Padding taps are skipped; an integer average rounds halves away from zero over the
  * valid taps, as TFLite's kernels do. Outputs are written pixel after pixel in NHWC order. */
 #ifndef TL_POOL_H
@@ -28,6 +29,30 @@ static inline void tl_avg_pool_nhwc_f32(const float *x, float *y, int32_t batche
           for (iy = y0; iy < y1; ++iy)
             for (ix = x0; ix < x1; ++ix) total += x[((b * in_h + iy) * in_w + ix) * channels + c];
           out[c] = tl_clamp_f32(total / (float)((y1 - y0) * (x1 - x0)), low, high);
+        }
+      }
+}
+
+/* TFLite's L2_POOL_2D: the root of the mean of the squares over the valid taps (needs <math.h>) */
+static inline void tl_l2_pool_nhwc_f32(const float *x, float *y, int32_t batches, int32_t in_h, int32_t in_w,
+                                       int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                       int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left) {
+  int32_t b, oy, ox, c, iy, ix;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy)
+      for (ox = 0; ox < out_w; ++ox) {
+        int32_t y0, y1, x0, x1;
+        float *out = y + ((b * out_h + oy) * out_w + ox) * channels;
+        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
+        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
+        for (c = 0; c < channels; ++c) {
+          float total = 0.0f;
+          for (iy = y0; iy < y1; ++iy)
+            for (ix = x0; ix < x1; ++ix) {
+              const float v = x[((b * in_h + iy) * in_w + ix) * channels + c];
+              total += v * v;
+            }
+          out[c] = sqrtf(total / (float)((y1 - y0) * (x1 - x0)));
         }
       }
 }

@@ -1,6 +1,7 @@
-"""Convolutions: TFLite CONV_2D and DEPTHWISE_CONV_2D (NHWC; float and int8 per channel) and
-ONNX Conv (NCHW, float, 1-D and 2-D, groups, dilations). Kernels in ``tl_conv.h``; a 1×1
-CONV_2D with stride 1 runs as a dense layer over the pixels (``tl_fully_connected.h``).
+"""The core Conv: NHWC (TFLite's CONV_2D and DEPTHWISE_CONV_2D; float, int8 per channel,
+int16x8) and NCHW (ONNX's; float, 1-D and 2-D, groups, dilations); the NHWC ConvTranspose
+(TFLite's TRANSPOSE_CONV). Kernels in ``tl_conv.h``; a
+1×1 NHWC convolution with stride 1 runs as a dense layer over the pixels (``tl_fully_connected.h``).
 
 Outputs of the NHWC kernels are written pixel after pixel, each after every input it reads,
 so an output may overlap its dying input when it trails it far enough: :func:`row_lag` gives
@@ -13,13 +14,16 @@ import numpy as np
 
 from ...datum import DatumType
 from ...ops.conv import Conv
-from ...ops.quantized.common import activation_range, zero_of
-from ...ops.tfl.conv import Conv2D, DepthwiseConv2D, QuantizedStage
+from ...ops.conv_nhwc import is_depthwise, to_ohwi
+from ...ops.conv_transpose import ConvTranspose
+from ...ops.conv_transpose_nhwc import to_ohwi as to_ohwi_transposed
+from ...ops.quantized.common import recipe_of
+from ...ops.quantized.conv import ConvQuant
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 from . import conv_dsp
 from .dense import requant_constants
-from .fused import finish_activation, finish_tflite_activation, fused_float_activation, tflite_float_activation
+from .fused import finish_activation, fused_float_activation
 
 HEADER = "tl_conv.h"
 
@@ -41,76 +45,90 @@ def pixel_lag(pixels: int, in_pixel_bytes: int, out_pixel_bytes: int) -> int:
     return out_pixel_bytes + max(0, (pixels - 1) * (out_pixel_bytes - in_pixel_bytes))
 
 
-def geometry(op, x_shape, w_shape) -> tuple:
-    (out_h, top, _), (out_w, left, _) = op.window.geometry(x_shape[1], x_shape[2], w_shape[1], w_shape[2])
-    return out_h, out_w, top, left
+def geometry(op, x_shape, k_h: int, k_w: int) -> tuple:
+    """(window, out_h, out_w, top, left) of an NHWC convolution over an input of ``x_shape``."""
+    window = op.window.for_kernel((k_h, k_w))
+    begins, _, out = window.concrete_pads((int(x_shape[1]), int(x_shape[2])))
+    return window, out[0], out[1], begins[0], begins[1]
 
 
-def window_args(op, k_h: int, k_w: int, top: int, left: int) -> tuple:
-    w = op.window
-    return (k_h, k_w, w.stride_h, w.stride_w, w.dilation_h, w.dilation_w, top, left)
+def window_args(window, top: int, left: int) -> tuple:
+    return (*window.kernel, *window.strides, *window.dilations, top, left)
 
 
-def quantized_numbers(op, x_dtype: DatumType, w: np.ndarray, bias, weight_sums, taps: int) -> tuple:
-    """(multipliers, shifts, x_offset, zero, low, high) of an integer convolution, as the
-    interpreter prepares them."""
+def quantized_numbers(e: Emit, x_dtype: DatumType) -> tuple:
+    """(multipliers, shifts, x_offset, zero, low, high) of an integer convolution, from the
+    recipe the interpreter prepares."""
     if x_dtype not in (DatumType.I8, DatumType.I16):
-        raise Unsupported(f"{op.name} on {x_dtype} (float32, int8 and int16x8 are compiled)")
-    stage = QuantizedStage(op, x_dtype, w, bias, weight_sums, taps)
-    if x_dtype == DatumType.I16 and not stage.wide:
+        raise Unsupported(f"a convolution on {x_dtype} (float32, int8 and int16x8 are compiled)")
+    recipe: ConvQuant = recipe_of(e.op)
+    if x_dtype == DatumType.I16 and not recipe.wide:
         raise Unsupported("int16 convolutions with int32 biases (int64 biases are compiled)")
-    requant = stage.output.requant
-    low, high = activation_range(op.activation, op.oq(0), x_dtype)
-    return requant.multipliers, requant.shifts, -stage.x_zero, zero_of(op.oq(0)), low, high
+    return recipe.requant.multipliers, recipe.requant.shifts, -recipe.x_zero, recipe.zero, recipe.low, recipe.high
 
 
-def quantized_args(e: Emit, op, x_dtype: DatumType, w: np.ndarray, bias, weight_sums, taps: int):
+def quantized_args(e: Emit, x_dtype: DatumType, channels: int):
     """(multiplier, shift, per_channel, x_offset, zero, low, high) of an integer convolution,
     the multipliers and shifts as constant arrays."""
-    multipliers, shifts, x_offset, zero, low, high = quantized_numbers(op, x_dtype, w, bias, weight_sums, taps)
-    multiplier, shift, per_channel = requant_constants(e, multipliers, shifts, len(weight_sums))
+    multipliers, shifts, x_offset, zero, low, high = quantized_numbers(e, x_dtype)
+    multiplier, shift, per_channel = requant_constants(e, multipliers, shifts, channels)
     return multiplier, shift, per_channel, x_offset, zero, low, high
 
 
-def offset_weights(op, w: np.ndarray) -> np.ndarray:
-    zero = zero_of(op.iq(1)) if len(op.iq(1).scale) == 1 else 0
-    offset = w.astype(np.int64) - zero
+def offset_weights(e: Emit, w: np.ndarray) -> np.ndarray:
+    offset = w.astype(np.int64) - recipe_of(e.op).w_zero
     if offset.min(initial=0) < -128 or offset.max(initial=0) > 127:
         raise Unsupported("int8 weights with a zero point (offset weights leave the int8 range)")
     return offset
 
 
-@emitter(Conv2D)
+@emitter(Conv)
+def conv(e: Emit) -> None:
+    """A Conv: NCHW (ONNX, float), or NHWC (TFLite's; float, int8, int16x8) with a depthwise
+    (HWIO, one input channel per group) or a dense kernel."""
+    op: Conv = e.op
+    if op.data_format == "NCHW":
+        onnx_conv(e)
+        return
+    w_shape = e.input_fact(1).shape
+    if op.kernel_format == "HWIO" and is_depthwise(op, int(e.input_fact(0).shape[3]), w_shape):
+        depthwise_conv2d(e)
+    elif op.quant is not None and op.group != 1:
+        raise Unsupported("grouped integer convolutions (groups of several channels)")
+    else:
+        conv2d(e)
+
+
 def conv2d(e: Emit) -> None:
-    op: Conv2D = e.op
+    op: Conv = e.op
     x, y = e.input(0), e.output(0)
-    w = e.const_input(1, "the weights")
-    bias = e.const_input(2, "the bias").reshape(-1) if op.has_bias else None
+    w = np.ascontiguousarray(to_ohwi(e.const_input(1, "the weights"), op.kernel_format))
+    bias = e.const_input(2, "the bias").reshape(-1) if len(e.node.inputs) > 2 else None
     filters, k_h, k_w, depth = w.shape
     batches, in_h, in_w, in_c = x.shape
-    out_h, out_w, top, left = geometry(op, x.shape, w.shape)
-    pointwise = k_h == k_w == 1 and op.window.stride_h == op.window.stride_w == 1 and depth == in_c
+    window, out_h, out_w, top, left = geometry(op, x.shape, k_h, k_w)
+    pointwise = k_h == k_w == 1 and window.strides == (1, 1) and depth == in_c
     if x.dtype == DatumType.F32:
         e.use(HEADER)
-        low, high = tflite_float_activation(e, op.activation, y)
+        low, high = fused_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
         e.call("tl_conv_nhwc_f32", x, e.constant("weights", w.astype(np.float32)), bias_name, y, batches, in_h,
-               in_w, in_c, out_h, out_w, filters, *window_args(op, k_h, k_w, top, left), depth, np.float32(low),
+               in_w, in_c, out_h, out_w, filters, *window_args(window, top, left), depth, np.float32(low),
                np.float32(high))
-        finish_tflite_activation(e, op.activation, y)
-        _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, op.window.stride_h, top, batches)
+        finish_activation(e, op.activation, y)
+        _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, window.strides[0], top, batches)
         return
-    offset = offset_weights(op, w)
+    if op.quant is None:
+        raise Unsupported(f"an NHWC convolution on {x.dtype} without quantization")
+    offset = offset_weights(e, w)
     sums = offset.reshape(filters, -1).sum(axis=1)
+    raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
     if pointwise and x.dtype == DatumType.I8 and conv_dsp.emit_pointwise(
-            e, x, y, offset, np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64),
-            quantized_numbers(op, x.dtype, w, bias if bias is None else np.asarray(bias), sums, depth), in_c):
+            e, x, y, offset, raw_bias, quantized_numbers(e, x.dtype), in_c):
         if batches * in_h * in_w > 0:
             e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c, filters))
         return
-    multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(
-        e, op, x.dtype, w, bias if bias is None else np.asarray(bias), sums, k_h * k_w * depth)
-    raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
+    multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(e, x.dtype, filters)
     suffix, bias_type = ("s16", DatumType.I64) if x.dtype == DatumType.I16 else ("s8", DatumType.I32)
     if pointwise and suffix == "s8":
         total = raw_bias + x_offset * sums
@@ -135,47 +153,81 @@ def conv2d(e: Emit) -> None:
     e.use(HEADER)
     weights = e.constant("weights", offset, DatumType.I8)
     e.call(f"tl_conv_nhwc_{suffix}", x, weights, e.constant("bias", raw_bias, bias_type), y, batches, in_h, in_w, in_c,
-           out_h, out_w, filters, *window_args(op, k_h, k_w, top, left), depth, x_offset, multiplier, shift,
+           out_h, out_w, filters, *window_args(window, top, left), depth, x_offset, multiplier, shift,
            per_channel, zero, low, high)
-    _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, op.window.stride_h, top, batches)
+    _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, window.strides[0], top, batches)
 
 
-@emitter(DepthwiseConv2D)
 def depthwise_conv2d(e: Emit) -> None:
-    op: DepthwiseConv2D = e.op
+    op: Conv = e.op
     x, y = e.input(0), e.output(0)
-    w = e.const_input(1, "the weights")
-    bias = e.const_input(2, "the bias").reshape(-1) if op.has_bias else None
-    _, k_h, k_w, out_c = w.shape
+    w = e.const_input(1, "the weights")  # [KH, KW, 1, C*M]
+    bias = e.const_input(2, "the bias").reshape(-1) if len(e.node.inputs) > 2 else None
+    k_h, k_w, _, out_c = w.shape
+    taps = w.reshape(k_h, k_w, out_c)
     batches, in_h, in_w, in_c = x.shape
     multiplier_c = out_c // in_c
-    out_h, out_w, top, left = geometry(op, x.shape, w.shape)
+    window, out_h, out_w, top, left = geometry(op, x.shape, k_h, k_w)
+    shape_args = (batches, in_h, in_w, in_c, out_h, out_w, multiplier_c, *window_args(window, top, left))
     e.use(HEADER)
     if x.dtype == DatumType.F32:
-        low, high = tflite_float_activation(e, op.activation, y)
+        low, high = fused_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
-        e.call("tl_dwconv_nhwc_f32", x, e.constant("weights", w[0].astype(np.float32)), bias_name, y,
-               e.scratch("acc", DatumType.F32, out_c), batches, in_h,
-               in_w, in_c, out_h, out_w, multiplier_c, *window_args(op, k_h, k_w, top, left), np.float32(low),
-               np.float32(high))
-        finish_tflite_activation(e, op.activation, y)
+        e.call("tl_dwconv_nhwc_f32", x, e.constant("weights", taps.astype(np.float32)), bias_name, y,
+               e.scratch("acc", DatumType.F32, out_c), *shape_args, np.float32(low), np.float32(high))
+        finish_activation(e, op.activation, y)
     else:
-        offset = offset_weights(op, w[0])
+        if op.quant is None:
+            raise Unsupported(f"an NHWC convolution on {x.dtype} without quantization")
+        offset = offset_weights(e, taps)
         raw_bias = np.zeros(out_c, np.int64) if bias is None else bias.astype(np.int64)
         wide = x.dtype == DatumType.I16
-        if not wide and conv_dsp.emit_depthwise(
-                e, x, y, offset, raw_bias, quantized_numbers(op, x.dtype, w, bias, offset.sum(axis=(0, 1)), k_h * k_w),
-                (batches, in_h, in_w, in_c, out_h, out_w, multiplier_c, *window_args(op, k_h, k_w, top, left))):
-            _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, op.window.stride_h, top, batches)
+        if not wide and conv_dsp.emit_depthwise(e, x, y, offset, raw_bias, quantized_numbers(e, x.dtype),
+                                                shape_args):
+            _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, window.strides[0], top, batches)
             return
-        multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(
-            e, op, x.dtype, w, bias, offset.sum(axis=(0, 1)), k_h * k_w)
+        multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(e, x.dtype, out_c)
         acc_type = DatumType.I64 if wide else DatumType.I32
         e.call(f"tl_dwconv_nhwc_{'s16' if wide else 's8'}", x, e.constant("weights", offset, DatumType.I8),
-               e.constant("bias", raw_bias, acc_type), y, e.scratch("acc", acc_type, out_c), batches, in_h,
-               in_w, in_c, out_h, out_w, multiplier_c,
-               *window_args(op, k_h, k_w, top, left), x_offset, multiplier, shift, per_channel, zero, low, high)
-    _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, op.window.stride_h, top, batches)
+               e.constant("bias", raw_bias, acc_type), y, e.scratch("acc", acc_type, out_c), *shape_args, x_offset,
+               multiplier, shift, per_channel, zero, low, high)
+    _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * out_c, window.strides[0], top, batches)
+
+
+@emitter(ConvTranspose)
+def transpose_conv(e: Emit) -> None:
+    """TFLite's TRANSPOSE_CONV (NHWC, OHWI weights): float32, int8, int16 with an int64 bias."""
+    op: ConvTranspose = e.op
+    if op.data_format != "NHWC" or op.shape_input or op.group != 1:
+        raise Unsupported("ConvTranspose other than TFLite's (NHWC, a constant output shape, one group)")
+    x, y = e.input(0), e.output(0)
+    w = np.ascontiguousarray(to_ohwi_transposed(e.const_input(1, "the weights"), op.kernel_format))
+    bias = e.const_input(2, "the bias").reshape(-1) if len(e.node.inputs) > 2 else None
+    filters, k_h, k_w, depth = w.shape
+    batches, in_h, in_w, in_c = x.shape
+    window = op.window.for_kernel((k_h, k_w))
+    if any(d != 1 for d in window.dilations):
+        raise Unsupported("a dilated ConvTranspose")
+    begins, (out_h, out_w) = op._geometry((int(in_h), int(in_w)), (k_h, k_w))
+    if min(begins) < 0:
+        raise Unsupported("a ConvTranspose whose output starts before its full result")
+    geometry = (batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w, *window.strides, begins[0], begins[1])
+    e.use(HEADER)
+    if x.dtype == DatumType.F32:
+        low, high = fused_float_activation(e, op.activation, y)
+        bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
+        e.call("tl_tconv_nhwc_f32", x, e.constant("weights", w.astype(np.float32)), bias_name, y, *geometry,
+               np.float32(low), np.float32(high))
+        finish_activation(e, op.activation, y)
+        return
+    if op.quant is None:
+        raise Unsupported(f"a ConvTranspose on {x.dtype} without quantization")
+    multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(e, x.dtype, filters)
+    wide = x.dtype == DatumType.I16
+    raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
+    e.call(f"tl_tconv_nhwc_{'s16' if wide else 's8'}", x, e.constant("weights", offset_weights(e, w), DatumType.I8),
+           e.constant("bias", raw_bias, DatumType.I64 if wide else DatumType.I32), y, *geometry, x_offset, multiplier,
+           shift, per_channel, zero, low, high)
 
 
 def _overlap_nhwc(e: Emit, x, y, in_h: int, out_h: int, in_row: int, out_row: int, stride: int, top: int,
@@ -186,7 +238,6 @@ def _overlap_nhwc(e: Emit, x, y, in_h: int, out_h: int, in_row: int, out_row: in
     e.overlap(0, 0, row_lag(in_h, out_h, in_row * item, out_row * item, stride, top))
 
 
-@emitter(Conv)
 def onnx_conv(e: Emit) -> None:
     op: Conv = e.op
     x, y = e.input(0), e.output(0)

@@ -1,6 +1,6 @@
-"""Pooling: TFLite AVERAGE_POOL_2D and MAX_POOL_2D on NHWC tensors (float and int8), ONNX
-MaxPool, AveragePool and GlobalAveragePool/GlobalMaxPool on NCHW tensors (float; 1-D and
-2-D), with the kernels of ``tl_pool.h``."""
+"""Pooling: the core MaxPool and AveragePool on NHWC tensors (TFLite's; float, int8 and int16)
+and on NCHW tensors (ONNX's; float; 1-D and 2-D), GlobalAveragePool/GlobalMaxPool, with the
+kernels of ``tl_pool.h``."""
 from __future__ import annotations
 
 import math
@@ -8,41 +8,68 @@ import math
 import numpy as np
 
 from ...datum import DatumType
-from ...ops.pool import AveragePool, GlobalPool, MaxPool
-from ...ops.quantized.common import activation_range
-from ...ops.tfl.pool import Pool2D
+from ...ops.pool import AveragePool, GlobalPool, LpPool, MaxPool
+from ...ops.quantized.conv import clamp_of
 from ...pulse.cnn import EdgeAveragePool
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from .fused import TFLITE_CLAMPS
+from .fused import clamp_bounds
 
 HEADER = "tl_pool.h"
 
 
-@emitter(Pool2D)
-def pool2d(e: Emit) -> None:
-    op: Pool2D = e.op
+@emitter(MaxPool, AveragePool)
+def pool(e: Emit) -> None:
+    if e.op.data_format == "NHWC":
+        nhwc_pool(e)
+    else:
+        onnx_pool(e)
+
+
+def nhwc_pool(e: Emit) -> None:
+    """TFLite's AVERAGE_POOL_2D and MAX_POOL_2D (float32, int8, int16; padding taps skipped)."""
+    op = e.op
     x, y = e.input(0), e.output(0)
-    if op.kind not in ("average", "max"):
-        raise Unsupported(f"{op.kind} pooling (average and max are compiled)")
+    if isinstance(op, AveragePool) and op.count_include_pad:
+        raise Unsupported("an NHWC average pool counting its padding")
     batches, in_h, in_w, channels = x.shape
-    (out_h, top, _), (out_w, left, _) = op.window.geometry(in_h, in_w, op.filter_h, op.filter_w)
+    begins, _, (out_h, out_w) = op.window.concrete_pads((int(in_h), int(in_w)))
+    if any(d != 1 for d in op.window.dilations):
+        raise Unsupported("a dilated NHWC pool")
     if x.dtype == DatumType.F32:
-        if op.activation not in TFLITE_CLAMPS:
-            raise Unsupported(f"the fused activation {op.activation} on a pooling")
-        low, high = (np.float32(v) for v in TFLITE_CLAMPS[op.activation])
+        bounds = clamp_bounds(op.activation)
+        if bounds is None:
+            raise Unsupported(f"the fused activation {op.activation.name} on a pooling")
+        low, high = (np.float32(v) for v in bounds)
         suffix = "f32"
     elif x.dtype in (DatumType.I8, DatumType.I16):
-        low, high = activation_range(op.activation, op.oq(0), x.dtype)
+        if isinstance(op, AveragePool) and op.quant is None:
+            raise Unsupported(f"an average pool on {x.dtype} without quantization")
+        low, high = clamp_of(op.activation, x.dtype)
         suffix = "s8" if x.dtype == DatumType.I8 else "s16"
     else:
         raise Unsupported(f"pooling on {x.dtype} (float32, int8 and int16 are compiled)")
     e.use(HEADER)
-    e.call(f"tl_{'avg' if op.kind == 'average' else 'max'}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels,
-           out_h, out_w, op.filter_h, op.filter_w, op.window.stride_h, op.window.stride_w, top, left, low, high)
+    kind = "avg" if isinstance(op, AveragePool) else "max"
+    e.call(f"tl_{kind}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
+           *op.window.strides, begins[0], begins[1], low, high)
 
 
-@emitter(MaxPool, AveragePool)
+@emitter(LpPool)
+def l2_pool(e: Emit) -> None:
+    """TFLite's L2_POOL_2D (an averaged LpPool of p = 2 on NHWC float32)."""
+    op: LpPool = e.op
+    x, y = e.input(0), e.output(0)
+    if not op.mean or x.dtype != DatumType.F32 or any(d != 1 for d in op.window.dilations):
+        raise Unsupported("LpPool other than TFLite's L2 pooling (NHWC float32, averaged, no dilations)")
+    batches, in_h, in_w, channels = x.shape
+    begins, _, (out_h, out_w) = op.window.concrete_pads((int(in_h), int(in_w)))
+    e.use(HEADER)
+    e.uses_math()
+    e.call("tl_l2_pool_nhwc_f32", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
+           *op.window.strides, begins[0], begins[1])
+
+
 def onnx_pool(e: Emit) -> None:
     op = e.op
     x, y = e.input(0), e.output(0)
@@ -90,7 +117,7 @@ def edge_average_pool(e: Emit) -> None:
         raise Unsupported("an average pool counting frames before the stream's end")
     y = e.output(0)
     e.op = op.pool
-    onnx_pool(e)
+    pool(e)
     e.op = op
     shape = [int(d) for d in y.shape]
     outer, frames, inner = math.prod(shape[:op.axis]), shape[op.axis], math.prod(shape[op.axis + 1:])

@@ -24,7 +24,7 @@ from ...ops.tfl.common import TflOp
 from ...ops.tfl.control import If, While
 from ...ops.tfl.resource import EFFECTS, Program, VarHandle, real_outputs
 from .reader import ACCESS_ERRORS, ModelInfo, buffer_value, read_model
-from .registry import REGISTRY, TflNode, Translated
+from .registry import REGISTRY, Reshaped, TflNode, Translated
 
 FLAVOURS = ("reference", "micro")
 
@@ -180,6 +180,13 @@ class TfliteLoader:
         outlets[tensor_index] = outlet
         return outlet
 
+    def _reshaped(self, model, subgraph, tensor_index: int, shape: tuple, where: str) -> OutletId:
+        tensor = subgraph.tensors[tensor_index]
+        value = self.constant(subgraph, tensor_index)
+        if value is None:
+            raise ModelFormatError(f"{where}: tensor {tensor_index} ({tensor.name!r}) must be a constant")
+        return model.wire_node(f"{tensor.name}.reshaped", Const(value.reshape(shape), tensor.quant), [])[0]
+
     def _wire_operator(self, model, subgraph, operator, outlets) -> None:
         node = TflNode(self, subgraph, operator)
         translate = REGISTRY[operator.opcode]
@@ -196,7 +203,9 @@ class TfliteLoader:
             op, slots = result, None
         if slots is None:
             slots = [slot for slot, tensor in enumerate(operator.inputs) if tensor >= 0]
-        inputs = [self._outlet(model, subgraph, operator.inputs[slot], outlets, node.where) for slot in slots]
+        inputs = [self._reshaped(model, subgraph, operator.inputs[slot.slot], slot.shape, node.where)
+                  if isinstance(slot, Reshaped) else self._outlet(model, subgraph, operator.inputs[slot], outlets,
+                                                                  node.where) for slot in slots]
         out_tensors = [subgraph.tensors[t] if t >= 0 else None for t in operator.outputs]
         name = out_tensors[0].name if out_tensors and out_tensors[0] is not None else f"op{operator.index}"
         effect = isinstance(op, EFFECTS) or (isinstance(op, (If, While)) and any(

@@ -47,6 +47,7 @@ def tflite_writer(*op_types: type):
 @dataclass
 class Translated:
     """An op and the operator input slots to wire to it (in order); ``None`` slots: all present.
+    A slot may be a :class:`Reshaped` constant.
 
     ``activation``: a core activation op wired after ``op`` (a TFLite fused activation; the
     optimizer fuses it back), whose output is the operator's output tensor.
@@ -58,6 +59,15 @@ class Translated:
     slots: list | None = None
     activation: Any = None
     inputs_via: dict = field(default_factory=dict)
+
+
+@dataclass
+class Reshaped:
+    """A slot of :class:`Translated` wiring a constant input reshaped at load time (same values,
+    same quantization): TFLite's depthwise weights [1, KH, KW, C*M] seen as [KH, KW, 1, C*M]."""
+
+    slot: int
+    shape: tuple
 
 
 @dataclass
