@@ -14,11 +14,9 @@ from tractile.compile.budget_search import memory_order, row_runs
 from tractile.compile.rows import Region, schedule_region
 from tractile.ops.binary import Add
 from tractile.ops.tfl.array import Concatenation
-from tractile.ops.tfl.conv import Conv2D, DepthwiseConv2D, Window2D
-from tractile.ops.tfl.pool import Pool2D
 
 from ..conftest import shared_model
-from ..tflite.builder import GraphBuilder, qc
+from ..tflite.builder import GraphBuilder, Window2D, qc
 from .harness import assert_same_outputs, compiled, q, random_input
 
 
@@ -42,9 +40,9 @@ def residual_net(dtype: str, second_output: bool = False):
         else:
             w = g.const(f"w{count[0]}", rng.standard_normal(shape) / 3, "f32")
             b = g.const(f"b{count[0]}", rng.standard_normal(filters), "f32")
-        op = DepthwiseConv2D(window=window, depth_multiplier=1, activation="RELU6") if kind == "dw" else \
-            Conv2D(window=window, activation="RELU")
-        return g.op(f"y{count[0]}", op, [x, w, b], out_q=act_q(zero))
+        if kind == "dw":
+            return g.depthwise(f"y{count[0]}", [x, w, b], window, act_q(zero), "RELU6")
+        return g.conv(f"y{count[0]}", [x, w, b], window, act_q(zero), "RELU")
 
     x0 = conv(x, "conv", (8, 3, 3, 3), Window2D("SAME", 1, 1), -4)
     a = conv(x0, "dw", (1, 3, 3, 8), Window2D("SAME", 1, 1, 2, 1), -5)
@@ -53,10 +51,8 @@ def residual_net(dtype: str, second_output: bool = False):
     c1 = conv(r, "conv", (5, 3, 3, 8), Window2D("SAME", 2, 2), -6)
     c2 = conv(r, "conv", (4, 1, 1, 8), Window2D("SAME", 2, 2), -6)
     joined = g.op("joined", Concatenation(axis=3), [c1, c2], out_q=act_q(-6))
-    pooled = g.op("pooled", Pool2D(kind="max", window=Window2D("SAME", 1, 1), filter_h=2, filter_w=2), [joined],
-                  out_q=act_q(-6))
-    average = g.op("average", Pool2D(kind="average", window=Window2D("VALID", 1, 1), filter_h=7, filter_w=5),
-                   [pooled], out_q=act_q(-6))
+    pooled = g.pool("pooled", "max", joined, Window2D("SAME", 1, 1), 2, 2)
+    average = g.pool("average", "average", pooled, Window2D("VALID", 1, 1), 7, 5, act_q(-6))
     return g.outputs(average, r) if second_output else g.outputs(average)
 
 
@@ -162,7 +158,7 @@ def two_branches():
     def conv(x, cin: int, cout: int, stride: int, name: str):
         w = g.const(f"w_{name}", rng.integers(-127, 128, (cout, 1, 1, cin)), "i8", qc([0.01] * cout, 0))
         b = g.const(f"b_{name}", rng.integers(-100, 100, cout), "i32")
-        return g.op(name, Conv2D(window=Window2D("SAME", stride, stride)), [x, w, b], out_q=q(0.05, 0))
+        return g.conv(name, [x, w, b], Window2D("SAME", stride, stride), q(0.05, 0))
 
     small = conv(conv(x, 4, 64, 1, "wide"), 64, 32, 2, "small")
     return g.outputs(g.binary("sum", "add", [conv(x, 4, 32, 2, "big"), small], q(0.1, 0)))

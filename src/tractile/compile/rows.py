@@ -21,11 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph import Node, OutletId
+from ..ops.activations import Activation
 from ..ops.binary import Arithmetic
-from ..ops.tfl.activation import Activation
+from ..ops.conv import Conv
+from ..ops.conv_nhwc import kernel_dims
+from ..ops.pool import AveragePool, MaxPool
+from ..ops.pool_nhwc import tap_counts
 from ..ops.tfl.array import Concatenation
-from ..ops.tfl.conv import Conv2D, DepthwiseConv2D
-from ..ops.tfl.pool import Pool2D, tap_counts
 
 
 @dataclass(frozen=True)
@@ -80,16 +82,17 @@ def row_geometry(model, node: Node) -> RowGeometry | None:
     if out is None or x is None:
         return None
     op = node.op
-    if isinstance(op, (Conv2D, DepthwiseConv2D)):
-        w_shape = model.outlet_fact(node.inputs[1]).shape
-        (_, top, _), _ = op.window.geometry(x[1], x[2], int(w_shape[1]), int(w_shape[2]))
-        return RowGeometry("window", (0,), op.window.stride_h, op.window.dilation_h, int(w_shape[1]), top)
-    if isinstance(op, Pool2D) and op.kind in ("average", "max"):
-        if op.kind == "average" and out[1:3] == (1, 1) and int(tap_counts(x[1], x[2], op.window, op.filter_h,
-                                                                           op.filter_w)[0, 0, 0]) == x[1] * x[2]:
+    if isinstance(op, Conv) and op.data_format == "NHWC":
+        _, _, k_h, k_w = kernel_dims(model.outlet_fact(node.inputs[1]).shape, op.kernel_format)
+        window = op.window.for_kernel((int(k_h), int(k_w)))
+        begins, _, _ = window.concrete_pads(x[1:3])
+        return RowGeometry("window", (0,), window.strides[0], window.dilations[0], int(k_h), begins[0])
+    if isinstance(op, (AveragePool, MaxPool)) and op.data_format == "NHWC":
+        if isinstance(op, AveragePool) and out[1:3] == (1, 1) and \
+                int(tap_counts(op, x[1:3])[0, 0, 0]) == x[1] * x[2]:
             return RowGeometry("reduce")
-        (_, top, _), _ = op.window.geometry(x[1], x[2], op.filter_h, op.filter_w)
-        return RowGeometry("window", (0,), op.window.stride_h, 1, op.filter_h, top)
+        begins, _, _ = op.window.concrete_pads(x[1:3])
+        return RowGeometry("window", (0,), op.window.strides[0], 1, int(op.window.kernel[0]), begins[0])
     if isinstance(op, (Arithmetic, Activation)) or isinstance(op, Concatenation) and op.axis in (3, -1):
         streamed = []
         for slot, outlet in enumerate(node.inputs):
