@@ -18,9 +18,10 @@ from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.writer import write_model
 from tractile.model import TypedModel
 from tractile.ops import binary as core_binary
-from tractile.ops.activations import Clip, Relu, Tanh
+from tractile.ops.activations import Clip, HardSwish, LeakyRelu, Relu, Sigmoid, Tanh
 from tractile.ops.io import Const
 from tractile.ops.quantized.common import activation_range
+from tractile.ops.smooth import Elu, Gelu
 from tractile.ops.tfl.common import TflOp
 
 
@@ -40,6 +41,17 @@ def qc(scales, axis: int, zeros=None) -> QParams:
 BINARY_KINDS = {"add": core_binary.Add, "sub": core_binary.Sub, "mul": core_binary.Mul, "div": core_binary.Div,
                 "squared_difference": core_binary.SquaredDifference, "maximum": core_binary.Max,
                 "minimum": core_binary.Min}
+
+#: TFLite's activation kinds -> the core ops they translate to (alpha, output quantization)
+ACTIVATION_KINDS = {
+    "relu": lambda alpha, quant: Relu(quant=quant), "relu6": lambda alpha, quant: Clip(0.0, 6.0, quant=quant),
+    "relu_n1_to_1": lambda alpha, quant: Clip(-1.0, 1.0, quant=quant),
+    "relu_0_to_1": lambda alpha, quant: Clip(0.0, 1.0, quant=quant),
+    "logistic": lambda alpha, quant: Sigmoid(quant=quant), "tanh": lambda alpha, quant: Tanh(quant=quant),
+    "leaky_relu": lambda alpha, quant: LeakyRelu(alpha, quant=quant),
+    "hard_swish": lambda alpha, quant: HardSwish(quant=quant), "elu": lambda alpha, quant: Elu(quant=quant),
+    "gelu": lambda alpha, quant: Gelu(quant=quant), "gelu_tanh": lambda alpha, quant: Gelu("tanh", quant=quant),
+}
 
 
 class GraphBuilder:
@@ -84,6 +96,10 @@ class GraphBuilder:
         else:
             act = {"RELU": Relu(), "RELU6": Clip(0.0, 6.0), "RELU_N1_TO_1": Clip(-1.0, 1.0), "TANH": Tanh()}[activation]
         return self.op(name, act, [y])
+
+    def activation(self, name: str, kind: str, x, quant: QParams | None = None, alpha: float = 0.0):
+        """The core op of TFLite activation ``kind`` (lower case) with the output quantization ``quant``."""
+        return self.op(name, ACTIVATION_KINDS[kind](alpha, quant), [x])
 
     def outputs(self, *outlets) -> TypedModel:
         self.model.outputs = list(outlets)
