@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from tests.tflite.oracle import assert_float_close, reference_interpreter, run_reference
+from tests.tflite.oracle import assert_float_close, micro_interpreter, reference_interpreter, run_micro, run_reference
 from tractile.datum import DatumType
 from tractile.fact import QParams, TypedFact
 from tractile.formats.tflite import load_tflite
@@ -119,22 +119,26 @@ def random_values(fact, rng, low=None, high=None) -> np.ndarray:
     return rng.integers(low, int(high) + 1, shape).astype(dtype)
 
 
-def check_model(model: TypedModel, input_sets, rtol: float = 1e-5) -> list[list[np.ndarray]]:
+def check_model(model: TypedModel, input_sets, rtol: float = 1e-5, oracle: str = "reference") -> list[list[np.ndarray]]:
     """Assert tractile (as built and as reloaded) and TFLite agree on every input set.
 
     The input sets run in sequence through one state each (variables persist, as in one
     TFLite interpreter). Integer outputs must be identical; float outputs agree within
-    ``rtol``. Returns tractile's outputs for each input set.
+    ``rtol``. ``oracle``: LiteRT's "reference" kernels, its default ("builtin") kernels, or
+    TFLite "micro". Returns tractile's outputs for each input set.
     """
     data = write_model(model)
     loaded = load_tflite(data).into_optimized()
     built = model.into_optimized() if hasattr(model, "into_optimized") else model
-    interpreter = reference_interpreter(data)
+    if oracle == "micro":
+        interpreter, run_oracle = micro_interpreter(data, 1 << 20), run_micro
+    else:
+        interpreter, run_oracle = reference_interpreter(data, builtin=oracle == "builtin"), run_reference
     built_state, loaded_state = built.state(), loaded.state()
     results = []
     for inputs in input_sets:
         inputs = [np.asarray(v) for v in inputs]
-        expected = run_reference(interpreter, inputs)
+        expected = run_oracle(interpreter, inputs)
         ours = built_state.run(inputs)
         again = loaded_state.run(inputs)
         assert len(ours) == len(expected)

@@ -88,3 +88,25 @@ def test_signed_sum_matches_tflite_micro(dtype, in_q, out_q):
 
         misread = Requantizer([np.float64(in_q.scale[0]) / np.float64(out_q.scale[0])])(as_uint8) + out_q.zero_point[0]
         np.testing.assert_array_equal(reference, np.clip(misread, 0, 255).astype(np.uint8).view(np.int8))
+
+
+@pytest.mark.parametrize("kind,dtype", [("min", "f32"), ("min", "i8"), ("prod", "f32"), ("prod", "i32"),
+                                        ("sum", "i32"), ("max", "i32"), ("any", "bool"), ("all", "bool")])
+def test_other_reductions(kind, dtype):
+    quant = q(0.05, -4) if dtype == "i8" else None
+    model = single_op(reduction(kind, (0, 2), False), dtype, (3, 4, 5), quant)
+    sets = [[random_values(f, RNG, -3, 3) for f in model.input_facts] for _ in range(3)]
+    if kind == "prod" and dtype == "f32":
+        sets = [[np.float32(0.6) * x] for [x] in sets]
+    out = check_model(model, sets)
+    assert model.output_fact(0).qparams == quant and out[0][0].shape == (4,)
+
+
+@pytest.mark.parametrize("dtype,keep", [("f32", False), ("i8", False), ("i8", True), ("u8", False)])
+def test_global_average_pooling_mean(dtype, keep):
+    """Keras's GlobalAveragePooling2D: MEAN over the spatial axes of NHWC, int8 with the
+    input's quantization (the converter's choice) or another."""
+    quant = {"f32": (None, None), "i8": (q(0.07, -11), q(0.07, -11) if keep else q(0.02, 3)),
+             "u8": (q(0.05, 120), q(0.01, 100))}[dtype]
+    model = single_op(reduction("mean", (1, 2), keep, quant[1]), dtype, (2, 7, 5, 6), quant[0])
+    check_model(model, random_sets(model, 3))

@@ -1,6 +1,6 @@
 """Softmax and log-softmax: float along any axis (``beta`` included), and quantized 8-bit softmax
 over the last axis with TFLite's fixed-point kernel, bit for bit (the recipe's exp tables
-become constants)."""
+become constants); L2 normalization (float, TFLite's int8 kernel)."""
 from __future__ import annotations
 
 import math
@@ -9,6 +9,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ...ops.nn import Softmax
+from ...ops.norm import LpNorm
 from ...ops.quantized.common import recipe_of
 from ...ops.quantized.softmax import SoftmaxRecipe
 from ..emit import Emit
@@ -53,3 +54,26 @@ def quantized_softmax(e: Emit, recipe, shape: tuple) -> None:
            f"{e.constant('sums', recipe.sum_table, DatumType.I32)})) return {status};")
     e.set_kernel(kernel)
     x.used = y.used = True
+
+
+@emitter(LpNorm)
+def l2_normalization(e: Emit) -> None:
+    """L2 normalization over the last axis: float (norms below ``epsilon`` count as it), and
+    TFLite's int8 kernel (fixed-point inverse square root, output scale 1/128)."""
+    op: LpNorm = e.op
+    x, y = e.input(0), e.output(0)
+    shape = tuple(int(d) for d in x.shape)
+    if op.p != 2 or not shape or op.axis % len(shape) != len(shape) - 1:
+        raise Unsupported(f"{op.name}: only L2 norms over the last axis are compiled")
+    depth = shape[-1]
+    rows = x.count // depth if depth else 0
+    e.use("tl_norm.h")
+    if op.quant is not None:
+        if x.dtype != DatumType.I8:
+            raise Unsupported(f"quantized {op.name} on {x.dtype}")
+        e.call("tl_l2norm_s8", x, y, rows, depth, recipe_of(op).zi)
+        return
+    if x.dtype != DatumType.F32:
+        raise Unsupported(f"{op.name} on {x.dtype}")
+    e.uses_math()
+    e.call("tl_l2norm_f32", x, y, rows, depth, np.float32(op.epsilon))
