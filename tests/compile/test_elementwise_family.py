@@ -160,6 +160,7 @@ def test_int16_rsqrt(compile_cache):
 def test_family_builds_without_warnings(tmp_path):
     """gcc and clang, -Wall -Wextra -Werror, on a model using this family's C kernels."""
     from tractile.compile import generate
+    from tractile.ops.nn import Softmax
     from tractile.ops.norm import LpNorm
 
     from .harness import assert_builds_without_warnings
@@ -173,4 +174,15 @@ def test_family_builds_without_warnings(tmp_path):
     chosen = g.op("select", logic.Where(), [below, magnitude, g.op("clip", Clip(-100.0, 100.0), [magnitude])])
     wide = g.input("w", "i16", (3, 5), q(0.004))
     root = g.op("rsqrt", unary.Rsqrt(quant=q(0.001)), [g.op("relu", Relu(quant=q(0.004)), [wide])])
-    assert_builds_without_warnings(generate(g.outputs(chosen, root), name="family"), tmp_path)
+    log = g.op("log_softmax", Softmax(log=True, quant=q(16 / 256, 127)), [chosen])
+    assert_builds_without_warnings(generate(g.outputs(log, root), name="family"), tmp_path)
+
+
+@pytest.mark.parametrize("scale,depth", [(0.05, 10), (0.5, 7), (0.002, 300)])
+def test_int8_log_softmax(scale, depth, compile_cache):
+    from tractile.ops.nn import Softmax
+
+    model = single_op_model(Softmax(log=True, quant=q(16 / 256, 127)), [TypedFact(DatumType.I8, (4, depth), None,
+                                                                                 q(scale, 3))])
+    inputs = [[every(DatumType.I8, (4, depth))], [RNG.integers(-3, 4, (4, depth)).astype(np.int8)]]
+    check_against_interpreter(model, compile_cache, inputs=inputs, runs=2, name="log_softmax")

@@ -1,6 +1,6 @@
 """Softmax and log-softmax: float along any axis (``beta`` included), and quantized 8-bit softmax
 over the last axis with TFLite's fixed-point kernel, bit for bit (the recipe's exp tables
-become constants); L2 normalization (float, TFLite's int8 kernel)."""
+become constants; int8 log-softmax likewise, with gemmlowp's fixed-point log); L2 normalization (float, TFLite's int8 kernel)."""
 from __future__ import annotations
 
 import math
@@ -11,7 +11,8 @@ from ...datum import DatumType
 from ...ops.nn import Softmax
 from ...ops.norm import LpNorm
 from ...ops.quantized.common import recipe_of
-from ...ops.quantized.softmax import SoftmaxRecipe
+from ...ops.quantized.fixedpoint import FP32, rounding_divide_by_pot
+from ...ops.quantized.softmax import ACCUMULATION_BITS, SCALED_DIFF_BITS, LogSoftmaxRecipe, SoftmaxRecipe
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 
@@ -43,6 +44,9 @@ def softmax(e: Emit) -> None:
 
 def quantized_softmax(e: Emit, recipe, shape: tuple) -> None:
     x, y = e.input(0), e.output(0)
+    if isinstance(recipe, LogSoftmaxRecipe):
+        quantized_log_softmax(e, recipe, shape)
+        return
     kernel = KERNELS.get((x.dtype, y.dtype))
     if not isinstance(recipe, SoftmaxRecipe) or kernel is None:
         raise Unsupported(f"quantized {e.op.name} from {x.dtype} to {y.dtype}")
@@ -54,6 +58,19 @@ def quantized_softmax(e: Emit, recipe, shape: tuple) -> None:
            f"{e.constant('sums', recipe.sum_table, DatumType.I32)})) return {status};")
     e.set_kernel(kernel)
     x.used = y.used = True
+
+
+def quantized_log_softmax(e: Emit, recipe: LogSoftmaxRecipe, shape: tuple) -> None:
+    """TFLite's int8 LOG_SOFTMAX: the Q5.26 differences and their exps become tables."""
+    x, y = e.input(0), e.output(0)
+    differences = np.arange(-255, 1, dtype=np.int64)
+    q5 = recipe.to_q5(differences)
+    exps = np.where(differences >= recipe.diff_min, rounding_divide_by_pot(
+        FP32.exp_on_negative_values(q5, SCALED_DIFF_BITS), ACCUMULATION_BITS), 0)
+    depth = shape[-1]
+    e.call("tl_log_softmax_s8", x, y, x.count // depth if depth else 0, depth, e.constant("q5", q5, DatumType.I32),
+           e.constant("exps", exps, DatumType.I32), recipe.diff_min, int(recipe.reverse.multipliers[0]),
+           int(recipe.reverse.shifts[0]))
 
 
 @emitter(LpNorm)
