@@ -127,9 +127,10 @@ def test_quantize(source, target, in_q, out_q):
     check_model(model, [[x]])
 
 
-@pytest.mark.parametrize("source,quant", [("i8", q(0.02, -3)), ("u8", q(0.1, 130)), ("i16", q(0.0003))])
+@pytest.mark.parametrize("source,quant", [("i8", q(0.02, -3)), ("u8", q(0.1, 130)), ("i16", q(0.0003)), ("f16", None)])
 def test_dequantize(source, quant):
-    model = single(Dequantize(), source, (3, 40), quant)
+    """Integers by their quantization; float16 (weights of float16-quantized models) widened."""
+    model = single(Dequantize() if quant else Cast(DatumType.F32), source, (3, 40), quant)
     out = check_model(model, [[random_values(model.input_fact(0), RNG)]], rtol=0)[0][0]
     assert out.dtype == np.float32
 

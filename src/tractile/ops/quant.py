@@ -10,6 +10,7 @@ finite value when ``saturate`` is set.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -254,6 +255,8 @@ class Quantize(Op):
     floats with TFLite's rounding (halves away from zero), a quantized input requantized from
     its fact's qparams (``ops.quantized.quantize``)."""
 
+    elementwise: ClassVar[bool] = True
+
     to: DatumType
     quant: QParams
 
@@ -282,6 +285,8 @@ class Quantize(Op):
 @dataclass(frozen=True)
 class Dequantize(Op):
     """The real values (float32) of a quantized input, from its fact's qparams."""
+
+    elementwise: ClassVar[bool] = True
 
     def _recipe(self, inputs: list[TypedFact]):
         return cached_recipe(self, inputs, lambda: dequantize_recipe(inputs[0]))
