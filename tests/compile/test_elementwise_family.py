@@ -175,7 +175,8 @@ def test_family_builds_without_warnings(tmp_path):
     wide = g.input("w", "i16", (3, 5), q(0.004))
     root = g.op("rsqrt", unary.Rsqrt(quant=q(0.001)), [g.op("relu", Relu(quant=q(0.004)), [wide])])
     log = g.op("log_softmax", Softmax(log=True, quant=q(16 / 256, 127)), [chosen])
-    assert_builds_without_warnings(generate(g.outputs(log, root), name="family"), tmp_path)
+    tanh = g.op("tanh", ACTIVATION_KINDS["tanh"](0, q(2 ** -15)), [wide])
+    assert_builds_without_warnings(generate(g.outputs(log, root, tanh), name="family"), tmp_path)
 
 
 @pytest.mark.parametrize("scale,depth", [(0.05, 10), (0.5, 7), (0.002, 300)])
@@ -186,3 +187,12 @@ def test_int8_log_softmax(scale, depth, compile_cache):
                                                                                  q(scale, 3))])
     inputs = [[every(DatumType.I8, (4, depth))], [RNG.integers(-3, 4, (4, depth)).astype(np.int8)]]
     check_against_interpreter(model, compile_cache, inputs=inputs, runs=2, name="log_softmax")
+
+
+@pytest.mark.parametrize("kind", ["logistic", "tanh"])
+@pytest.mark.parametrize("scale", [2 ** -12, 0.0003])
+def test_int16_logistic_and_tanh(kind, scale, compile_cache):
+    model = single_op_model(ACTIVATION_KINDS[kind](0, q(2 ** -15)), [TypedFact(DatumType.I16, (4, 1024), None,
+                                                                               q(scale))])
+    values = np.arange(-32768, 32768, 16).astype(np.int16).reshape(4, 1024)
+    check_against_interpreter(model, compile_cache, inputs=[[values]], name="sigmoid16")

@@ -9,7 +9,6 @@ import pytest
 
 from tests.tflite.builder import GraphBuilder, assert_saturates, check_model, every_value, q, random_values
 from tractile.datum import DatumType
-from tractile.errors import AnalysisError
 from tractile.ops import binary, unary
 from tractile.ops.cast import Cast
 from tractile.ops.norm import LpNorm
@@ -96,10 +95,16 @@ def test_float_activations(kind):
 
 
 @pytest.mark.parametrize("kind", ["logistic", "tanh"])
-def test_int16_logistic_and_tanh_are_refused(kind):
+@pytest.mark.parametrize("scale", [2 ** -12, 2 ** -11, 0.0003])
+def test_int16_logistic_and_tanh(kind, scale):
+    """Bit-exact with the reference kernels (and TFLite Micro: the same kernel) on every int16
+    value, power-of-two input scales included."""
     g = GraphBuilder()
-    with pytest.raises(AnalysisError, match=f"int16 {kind.upper()} is not supported"):
-        g.activation("y", kind, g.input("x", "i16", (4,), q(2 ** -12)), q(2 ** -15))
+    model = g.outputs(g.activation("y", kind, g.input("x", "i16", (1, 65536), q(scale)), q(2 ** -15)))
+    x = np.arange(-32768, 32768).astype(np.int16).reshape(1, -1)
+    out = check_model(model, [[x]])[0][0]
+    assert np.all(np.diff(out[0].astype(np.int64)) >= 0)  # monotonic over every input
+    assert int(out[0, -1]) - int(out[0, 0]) > (32000 if kind == "logistic" else 64000)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "i8"])

@@ -2,7 +2,7 @@
 float unary ops and activations, integer clamps (Clip, Relu), float binary ops with
 broadcasting, quantized arithmetic (TFLite's recipe, bit for bit), and any quantized unary op
 on 8-bit values as a 256-entry table computed by the prepared op's own eval (so it is exact by
-construction); int16 ReLUs, ABS, LEAKY_RELU and RSQRT follow their recipes in C.
+construction); int16 ReLUs, ABS, LEAKY_RELU, LOGISTIC, TANH and RSQRT follow their recipes in C.
 
 Same-shape element-wise ops read each element before writing it: they run in place.
 """
@@ -146,12 +146,39 @@ def quantized_unary(e: Emit, x: CTensor, y: CTensor) -> None:
         identity = f"tl_mbqm({value}, {int(recipe.identity.multipliers[0])}, {int(recipe.identity.shifts[0])})"
         body = (f"(int16_t)tl_clamp_i32(({value} >= 0 ? {identity} : {'-' if recipe.negate else ''}{alpha}) "
                 f"+ ({recipe.zo}), -32768, 32767)")
+    elif isinstance(recipe, quantized.Int16SigmoidRecipe):
+        int16_sigmoid(e, recipe, x, y)
+        return
     elif isinstance(recipe, quantized.RsqrtRecipe):
         int16_rsqrt(e, recipe, x, y)
         return
     else:
         raise Unsupported(f"quantized {e.op.name} on int16")
     e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {y.var}[i] = {body};")
+    x.used = y.used = True
+    e.set_kernel("(loop)")
+
+
+def int16_sigmoid(e: Emit, recipe: quantized.Int16SigmoidRecipe, x: CTensor, y: CTensor) -> None:
+    """TFLite's int16 LOGISTIC/TANH: rescale, then interpolate the sigmoid table."""
+    table = e.constant("sigmoid", quantized.sigmoid_table_uint16(), DatumType.I32)
+    multiplier, shift = recipe.multiplier, recipe.left_shift
+    if multiplier == 0:
+        multiplier, shift = 3 << shift, 0
+    rounding = (1 << (shift - 1)) if shift > 0 else 0
+    bits = 8 if recipe.tanh else 9
+    if recipe.tanh:
+        saturated, finish = "0xFFFF00u", "(v >= 0 ? (int32_t)r - 8388480 : -(int32_t)r + 8388735) >> 8"
+    else:
+        saturated, finish = "(uint32_t)0x7FFF << 10", "(int32_t)(v >= 0 ? r + 512u : 33554432u - r + 511u) >> 10"
+    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n"
+           f"  const int32_t v = ((int32_t){x.var}[i] * {multiplier} + {rounding}) >> {shift};\n"
+           f"  const uint32_t a = (uint32_t)(v < 0 ? -v : v), h = a >> {bits};\n"
+           f"  uint32_t r = {saturated};\n"
+           f"  if (h < 255u) {{\n"
+           f"    const uint32_t ua = (uint32_t)TL_READ_S32({table} + h), ub = (uint32_t)TL_READ_S32({table} + h + 1);\n"
+           f"    r = (ua << {bits}) + (a & {(1 << bits) - 1}u) * (ub - ua);\n  }}\n"
+           f"  {y.var}[i] = (int16_t)({finish});\n}}")
     x.used = y.used = True
     e.set_kernel("(loop)")
 

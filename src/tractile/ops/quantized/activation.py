@@ -4,7 +4,7 @@ TFLite's reference kernels compute them.
 The ReLU family (Relu, Clip on real bounds) requantizes ``x - zero_point`` with a fixed-point
 multiplier and clamps; LOGISTIC and TANH on 8-bit types look up a 256-entry table that TFLite
 fills in float32 (``LUTPopulate``: the function values here are float64 rounded to float32,
-i.e. correctly rounded); ELU and GELU
+i.e. correctly rounded), on int16 they interpolate TFLite's sigmoid table; ELU and GELU
 (8-bit) are tables too; LEAKY_RELU and PRELU pick one of two multipliers by the input's sign;
 HARD_SWISH uses TFLite's int16 fixed-point pipeline (the "reluish" multiplier in [0, 1]);
 ABS requantizes ``|x - zero_point|``; RSQRT takes TFLite's fixed-point inverse square root.
@@ -15,12 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ...datum import DatumType
 from ...errors import AnalysisError, RunError
 from ...fact import QParams, TypedFact
+from .binary import checked_log2
 from .common import QUANTIZED, integer_limits, scale_of, zero_of
 from .fixedpoint import Requantizer, quantize_multiplier, rounding_divide_by_pot, srdhm
 from .functions import inverse_sqrt_multipliers
@@ -263,11 +265,79 @@ def hard_swish_recipe(x: TypedFact, quant: QParams) -> HardSwishRecipe:
     return HardSwishRecipe(zero_of(x.qparams), zero_of(quant), output, reluish)
 
 
+# LOGISTIC and TANH on int16 ---------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def sigmoid_table_uint16() -> np.ndarray:
+    """TFLite's table of sigmoid(i / 24) in unsigned Q0.16, i = 0..255, made for linear
+    interpolation as TFLite makes its int16 tables: each sample lowered by half the error the
+    interpolation makes at the middle of its interval; the last entry is the saturated 65535."""
+    x = np.arange(256) / 24.0
+    sigmoid = lambda t: 1.0 / (1.0 + np.exp(-t))  # noqa: E731
+    here, middle, after = sigmoid(x), sigmoid(x + 1 / 48), sigmoid(x + 1 / 24)
+    values = np.floor(65536.0 * (here - ((here + after) / 2 - middle) / 2) + 0.5)
+    values[-1] = 65535
+    return np.clip(values, 0, 65535).astype(np.int64)
+
+
+@dataclass
+class Int16SigmoidRecipe:
+    """TFLite's int16 LOGISTIC/TANH: the input rescaled to units of 1/(3 * 4096) (``multiplier``,
+    ``left_shift``; 0 multiplier: a power-of-two scale), then the sigmoid table interpolated
+    (tanh(x) = 2 sigmoid(2x) - 1: TANH reads it at twice the resolution)."""
+
+    multiplier: int
+    left_shift: int
+    tanh: bool
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        table = sigmoid_table_uint16()
+        multiplier, shift = self.multiplier, self.left_shift
+        if multiplier == 0:
+            multiplier, shift = 3 << shift, 0
+        rounding = (1 << (shift - 1)) if shift > 0 else 0
+        values = (x.astype(np.int64) * multiplier + rounding) >> shift
+        magnitude = np.abs(values)
+        bits = 8 if self.tanh else 9
+        index = magnitude >> bits
+        inside = np.minimum(index, 254)
+        low = table[inside]
+        interpolated = (low << bits) + (magnitude & ((1 << bits) - 1)) * (table[inside + 1] - low)
+        saturated = index >= 255
+        if self.tanh:
+            result = np.where(saturated, 0xFFFF << 8, interpolated)
+            offset = (1 << 23) - (1 << 7)
+            out = np.where(values >= 0, result - offset, -result + offset + (1 << 8) - 1) >> 8
+        else:
+            result = np.where(saturated, 0x7FFF << 10, interpolated)
+            out = np.where(values >= 0, result + (1 << 9), (1 << 25) - result + (1 << 9) - 1) >> 10
+        return out.astype(np.int16)
+
+
+def int16_sigmoid_recipe(x: TypedFact, quant: QParams, tanh: bool) -> Int16SigmoidRecipe:
+    """The input multiplier of TFLite's int16 LOGISTIC/TANH Prepare (zero points 0, output
+    scale 2^-15)."""
+    name = "TANH" if tanh else "LOGISTIC"
+    check_quantized(name, x, quant, (DatumType.I16,))
+    if zero_of(x.qparams) or zero_of(quant):
+        raise AnalysisError(f"int16 {name} needs zero points 0")
+    if checked_log2(scale_of(quant)) != -15:
+        raise AnalysisError(f"int16 {name} needs the output scale 2^-15, got {scale_of(quant)}")
+    scale = scale_of(x.qparams)
+    log2 = checked_log2(scale)
+    if log2 is not None and 12 + log2 in ((0, 1) if tanh else (0,)):
+        return Int16SigmoidRecipe(0, 12 + log2, tanh)
+    multiplier = float(scale) * 4096.0 * 3.0
+    shift = 0
+    while multiplier <= 32767.0 / 2.0 and shift <= 30:
+        shift += 1
+        multiplier *= 2.0
+    return Int16SigmoidRecipe(int(multiplier), shift, tanh)
+
+
 def sigmoid_recipe(x: TypedFact, quant: QParams, tanh: bool = False):
-    """LOGISTIC (``tanh`` False) or TANH on 8-bit values: a table. (TFLite's int16 kernels
-    interpolate a table of TFLite's own that no formula reproduces: not supported.)"""
+    """LOGISTIC (``tanh`` False) or TANH: an 8-bit table, or TFLite's int16 interpolation."""
     if x.dtype == DatumType.I16:
-        raise AnalysisError(f"int16 {'TANH' if tanh else 'LOGISTIC'} is not supported (8-bit types are)")
+        return int16_sigmoid_recipe(x, quant, tanh)
     if not tanh and scale_of(quant) != 1.0 / 256:
         raise AnalysisError(f"quantized LOGISTIC needs the output scale 1/256, got {scale_of(quant)}")
     return table_recipe("tanh" if tanh else "logistic", x, quant)
