@@ -176,7 +176,8 @@ def test_family_builds_without_warnings(tmp_path):
     root = g.op("rsqrt", unary.Rsqrt(quant=q(0.001)), [g.op("relu", Relu(quant=q(0.004)), [wide])])
     log = g.op("log_softmax", Softmax(log=True, quant=q(16 / 256, 127)), [chosen])
     tanh = g.op("tanh", ACTIVATION_KINDS["tanh"](0, q(2 ** -15)), [wide])
-    assert_builds_without_warnings(generate(g.outputs(log, root, tanh), name="family"), tmp_path)
+    soft = g.op("softmax16", Softmax(to=DatumType.I16, quant=q(1 / 32768)), [wide])
+    assert_builds_without_warnings(generate(g.outputs(log, root, tanh, soft), name="family"), tmp_path)
 
 
 @pytest.mark.parametrize("scale,depth", [(0.05, 10), (0.5, 7), (0.002, 300)])
@@ -196,3 +197,13 @@ def test_int16_logistic_and_tanh(kind, scale, compile_cache):
                                                                                q(scale))])
     values = np.arange(-32768, 32768, 16).astype(np.int16).reshape(4, 1024)
     check_against_interpreter(model, compile_cache, inputs=[[values]], name="sigmoid16")
+
+
+@pytest.mark.parametrize("scale,depth", [(0.001, 10), (0.0003, 50)])
+def test_int16_softmax(scale, depth, compile_cache):
+    from tractile.ops.nn import Softmax
+
+    model = single_op_model(Softmax(to=DatumType.I16, quant=q(1 / 32768)), [TypedFact(DatumType.I16, (6, depth), None,
+                                                                                     q(scale))])
+    close = RNG.integers(-40, 40, (6, depth)).astype(np.int16)
+    check_against_interpreter(model, compile_cache, inputs=[[close]], runs=3, name="softmax16")

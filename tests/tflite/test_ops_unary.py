@@ -148,3 +148,17 @@ def test_cast(source, target):
     if source == "i32":
         x = RNG.integers(-40000, 40000, (4, 9)).astype(np.int32)
     check_model(model, [[x]])
+
+
+@pytest.mark.parametrize("scale,depth", [(0.001, 10), (0.0003, 50), (0.01, 5)])
+def test_int16_softmax(scale, depth):
+    """int16 SOFTMAX (TFLite Micro's and the reference kernel's interpolated tables), bit for bit."""
+    from tractile.ops.nn import Softmax
+
+    g = GraphBuilder()
+    x = g.input("x", "i16", (8, depth), q(scale))
+    model = g.outputs(g.op("y", Softmax(-1, to=DatumType.I16, quant=q(1 / 32768)), [x]))
+    close = RNG.integers(-30, 30, (8, depth)).astype(np.int16)
+    out = check_model(model, [[random_values(model.input_fact(0), RNG)], [close]])
+    assert out[1][0].min() >= 0 and abs(int(out[1][0].sum(axis=-1).mean()) - 32768) < 32 * depth
+    check_model(model, [[close]], oracle="micro")

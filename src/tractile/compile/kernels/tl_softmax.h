@@ -155,4 +155,37 @@ static inline void tl_log_softmax_s8(const int8_t *x, int8_t *y, int32_t rows, i
   }
 }
 
+/* TFLite's LUTLookup: a 513-entry int16 table interpolated linearly (128 steps between entries) */
+static inline int16_t tl_lut_s16(int32_t value, const int16_t *lut) {
+  const int32_t index = 256 + (value >> 7), base = TL_READ_S16(lut + index);
+  const int32_t slope = (int16_t)(uint16_t)(TL_READ_S16(lut + index + 1) - base);
+  return (int16_t)(uint16_t)(base + ((slope * (value & 0x7F) + 64) >> 7));
+}
+
+/* TFLite's int16 SOFTMAX over rows (zero points 0, output scale 1/32768); `y` holds the exps
+ * until the reciprocal of their sum is known */
+static inline void tl_softmax_s16(const int16_t *x, int16_t *y, int32_t rows, int32_t depth, int32_t multiplier,
+                                  int shift, const int16_t *exp_lut, const int16_t *reciprocal_lut) {
+  int32_t r, d;
+  for (r = 0; r < rows; ++r) {
+    const int16_t *row = x + r * depth;
+    int16_t *out = y + r * depth;
+    int32_t top = row[0], sum = 0, headroom, shifted, reciprocal, right;
+    for (d = 1; d < depth; ++d) top = row[d] > top ? row[d] : top;
+    for (d = 0; d < depth; ++d) {
+      const int32_t scaled = tl_mbqm(row[d] - top, multiplier, shift);
+      out[d] = tl_lut_s16(tl_clamp_i32(scaled + 32767, -32768, 32767), exp_lut);
+      sum += out[d];
+    }
+    headroom = tl_clz32((uint32_t)sum);
+    shifted = (int32_t)((((int64_t)sum << (headroom - 1)) + (1 << 13)) >> 14);
+    reciprocal = tl_lut_s16(tl_clamp_i32(shifted - (1 << 15) - (1 << 16), -32768, 32767), reciprocal_lut);
+    right = 31 - headroom;
+    for (d = 0; d < depth; ++d) {
+      const int64_t product = (int64_t)out[d] * reciprocal + ((int64_t)1 << (right - 1));
+      out[d] = (int16_t)tl_clamp_i32((int32_t)(product >> right), 0, 32767);
+    }
+  }
+}
+
 #endif /* TL_SOFTMAX_H */

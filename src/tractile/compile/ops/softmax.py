@@ -1,5 +1,5 @@
 """Softmax and log-softmax: float along any axis (``beta`` included), and quantized 8-bit softmax
-over the last axis with TFLite's fixed-point kernel, bit for bit (the recipe's exp tables
+over the last axis with TFLite's fixed-point kernels (int16: its interpolated tables), bit for bit (the recipe's exp tables
 become constants; int8 log-softmax likewise, with gemmlowp's fixed-point log); L2 normalization
 (float, TFLite's int8 kernel)."""
 from __future__ import annotations
@@ -13,7 +13,13 @@ from ...ops.nn import Softmax
 from ...ops.norm import LpNorm
 from ...ops.quantized.common import recipe_of
 from ...ops.quantized.fixedpoint import FP32, rounding_divide_by_pot
-from ...ops.quantized.softmax import ACCUMULATION_BITS, SCALED_DIFF_BITS, LogSoftmaxRecipe, SoftmaxRecipe
+from ...ops.quantized.softmax import (
+    ACCUMULATION_BITS,
+    SCALED_DIFF_BITS,
+    Int16SoftmaxRecipe,
+    LogSoftmaxRecipe,
+    SoftmaxRecipe,
+)
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 
@@ -47,6 +53,12 @@ def quantized_softmax(e: Emit, recipe, shape: tuple) -> None:
     x, y = e.input(0), e.output(0)
     if isinstance(recipe, LogSoftmaxRecipe):
         quantized_log_softmax(e, recipe, shape)
+        return
+    if isinstance(recipe, Int16SoftmaxRecipe):
+        depth = shape[-1]
+        e.call("tl_softmax_s16", x, y, x.count // depth if depth else 0, depth, recipe.multiplier, recipe.shift,
+               e.constant("exp", recipe.exp_table, DatumType.I16),
+               e.constant("reciprocal", recipe.reciprocal_table, DatumType.I16))
         return
     kernel = KERNELS.get((x.dtype, y.dtype))
     if not isinstance(recipe, SoftmaxRecipe) or kernel is None:

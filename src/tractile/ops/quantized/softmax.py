@@ -5,6 +5,11 @@ maximum are scaled to Q5.26 by ``beta * input_scale``, exponentiated with gemmlo
 ``exp_on_negative_values``, summed in Q12.19, and divided through the fixed-point
 reciprocal of the sum. Its output scale is 1/256 (8-bit) or 1/65536 (int16).
 
+The int16 softmax (input and output zero points 0, output scale 1/32768) scales differences to
+the row maximum so that [-65535, 0] stands for [-10, 0], looks exp up in a 513-entry
+interpolated table, and multiplies by 1/sum from another (TFLite's ``LUTPopulate`` tables,
+made here with the same float32 steps).
+
 The int8 log-softmax sums ``exp`` of the Q5.26 differences in Q12.19, takes gemmlowp's
 fixed-point log of the sum, and writes ``difference - log(sum)`` with the output scale
 16/256 and zero point 127 (entries too far below the row maximum give -128).
@@ -19,7 +24,7 @@ from ...datum import DatumType
 from ...errors import AnalysisError, RunError
 from ...fact import QParams, TypedFact
 from .common import scale_of, zero_of
-from .fixedpoint import FP32, INT32_MIN, Requantizer, rounding_divide_by_pot, srdhm, wrap32
+from .fixedpoint import FP32, INT32_MIN, Requantizer, quantize_multiplier, rounding_divide_by_pot, srdhm, wrap32
 from .functions import get_reciprocals, input_radius, log_x_for_x_at_least_1, reciprocal_int, softmax_scaling
 
 SCALED_DIFF_BITS = 5
@@ -73,9 +78,79 @@ class SoftmaxRecipe:
         return np.array(out, dtype=out_dtype).reshape(x.shape)
 
 
-def softmax_recipe(x: TypedFact, quant: QParams, beta: float, out_dtype: DatumType) -> SoftmaxRecipe:
+def lut_int16(transform, input_scale, input_zero: int, output_scale, output_zero: int) -> np.ndarray:
+    """TFLite's LUTPopulate for int16 in float32: 512 samples over the input range, each lowered
+    by half the error linear interpolation makes at its interval's middle, and the last value."""
+    f = np.float32
+    input_min = f(f(input_scale) * f(-32768 - input_zero))
+    input_max = f(f(input_scale) * f(32767 - input_zero))
+    output_min = f(f(output_scale) * f(-32768 - output_zero))
+    output_max = f(f(output_scale) * f(32767 - output_zero))
+    step = f((input_max - input_min) / f(512))
+    inverse = f(f(65536) / f(output_max - output_min))
+    steps = np.arange(512, dtype=np.float32)
+    here = transform(input_min + steps * step)
+    middle = transform(input_min + steps * step + f(step / f(2)))
+    after = transform(input_min + (steps + f(1)) * step)
+    sample = round_half_away_f32(here * inverse)
+    interpolated = round_half_away_f32((after * inverse + sample) / f(2))
+    bias = round_half_away_f32((interpolated - round_half_away_f32(middle * inverse)) / f(2))
+    last = round_half_away_f32(transform(np.array([input_max], np.float32)) * inverse)
+    return np.clip(np.concatenate([sample - bias, last]), -32768, 32767).astype(np.int64)
+
+
+def round_half_away_f32(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float32)
+    return np.where(values >= 0, np.floor(values + np.float32(0.5)), np.ceil(values - np.float32(0.5)))
+
+
+def lut_lookup_int16(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """TFLite's LUTLookup on int16 values: linear interpolation between the 513 entries."""
+    index = 256 + (values >> 7)
+    base = table[index]
+    slope = ((table[index + 1] - base + 32768) & 0xFFFF) - 32768
+    return (((base + ((slope * (values & 0x7F) + 64) >> 7)) + 32768) & 0xFFFF) - 32768
+
+
+@dataclass
+class Int16SoftmaxRecipe:
+    multiplier: int
+    shift: int
+    exp_table: np.ndarray
+    reciprocal_table: np.ndarray
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        values = x.astype(np.int64)
+        difference = values - values.max(axis=-1, keepdims=True)
+        scaled = Requantizer.from_pairs(self.multiplier, self.shift)(difference)
+        exps = lut_lookup_int16(np.clip(scaled + 32767, -32768, 32767), self.exp_table)
+        total = exps.sum(axis=-1, keepdims=True)
+        headroom = 32 - np.frexp(total.astype(np.float64))[1]  # leading zeros of the positive sum
+        shifted = ((total << (headroom - 1)) + (1 << 13)) >> 14
+        reciprocal = lut_lookup_int16(np.clip(shifted - (1 << 15) - (1 << 16), -32768, 32767), self.reciprocal_table)
+        right = 31 - headroom
+        out = (exps * reciprocal + (np.int64(1) << (right - 1))) >> right
+        return np.clip(out, 0, 32767).astype(np.int16)
+
+
+def int16_softmax_recipe(x: TypedFact, quant: QParams, beta: float) -> Int16SoftmaxRecipe:
+    if zero_of(x.qparams) or zero_of(quant) or abs(scale_of(quant) - 1 / 32768) > 0.001 / 32768:
+        raise AnalysisError(f"int16 SOFTMAX needs zero points 0 and the output scale 1/32768, got {x.qparams} "
+                            f"and {quant}")
+    multiplier, shift = quantize_multiplier(float(np.float64(scale_of(x.qparams))) * float(beta) / (10.0 / 65535.0))
+    f = np.float32
+    exp = lut_int16(lambda v: np.exp(v.astype(np.float64)).astype(np.float32), f(10.0) / f(65535), 32767,
+                    f(2.0) / f(65535), 0)
+    reciprocal = lut_int16(lambda v: (f(1) / (f(1) + v)).astype(np.float32), f(1.0) / f(65535), -32768,
+                           f(2.0) / f(65535), 0)
+    return Int16SoftmaxRecipe(multiplier, shift, exp, reciprocal)
+
+
+def softmax_recipe(x: TypedFact, quant: QParams, beta: float, out_dtype: DatumType):
+    if x.dtype == DatumType.I16 and x.qparams is not None and out_dtype == DatumType.I16:
+        return int16_softmax_recipe(x, quant, beta)
     if x.dtype not in (DatumType.I8, DatumType.U8) or x.qparams is None:
-        raise AnalysisError(f"quantized SOFTMAX supports int8/uint8 inputs, got {x}")
+        raise AnalysisError(f"quantized SOFTMAX supports int8/uint8 inputs (and int16 to int16), got {x}")
     if out_dtype not in (DatumType.I8, DatumType.U8, DatumType.I16):
         raise AnalysisError(f"quantized SOFTMAX outputs int8, uint8 or int16, got {out_dtype}")
     multiplier, shift = softmax_scaling(np.float32(beta), scale_of(x.qparams), SCALED_DIFF_BITS)
