@@ -1,7 +1,7 @@
-"""Softmax and log-softmax: float along any axis (``beta`` included), and quantized 8-bit softmax
-over the last axis with TFLite's fixed-point kernels (int16: its interpolated tables), bit for bit (the recipe's exp tables
-become constants; int8 log-softmax likewise, with gemmlowp's fixed-point log); L2 normalization
-(float, TFLite's int8 kernel)."""
+"""Softmax and log-softmax: float along any axis (``beta`` included); quantized softmax over the
+last axis with TFLite's fixed-point kernels, bit for bit (8-bit: the recipe's exp tables become
+constants; int16: its interpolated tables; int8 log-softmax: tables and gemmlowp's fixed-point
+log); L2 normalization (float, TFLite's int8 kernel)."""
 from __future__ import annotations
 
 import math
