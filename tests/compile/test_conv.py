@@ -125,13 +125,13 @@ def test_person_detect_layers_bit_exact_with_overlapping_buffers(compile_cache):
 @pytest.mark.parametrize("dtypes", [("i8", "i8"), ("i8", "i16"), ("u8", "u8")])
 @pytest.mark.parametrize("depth", [1, 2, 10, 300])
 def test_quantized_softmax_is_bit_exact(dtypes, depth, compile_cache):
-    from tractile.ops.tfl.softmax import Softmax
+    from tractile.ops.nn import Softmax
 
     source, target = DatumType(dtypes[0]), DatumType(dtypes[1])
     in_q = q(0.11 if depth < 300 else 0.02, -5 if source == DatumType.I8 else 120)
     out_q = q(1 / 256, -128) if target == DatumType.I8 else (q(1 / 65536, -32768) if target == DatumType.I16 else
                                                               q(1 / 256, 0))
-    op = Softmax(beta=1.0, in_q=(in_q,), out_q=(out_q,), out_dtypes=(target,))
+    op = Softmax(beta=1.0, to=target, quant=out_q)
     model = single_op_model(op, [TypedFact(source, (3, depth), None, in_q)])
     check_against_interpreter(model, compile_cache, runs=6, name="softmax_q")
 

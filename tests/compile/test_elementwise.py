@@ -7,11 +7,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import tractile
-from tests.tflite.builder import GraphBuilder
+from tests.tflite.builder import ACTIVATION_KINDS, GraphBuilder
 from tractile.compile import generate
 from tractile.datum import DatumType
 from tractile.fact import TypedFact
-from tractile.ops.tfl.activation import Activation
 
 from .harness import assert_builds_without_warnings, check_against_interpreter, q, single_op_model
 
@@ -61,7 +60,7 @@ def test_tflite_activations(kind, dtype, compile_cache):
         in_q = q(0.05, zero)
         out_q = q(1 / 256, -128 if datum == DatumType.I8 else 0) if kind == "logistic" else \
             (q(1 / 128, 0 if datum == DatumType.I8 else 128) if kind == "tanh" else q(0.04, zero // 2))
-    op = Activation(kind=kind, alpha=0.1, in_q=(in_q,), out_q=(out_q,))
+    op = ACTIVATION_KINDS[kind](0.1, out_q)
     model = single_op_model(op, [TypedFact(datum, (3, 37), None, in_q)])
     rng = np.random.default_rng(0)
     if datum == DatumType.F32:

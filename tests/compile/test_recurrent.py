@@ -15,8 +15,8 @@ from tractile.graph import OutletId
 from tractile.model import TypedModel
 from tractile.ops.io import Const
 from tractile.ops.lstm_projected import ProjectedLstm
+from tractile.ops.quant import Dequantize, Quantize
 from tractile.ops.svdf import Svdf
-from tractile.ops.tfl.quantize import Dequantize, Quantize
 
 from ..conftest import shared_model as shared_path
 from .harness import (
@@ -64,7 +64,7 @@ def test_svdf_carries_its_memory_over_invocations(memory_type, rank, compile_cac
 def test_quantize(source, target, compile_cache):
     in_q = None if source == "f32" else q(0.0007 if source == "i16" else 0.02, 0 if source == "i16" else 5)
     out_q = q(0.013, 0 if target == "i16" else (-9 if target == "i8" else 130))
-    op = Quantize(in_q=(in_q,), out_q=(out_q,), out_dtypes=(DatumType(target),))
+    op = Quantize(DatumType(target), out_q)
     model = single_op_model(op, [TypedFact(DatumType(source), (4, 33), None, in_q)])
     inputs = None
     if source == "f32":  # ties, saturation and ordinary values
@@ -76,7 +76,7 @@ def test_quantize(source, target, compile_cache):
 @pytest.mark.parametrize("source", ["i8", "u8", "i16"])
 def test_dequantize(source, compile_cache):
     in_q = q(0.0123, 0 if source == "i16" else (7 if source == "i8" else 128))
-    model = single_op_model(Dequantize(in_q=(in_q,)), [TypedFact(DatumType(source), (3, 17), None, in_q)])
+    model = single_op_model(Dequantize(), [TypedFact(DatumType(source), (3, 17), None, in_q)])
     check_against_interpreter(model, compile_cache, runs=3, rtol=0, atol=0, name="dequantize")
 
 
@@ -250,7 +250,7 @@ def test_float_lstm(variant, compile_cache, tmp_path):
     assert_builds_without_warnings(generate(model, name="lstm"), tmp_path)
 
 
-def mnist_lstm(kind: str, upto: str = "TflSoftmax") -> TypedModel:
+def mnist_lstm(kind: str, upto: str = "Softmax") -> TypedModel:
     """mnist_lstm_{kind} up to the input of its first ``upto`` node (SOFTMAX is lowered elsewhere)."""
     model = shared_model(f"mnist_lstm_{kind}")
     found = [n for n in model.nodes if n.op.name == upto]
@@ -259,7 +259,7 @@ def mnist_lstm(kind: str, upto: str = "TflSoftmax") -> TypedModel:
     return model.compact()
 
 
-@pytest.mark.parametrize("upto", ["TflReshape", "TflSoftmax"])
+@pytest.mark.parametrize("upto", ["TflReshape", "Softmax"])
 def test_mnist_lstm_float(upto, compile_cache, tmp_path):
     """The LSTM's sequence output within 1e-5 (relative; 1e-6 absolute), and the logits after the
     560-input dense layer within 1e-5 of their magnitude (~12: cancellation in the sums)."""

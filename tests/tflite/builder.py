@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from tests.tflite.oracle import assert_float_close, reference_interpreter, run_reference
+from tests.tflite.oracle import assert_float_close, micro_interpreter, reference_interpreter, run_micro, run_reference
 from tractile.datum import DatumType
 from tractile.fact import QParams, TypedFact
 from tractile.formats.tflite import load_tflite
@@ -19,7 +19,7 @@ from tractile.formats.tflite.ops.conv import transpose_window
 from tractile.formats.tflite.writer import write_model
 from tractile.model import TypedModel
 from tractile.ops import binary as core_binary
-from tractile.ops.activations import Clip, Relu, Tanh
+from tractile.ops.activations import Clip, HardSwish, LeakyRelu, Relu, Sigmoid, Tanh
 from tractile.ops.conv import Conv
 from tractile.ops.conv_transpose import ConvTranspose
 from tractile.ops.io import Const
@@ -27,6 +27,7 @@ from tractile.ops.matmul import MatMul
 from tractile.ops.pool import AveragePool, LpPool, MaxPool
 from tractile.ops.quantized.common import activation_range
 from tractile.ops.shape import Flatten
+from tractile.ops.smooth import Elu, Gelu
 from tractile.ops.tfl.common import TflOp
 from tractile.ops.window import Window
 
@@ -47,6 +48,17 @@ def qc(scales, axis: int, zeros=None) -> QParams:
 BINARY_KINDS = {"add": core_binary.Add, "sub": core_binary.Sub, "mul": core_binary.Mul, "div": core_binary.Div,
                 "squared_difference": core_binary.SquaredDifference, "maximum": core_binary.Max,
                 "minimum": core_binary.Min}
+
+#: TFLite's activation kinds -> the core ops they translate to (alpha, output quantization)
+ACTIVATION_KINDS = {
+    "relu": lambda alpha, quant: Relu(quant=quant), "relu6": lambda alpha, quant: Clip(0.0, 6.0, quant=quant),
+    "relu_n1_to_1": lambda alpha, quant: Clip(-1.0, 1.0, quant=quant),
+    "relu_0_to_1": lambda alpha, quant: Clip(0.0, 1.0, quant=quant),
+    "logistic": lambda alpha, quant: Sigmoid(quant=quant), "tanh": lambda alpha, quant: Tanh(quant=quant),
+    "leaky_relu": lambda alpha, quant: LeakyRelu(alpha, quant=quant),
+    "hard_swish": lambda alpha, quant: HardSwish(quant=quant), "elu": lambda alpha, quant: Elu(quant=quant),
+    "gelu": lambda alpha, quant: Gelu(quant=quant), "gelu_tanh": lambda alpha, quant: Gelu("tanh", quant=quant),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,9 +119,9 @@ class GraphBuilder:
         """``op`` followed by TFLite's fused ``activation`` as the loader wires it (a Clip in the
         quantized domain when ``quant`` is set)."""
         y = self.op(name if activation == "NONE" else f"{name}.pre", op, inputs)
-        return y if activation == "NONE" else self.activation(name, y, activation, quant)
+        return y if activation == "NONE" else self.fused_activation(name, y, activation, quant)
 
-    def activation(self, name: str, y, activation: str, quant: QParams | None):
+    def fused_activation(self, name: str, y, activation: str, quant: QParams | None):
         """TFLite's fused ``activation`` on ``y`` as the loader wires it (a Clip in the quantized
         domain; None when it changes nothing)."""
         fact = self.model.outlet_fact(y)
@@ -136,7 +148,7 @@ class GraphBuilder:
                     asymmetric_inputs=asymmetric)
         inputs = [x, weights] + ([bias] if bias is not None else [])
         y = self.op(name if activation == "NONE" else f"{name}.pre", op, inputs)
-        return y if activation == "NONE" else self.activation(name, y, activation, quant)
+        return y if activation == "NONE" else self.fused_activation(name, y, activation, quant)
 
     def conv(self, name: str, inputs, window: Window2D, quant: QParams | None = None, activation: str = "NONE"):
         """TFLite's CONV_2D: x (N,H,W,C), weights (O,KH,KW,C/groups), optional bias (O)."""
@@ -181,6 +193,9 @@ class GraphBuilder:
         else:
             op = AveragePool(core, data_format="NHWC", quant=quant)
         return self.activated(name, op, [x], quant, activation)
+    def activation(self, name: str, kind: str, x, quant: QParams | None = None, alpha: float = 0.0):
+        """The core op of TFLite activation ``kind`` (lower case) with the output quantization ``quant``."""
+        return self.op(name, ACTIVATION_KINDS[kind](alpha, quant), [x])
 
     def outputs(self, *outlets) -> TypedModel:
         self.model.outputs = list(outlets)
@@ -200,22 +215,26 @@ def random_values(fact, rng, low=None, high=None) -> np.ndarray:
     return rng.integers(low, int(high) + 1, shape).astype(dtype)
 
 
-def check_model(model: TypedModel, input_sets, rtol: float = 1e-5) -> list[list[np.ndarray]]:
+def check_model(model: TypedModel, input_sets, rtol: float = 1e-5, oracle: str = "reference") -> list[list[np.ndarray]]:
     """Assert tractile (as built and as reloaded) and TFLite agree on every input set.
 
     The input sets run in sequence through one state each (variables persist, as in one
     TFLite interpreter). Integer outputs must be identical; float outputs agree within
-    ``rtol``. Returns tractile's outputs for each input set.
+    ``rtol``. ``oracle``: LiteRT's "reference" kernels, its default ("builtin") kernels, or
+    TFLite "micro". Returns tractile's outputs for each input set.
     """
     data = write_model(model)
     loaded = load_tflite(data).into_optimized()
     built = model.into_optimized() if hasattr(model, "into_optimized") else model
-    interpreter = reference_interpreter(data)
+    if oracle == "micro":
+        interpreter, run_oracle = micro_interpreter(data, 1 << 20), run_micro
+    else:
+        interpreter, run_oracle = reference_interpreter(data, builtin=oracle == "builtin"), run_reference
     built_state, loaded_state = built.state(), loaded.state()
     results = []
     for inputs in input_sets:
         inputs = [np.asarray(v) for v in inputs]
-        expected = run_reference(interpreter, inputs)
+        expected = run_oracle(interpreter, inputs)
         ours = built_state.run(inputs)
         again = loaded_state.run(inputs)
         assert len(ours) == len(expected)

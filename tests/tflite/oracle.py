@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 
 
-def reference_interpreter(model: bytes | str):
-    """An ai-edge-litert interpreter running TFLite's reference kernels (BUILTIN_REF)."""
+def reference_interpreter(model: bytes | str, builtin: bool = False):
+    """An ai-edge-litert interpreter running TFLite's reference kernels (BUILTIN_REF), or its
+    default kernels (``builtin``: for the ops the reference resolver lacks, e.g. CEIL, ELU)."""
     litert = pytest.importorskip("ai_edge_litert.interpreter")
     source = {"model_content": model} if isinstance(model, (bytes, bytearray)) else {"model_path": str(model)}
-    interpreter = litert.Interpreter(**source,
-                                     experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+    resolver = litert.OpResolverType.BUILTIN if builtin else litert.OpResolverType.BUILTIN_REF
+    interpreter = litert.Interpreter(**source, experimental_op_resolver_type=resolver)
     interpreter.allocate_tensors()
     return interpreter
 
@@ -27,10 +28,10 @@ def run_reference(interpreter, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
 
 
-def micro_interpreter(model: bytes):
+def micro_interpreter(model: bytes, arena_size: int | None = None):
     """A TFLite Micro interpreter (the tflite-micro package)."""
     runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
-    return runtime.Interpreter.from_bytes(bytes(model))
+    return runtime.Interpreter.from_bytes(bytes(model), arena_size=arena_size)
 
 
 def run_micro(interpreter, inputs: list[np.ndarray]) -> list[np.ndarray]:

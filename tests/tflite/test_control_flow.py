@@ -12,10 +12,10 @@ from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.writer import write_model
 from tractile.graph import InletId, OutletId
 from tractile.model import TypedModel
+from tractile.ops.cast import Cast
+from tractile.ops.reduce import Reduce
 from tractile.ops.tfl.array import Concatenation
 from tractile.ops.tfl.control import If, While
-from tractile.ops.tfl.quantize import Cast
-from tractile.ops.tfl.reduce import Reduce
 
 RNG = np.random.default_rng(23)
 
@@ -60,7 +60,7 @@ def test_if_branches_with_different_output_shapes():
     then = then.outputs(then.op("cat", Concatenation(axis=0), [a, b]))
     other = GraphBuilder("else")
     a, b = other.input("a", "f32", (2, 3)), other.input("b", "f32", (2, 3))
-    other = other.outputs(other.op("sum", Reduce(kind="sum", axes=(0,), keep_dims=True), [a]))
+    other = other.outputs(other.op("sum", Reduce("sum", (0,), keepdims=True, noop_with_empty_axes=True), [a]))
     model = if_model(then, other)
     assert str(model.output_fact(0).shape[0]).startswith("_u")
     sets = [[np.array([flag]), *(RNG.standard_normal((2, 3)).astype(np.float32) for _ in range(2))]
@@ -79,7 +79,7 @@ def counting_loop(growing: bool = False):
     cond = GraphBuilder("cond")
     i, n, _ = loop_inputs(cond)
     left = cond.binary("left", "sub", [n, i])
-    cond = cond.outputs(cond.op("go", Cast(), [left], out_dtype="bool"))
+    cond = cond.outputs(cond.op("go", Cast(DatumType.BOOL), [left]))
     body = GraphBuilder("body")
     i, n, acc = loop_inputs(body)
     step = body.binary("step", "add", [i, body.const("one", np.array([1], np.int32))])

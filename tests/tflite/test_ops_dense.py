@@ -36,7 +36,7 @@ def test_float_fully_connected(shape, keep, activation):
     b = g.const("b", RNG.standard_normal(7).astype(np.float32))
     if keep:
         y = g.op("fc", MatMul(has_bias=True, transpose_b=True), [x, w, b])
-        y = g.activation("fc.act", y, activation, None) if activation != "NONE" else y
+        y = g.fused_activation("fc.act", y, activation, None) if activation != "NONE" else y
     else:
         y = g.dense("fc", x, w, b, activation=activation)
     model = g.outputs(y)

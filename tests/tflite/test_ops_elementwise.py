@@ -19,8 +19,8 @@ from tests.tflite.builder import (
     q,
     random_values,
 )
-from tractile.ops.tfl.activation import Activation, Prelu
-from tractile.ops.tfl.softmax import LogSoftmax
+from tractile.ops.activations import PRelu
+from tractile.ops.nn import Softmax
 
 RNG = np.random.default_rng(20)
 
@@ -124,7 +124,7 @@ def test_int32_arithmetic():
 def activation_model(kind: str, dtype: str, shape, in_q=None, out_q=None, alpha=0.0):
     g = GraphBuilder()
     x = g.input("x", dtype, shape, in_q)
-    return g.outputs(g.op("y", Activation(kind=kind, alpha=alpha), [x], out_q=out_q))
+    return g.outputs(g.activation("y", kind, x, out_q, alpha))
 
 
 # (input, output quantization), the ideal output in output units (None: a table lookup), the output's
@@ -190,7 +190,7 @@ def prelu_model(dtype, alpha_dtype, in_q=None, alpha_q=None, out_q=None):
     alpha_values = RNG.standard_normal(3).astype(np.float32) if dtype == "f32" else \
         np.array([-100, 5, 120]) + (128 if alpha_dtype == "u8" else 0)
     alpha = g.const("alpha", alpha_values, alpha_dtype, alpha_q)
-    return g.outputs(g.op("y", Prelu(), [x, alpha], out_q=out_q))
+    return g.outputs(g.op("y", PRelu(quant=out_q), [x, alpha]))
 
 
 @pytest.mark.parametrize("dtype,alpha_dtype,quant", [
@@ -218,7 +218,7 @@ def test_prelu(dtype, alpha_dtype, quant):
 def test_int8_log_softmax(scale):
     g = GraphBuilder()
     x = g.input("x", "i8", (64, 10), q(scale, 3))
-    model = g.outputs(g.op("y", LogSoftmax(), [x], out_q=q(16 / 256, 127)))
+    model = g.outputs(g.op("y", Softmax(log=True, quant=q(16 / 256, 127)), [x]))
     sets = [[random_values(model.input_fact(0), RNG)] for _ in range(4)]
     sets.append([random_values(model.input_fact(0), RNG, -3, 3)])
     out = np.concatenate([o[0] for o in check_model(model, sets)])
@@ -229,5 +229,5 @@ def test_int8_log_softmax(scale):
 def test_float_log_softmax():
     g = GraphBuilder()
     x = g.input("x", "f32", (8, 10))
-    model = g.outputs(g.op("y", LogSoftmax(), [x]))
+    model = g.outputs(g.op("y", Softmax(log=True), [x]))
     check_model(model, [[random_values(model.input_fact(0), RNG)] for _ in range(3)])

@@ -60,8 +60,9 @@ def test_reading_a_variable_never_assigned_is_a_run_error():
 
 
 def test_a_while_body_updates_a_variable():
+    from tractile.datum import DatumType
+    from tractile.ops.cast import Cast
     from tractile.ops.tfl.control import While
-    from tractile.ops.tfl.quantize import Cast
 
     init = GraphBuilder("init")
     handle = init.op("handle", VarHandle(shared_name="count"), [])
@@ -69,7 +70,7 @@ def test_a_while_body_updates_a_variable():
     init.properties["tflite_outputs"] = 0
     cond = GraphBuilder("cond")
     i, n = cond.input("i", "i32", (1,)), cond.input("n", "i32", (1,))
-    cond = cond.outputs(cond.op("go", Cast(), [cond.binary("left", "sub", [n, i])], out_dtype="bool"))
+    cond = cond.outputs(cond.op("go", Cast(DatumType.BOOL), [cond.binary("left", "sub", [n, i])]))
     body = GraphBuilder("body")
     i, n = body.input("i", "i32", (1,)), body.input("n", "i32", (1,))
     handle = body.op("handle", VarHandle(shared_name="count"), [])

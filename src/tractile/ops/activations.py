@@ -13,15 +13,18 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import AnalysisError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
 from .base import expect_inputs
-from .binary import BinaryOp
+from .binary import BinaryOp, broadcast_shapes
+from .quantized import activation as quantized
+from .quantized.common import cached_recipe, recipe_of, with_recipe
 from .unary import UnaryOp, check_accepts, needs_f32
 
 
 @dataclass(frozen=True)
 class Activation(UnaryOp):
-    """An element-wise activation that keeps the datum type (f16/bf16 math runs in f32)."""
+    """An element-wise activation that keeps the datum type (f16/bf16 math runs in f32); with
+    ``quant`` set, on quantized values by its integer recipe (``ops.quantized.activation``)."""
 
     elementwise: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "float"
@@ -53,6 +56,9 @@ class Relu(Activation):
     def apply_inplace(self, y):
         return np.maximum(y, 0, out=y)
 
+    def quantized_recipe(self, x):
+        return quantized.relu_recipe(x, self.quant, 0.0, None)
+
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
     """``1 / (1 + exp(-x))``: accurate for large negative x too (exp overflows to a clean 0)."""
@@ -64,6 +70,9 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 class Sigmoid(Activation):
     def compute(self, x):
         return sigmoid(x)
+
+    def quantized_recipe(self, x):
+        return quantized.sigmoid_recipe(x, self.quant)
 
     def apply_inplace(self, y):
         np.negative(y, out=y)
@@ -77,6 +86,9 @@ class Sigmoid(Activation):
 class Tanh(Activation):
     def compute(self, x):
         return np.tanh(x)
+
+    def quantized_recipe(self, x):
+        return quantized.sigmoid_recipe(x, self.quant, tanh=True)
 
     def apply_inplace(self, y):
         return np.tanh(y, out=y)
@@ -94,11 +106,19 @@ class LeakyRelu(Activation):
         y[negative] *= self.alpha
         return y
 
+    def quantized_recipe(self, x):
+        return quantized.leaky_relu_recipe(x, self.quant, self.alpha)
+
 
 @dataclass(frozen=True)
 class Clip(Activation):
     """Clamp to ``[low, high]`` (either may be None). ONNX's min/max inputs, when given,
-    are read at run time; the declutter pass turns constant ones into attributes."""
+    are read at run time; the declutter pass turns constant ones into attributes.
+
+    Without ``quant``, integers clamp as they are (a quantized ReLU whose output keeps the
+    input's quantization is a Clip at integer bounds, and the output keeps the qparams); with
+    ``quant``, the bounds are real values and the input is requantized (TFLite's ReLU family).
+    """
 
     low: float | None = None
     high: float | None = None
@@ -107,6 +127,10 @@ class Clip(Activation):
     accepts: ClassVar[str | None] = "number"
 
     def output_facts(self, inputs):
+        if self.quant is not None:
+            if self.dynamic_low or self.dynamic_high:
+                raise AnalysisError("a quantized Clip needs constant bounds")
+            return super().output_facts(inputs)
         expect_inputs(inputs, 1 + self.dynamic_low + self.dynamic_high, self)
         check_accepts(self, self.accepts, inputs[0])
         for bound in inputs[1:]:
@@ -129,7 +153,12 @@ class Clip(Activation):
             high = rest.pop(0).reshape(())
         return low, high
 
+    def quantized_recipe(self, x):
+        return quantized.relu_recipe(x, self.quant, self.low, self.high)
+
     def eval(self, inputs):
+        if self.quant is not None:
+            return [recipe_of(self)(np.asarray(inputs[0]))]
         x = inputs[0]
         low, high = self._bounds(inputs)
         if low is not None:
@@ -151,6 +180,8 @@ class Clip(Activation):
     def declutter(self, model, node):
         from ..patch import ModelPatch
 
+        if self.quant is not None:
+            return None
         if not (self.dynamic_low or self.dynamic_high):
             if self.low is None and self.high is None:
                 return ModelPatch.shunt_one_op(model, node)
@@ -193,6 +224,9 @@ class HardSwish(Activation):
         gate = np.clip(x * scalar(1 / 6, x) + scalar(0.5, x), scalar(0, x), scalar(1, x))
         return x * gate
 
+    def quantized_recipe(self, x):
+        return quantized.hard_swish_recipe(x, self.quant)
+
 
 @dataclass(frozen=True)
 class Shrink(Activation):
@@ -211,16 +245,38 @@ class Shrink(Activation):
 
 @dataclass(frozen=True)
 class PRelu(BinaryOp):
-    """``x`` where positive, ``slope * x`` elsewhere; the slope broadcasts to ``x``'s shape."""
+    """``x`` where positive, ``slope * x`` elsewhere; the slope broadcasts to ``x``'s shape.
+
+    ``quant``: the output's quantization; set, ``x`` and the slope are quantized tensors (the
+    slope may have another type) and TFLite's integer recipe applies."""
 
     elementwise: ClassVar[bool] = True
     accepts: ClassVar[str | None] = "number"
 
+    quant: QParams | None = None
+
+    def _recipe(self, inputs):
+        return cached_recipe(self, inputs, lambda: quantized.prelu_recipe(inputs[0], inputs[1], self.quant))
+
     def output_facts(self, inputs):
-        facts = super().output_facts(inputs)
+        if self.quant is None:
+            facts = super().output_facts(inputs)
+        else:
+            expect_inputs(inputs, 2, self)
+            self._recipe(inputs)
+            shape = broadcast_shapes(inputs[0].shape, inputs[1].shape)
+            facts = [TypedFact(inputs[0].dtype, shape, qparams=self.quant)]
         if facts[0].shape != inputs[0].shape:
             raise AnalysisError(f"PRelu's slope {inputs[1]} does not broadcast to the input {inputs[0]}")
         return facts
+
+    def prepared(self, inputs):
+        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
+
+    def eval(self, inputs):
+        if self.quant is not None:
+            return [recipe_of(self)(np.asarray(inputs[0]), np.asarray(inputs[1]))]
+        return super().eval(inputs)
 
     def compute(self, x, slope):
         return np.where(x < 0, x * slope, x)
@@ -231,4 +287,5 @@ FUSABLE = (Relu, Sigmoid, Tanh, LeakyRelu, Clip)
 
 
 def fusable(op) -> bool:
-    return isinstance(op, FUSABLE) and not (isinstance(op, Clip) and (op.dynamic_low or op.dynamic_high))
+    return isinstance(op, FUSABLE) and op.quant is None and not (
+        isinstance(op, Clip) and (op.dynamic_low or op.dynamic_high))

@@ -19,6 +19,8 @@ from ..graph import OutletId
 from ..patch import ModelPatch
 from .base import Op, expect_inputs
 from .binary import BinaryOp, broadcast_shapes
+from .quantized.common import with_recipe
+from .quantized.compare import comparison_recipe
 from .symbolic_values import dim_signs, symbolic_result, undecided, value_fact
 from .unary import UnaryOp, needs_f32
 
@@ -27,7 +29,10 @@ _BOOL = DatumType.BOOL
 
 @dataclass(frozen=True)
 class Comparison(BinaryOp):
-    """Base: a bool tensor telling where the relation between the operands holds."""
+    """Base: a bool tensor telling where the relation between the operands holds.
+
+    Quantized 8-bit operands (both facts with qparams) compare as the reals they stand for,
+    by TFLite's rescaling (``ops.quantized.compare``), prepared from the facts."""
 
     elementwise: ClassVar[bool] = True
     output_type: ClassVar[DatumType | None] = _BOOL
@@ -37,6 +42,21 @@ class Comparison(BinaryOp):
 
     def compute(self, a, b):
         return type(self).ufunc(a, b)
+
+    def output_facts(self, inputs):
+        if len(inputs) == 2:
+            comparison_recipe(inputs[0], inputs[1])
+        return super().output_facts(inputs)
+
+    def prepared(self, inputs):
+        recipe = comparison_recipe(inputs[0], inputs[1])
+        return self if recipe is None else with_recipe(self, recipe)
+
+    def eval(self, inputs):
+        recipe = self.__dict__.get("recipe")
+        if recipe is not None:
+            return [np.asarray(type(self).ufunc(*recipe(np.asarray(inputs[0]), np.asarray(inputs[1]))))]
+        return super().eval(inputs)
 
     def symbolic(self, x, y):
         signs = dim_signs(x - y)
@@ -59,6 +79,7 @@ Less = _comparison("Less", np.less, {-1}, "``a < b``.")
 Greater = _comparison("Greater", np.greater, {1}, "``a > b``.")
 LessOrEqual = _comparison("LessOrEqual", np.less_equal, {-1, 0}, "``a <= b``.")
 GreaterOrEqual = _comparison("GreaterOrEqual", np.greater_equal, {0, 1}, "``a >= b``.")
+NotEqual = _comparison("NotEqual", np.not_equal, {-1, 1}, "``a != b``.")
 
 
 def _elementwise(name: str, ufunc: np.ufunc, accepts: str, doc: str) -> type:
@@ -149,7 +170,9 @@ class Where(Op):
         if x.dtype != y.dtype:
             raise AnalysisError(f"Where's branches must have one datum type, got {x.dtype} and {y.dtype} "
                                 f"({x}; {y})")
-        fact = TypedFact(x.dtype, broadcast_shapes(condition.shape, x.shape, y.shape))
+        # selecting values keeps their quantization (when both branches share it)
+        qparams = x.qparams if x.qparams == y.qparams else None
+        fact = TypedFact(x.dtype, broadcast_shapes(condition.shape, x.shape, y.shape), qparams=qparams)
         return [value_fact(fact, symbolic_result(self, inputs))]
 
     def rules(self, s, inputs, outputs):

@@ -13,6 +13,7 @@ from ..graph import OutletId
 from ..patch import ModelPatch
 from .base import Op, expect_inputs
 from .binary import Add, Mul
+from .quantized.softmax import log_softmax_recipe, softmax_recipe
 from .unary import UnaryOp
 
 
@@ -50,16 +51,35 @@ def _flatten_last_axis(model, node) -> ModelPatch | None:
 
 @dataclass(frozen=True)
 class Softmax(UnaryOp):
-    """Softmax along ``axis``; ``legacy`` (ONNX < 13) flattens every axis from ``axis`` on."""
+    """Softmax (or its log, ``log``) of ``beta * x`` along ``axis``; ``legacy`` (ONNX < 13)
+    flattens every axis from ``axis`` on.
+
+    Quantized (``quant`` set; TFLite's fixed-point kernels over the last axis), ``to`` is the
+    output's datum type (None: the input's).
+    """
 
     axis: int = -1
     legacy: bool = False
     log: bool = False
+    beta: float = 1.0
+    to: DatumType | None = None
 
     def output_facts(self, inputs):
         facts = super().output_facts(inputs)
         normalize_axis(self.axis, inputs[0].rank)
+        if self.quant is not None and self._axes(inputs[0].rank) != (inputs[0].rank - 1,):
+            raise AnalysisError(f"a quantized {self.name} runs over the last axis, not {self.axis}")
         return facts
+
+    def quantized_dtype(self, x):
+        return self.to or x.dtype
+
+    def quantized_recipe(self, x):
+        if self.log:
+            if self.beta != 1.0:
+                raise AnalysisError("a quantized log-softmax needs beta 1")
+            return log_softmax_recipe(x, self.quant)
+        return softmax_recipe(x, self.quant, self.beta, self.to or x.dtype)
 
     def _axes(self, rank: int) -> tuple[int, ...]:
         axis = normalize_axis(self.axis, rank)
@@ -72,6 +92,8 @@ class Softmax(UnaryOp):
             return out.astype(x.dtype)
         axes = self._axes(x.ndim)
         shifted = work - np.max(work, axis=axes, keepdims=True)
+        if self.beta != 1.0:
+            shifted = shifted * work.dtype.type(self.beta)
         exp = np.exp(shifted)
         total = np.sum(exp, axis=axes, keepdims=True)
         if self.log:

@@ -15,6 +15,7 @@ from ..fact import TypedFact
 from .base import Op, expect_inputs
 from .binary import broadcast_shapes
 from .nn import drop_unused_outputs, normalize_axis
+from .quantized.norm import l2_norm_recipe
 from .unary import UnaryOp
 
 
@@ -213,10 +214,14 @@ class MeanVarianceNorm(UnaryOp):
 
 @dataclass(frozen=True)
 class LpNorm(UnaryOp):
-    """``X / ||X||_p`` along ``axis`` (p = 1 or 2); a zero norm gives zeros."""
+    """``X / max(||X||_p, epsilon)`` along ``axis`` (p = 1 or 2); a zero norm gives zeros.
+
+    Quantized (``quant``), the L2 norm over the last axis of int8 values (TFLite's
+    L2_NORMALIZATION, ``ops.quantized.norm``)."""
 
     axis: int = -1
     p: int = 2
+    epsilon: float = 0.0
     accepts = "float"
 
     def output_facts(self, inputs):
@@ -224,7 +229,12 @@ class LpNorm(UnaryOp):
             raise AnalysisError(f"LpNormalization supports p = 1 or 2, got {self.p}")
         facts = super().output_facts(inputs)
         normalize_axis(self.axis, inputs[0].rank)
+        if self.quant is not None and (self.p != 2 or normalize_axis(self.axis, inputs[0].rank) != inputs[0].rank - 1):
+            raise AnalysisError("a quantized LpNorm is an L2 norm over the last axis")
         return facts
+
+    def quantized_recipe(self, x):
+        return l2_norm_recipe(x, self.quant)
 
     def compute(self, x):
         axis = normalize_axis(self.axis, x.ndim)
@@ -233,5 +243,7 @@ class LpNorm(UnaryOp):
             norm = np.sum(np.abs(work), axis=axis, keepdims=True)
         else:
             norm = np.sqrt(np.sum(np.square(work), axis=axis, keepdims=True))
+        if self.epsilon:
+            norm = np.maximum(norm, work.dtype.type(self.epsilon))
         safe = np.where(norm == 0, 1, norm)
         return np.where(norm == 0, 0, work / safe).astype(x.dtype)

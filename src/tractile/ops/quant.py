@@ -1,4 +1,5 @@
-"""ONNX-style linear quantisation: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear.
+"""Linear quantisation: ONNX's QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, and
+Quantize / Dequantize between floats and quantized facts (TFLite's QUANTIZE, DEQUANTIZE).
 
 Scales and zero points are inputs. Their shape gives the granularity: one value
 (per tensor), a vector along ``axis`` (per axis), or the input's shape with
@@ -9,14 +10,17 @@ finite value when ``saturate`` is set.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from ..datum import DatumType
 from ..errors import AnalysisError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
 from .base import Op, expect_inputs
 from .nn import normalize_axis
+from .quantized.common import cached_recipe, recipe_of, with_recipe
+from .quantized.quantize import dequantize_recipe, quantize_recipe
 
 INTEGER_TARGETS = (DatumType.U8, DatumType.I8, DatumType.U16, DatumType.I16, DatumType.U4, DatumType.I4,
                    DatumType.U2, DatumType.I2)
@@ -243,3 +247,64 @@ class DynamicQuantizeLinear(Op):
         zero_point = np.rint(np.clip(np.float32(0) - low / scale, 0, 255))
         y = np.clip(np.rint(x / scale) + zero_point, 0, 255).astype(np.uint8)
         return [y, np.asarray(scale, dtype=np.float32), np.asarray(zero_point).astype(np.uint8)]
+
+
+@dataclass(frozen=True)
+class Quantize(Op):
+    """Quantize to ``to`` integers of the quantization ``quant`` (the output fact's qparams):
+    floats with TFLite's rounding (halves away from zero), a quantized input requantized from
+    its fact's qparams (``ops.quantized.quantize``)."""
+
+    elementwise: ClassVar[bool] = True
+
+    to: DatumType
+    quant: QParams
+
+    def _recipe(self, inputs: list[TypedFact]):
+        return cached_recipe(self, inputs, lambda: quantize_recipe(inputs[0], self.quant, self.to))
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 1, self)
+        self._recipe(inputs)
+        return [TypedFact(self.to, inputs[0].shape, qparams=self.quant)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals_shape(inputs[0], outputs[0])
+        s.equals(outputs[0].datum_type, self.to)
+
+    def prepared(self, inputs):
+        return with_recipe(self, self._recipe(inputs))
+
+    def eval(self, inputs):
+        return [recipe_of(self)(np.asarray(inputs[0]))]
+
+    def cost(self, inputs):
+        return {"flops": 2 * inputs[0].volume}
+
+
+@dataclass(frozen=True)
+class Dequantize(Op):
+    """The real values (float32) of a quantized input, from its fact's qparams."""
+
+    elementwise: ClassVar[bool] = True
+
+    def _recipe(self, inputs: list[TypedFact]):
+        return cached_recipe(self, inputs, lambda: dequantize_recipe(inputs[0]))
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 1, self)
+        self._recipe(inputs)
+        return [TypedFact(DatumType.F32, inputs[0].shape)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals_shape(inputs[0], outputs[0])
+        s.equals(outputs[0].datum_type, DatumType.F32)
+
+    def prepared(self, inputs):
+        return with_recipe(self, self._recipe(inputs))
+
+    def eval(self, inputs):
+        return [recipe_of(self)(np.asarray(inputs[0]))]
+
+    def cost(self, inputs):
+        return {"flops": 2 * inputs[0].volume}

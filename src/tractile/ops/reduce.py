@@ -14,12 +14,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..datum import DatumType
 from ..dim import fresh_symbol
 from ..errors import AnalysisError, RunError, TractileError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
 from ..patch import ModelPatch
 from .axes import resolve_axes, widened, with_known_value
 from .base import Op, expect_inputs
+from .quantized.common import cached_recipe, quantized_fact, recipe_of, with_recipe
+from .quantized.reduce import mean_sum_recipe
 
 
 def _lowest(dtype: np.dtype):
@@ -70,11 +73,15 @@ _REDUCERS: dict[str, Callable] = {
     "sum_square": lambda x, axes, keep: np.sum(x * x, axis=axes, keepdims=keep),
     "log_sum": lambda x, axes, keep: np.log(np.sum(x, axis=axes, keepdims=keep)),
     "log_sum_exp": _log_sum_exp,
+    "any": lambda x, axes, keep: np.any(x, axis=axes, keepdims=keep),
+    "all": lambda x, axes, keep: np.all(x, axis=axes, keepdims=keep),
 }
 #: reducers that make sense on symbolic dims
 _SYMBOLIC_REDUCERS = ("sum", "prod")
 #: reducers whose result on a single element is that element (reducing size-1 axes is a reshape)
-_IDEMPOTENT = ("sum", "mean", "prod", "max", "min")
+_IDEMPOTENT = ("sum", "mean", "prod", "max", "min", "any", "all")
+#: reducers that select one of their inputs: the output keeps the input's quantization
+_SELECTING = ("max", "min")
 
 
 class _RuntimeAxes(Exception):
@@ -86,13 +93,17 @@ class Reduce(Op):
     """Reduce with ``reducer`` over the axes held by input 1 (or ``axes``, or all axes).
 
     ``reducer`` is one of sum, mean, prod, max, min, l1, l2, sum_square, log_sum,
-    log_sum_exp. ``noop_with_empty_axes``: with no axes given, return the input unchanged.
+    log_sum_exp, any, all (bools). ``noop_with_empty_axes``: with no axes given, return the
+    input unchanged. Max and min of quantized values keep the input's quantization; ``quant``
+    (the output's quantization) makes a mean or sum of a quantized input follow TFLite's
+    integer recipe (``ops.quantized.reduce``).
     """
 
     reducer: str
     axes: tuple[int, ...] | None = None
     keepdims: bool = True
     noop_with_empty_axes: bool = False
+    quant: QParams | None = None
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -123,17 +134,28 @@ class Reduce(Op):
         x = inputs[0]
         if len(inputs) > 1 and not inputs[1].dtype.is_integer:
             raise AnalysisError(f"{self.name} axes must be integers, got {inputs[1]}")
+        if self.reducer in ("any", "all") and x.dtype != DatumType.BOOL:
+            raise AnalysisError(f"{self.name} needs a bool input, got {x}")
+        qparams = x.qparams if self.reducer in _SELECTING else None
+        if self.quant is not None:
+            if not quantized_fact(x):
+                raise AnalysisError(f"a quantized {self.name} needs a quantized input, got {x}")
+            self._recipe(inputs)
+            qparams = self.quant
         try:
             axes = self._axes(x.rank, inputs)
         except _RuntimeAxes:
+            if self.quant is not None:
+                raise AnalysisError(f"a quantized {self.name} needs constant axes") from None
             return [self._runtime_axes_fact(x, inputs[1].shape[0])]
         if axes is None:
-            return [TypedFact(x.dtype, x.shape, x.konst, x.qparams, x.sym_value)]
+            return [TypedFact(x.dtype, x.shape, x.konst, x.qparams if self.quant is None else self.quant,
+                              x.sym_value)]
         if self.keepdims:
             shape = [1 if i in axes else d for i, d in enumerate(x.shape)]
         else:
             shape = [d for i, d in enumerate(x.shape) if i not in axes]
-        fact = TypedFact(x.dtype, shape)
+        fact = TypedFact(x.dtype, shape, qparams=qparams)
         if x.sym_value is not None and self.reducer in _SYMBOLIC_REDUCERS:
             try:
                 with_known_value(fact, self._reduce(x.sym_value, axes))
@@ -167,11 +189,19 @@ class Reduce(Op):
             result = _REDUCERS[self.reducer](widened(x), axes, self.keepdims)
         return np.asarray(result).astype(x.dtype, copy=False)
 
+    def _recipe(self, inputs: list[TypedFact]):
+        return cached_recipe(self, inputs[:1], lambda: mean_sum_recipe(self.reducer, inputs[0], self.quant))
+
+    def prepared(self, inputs):
+        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
+
     def eval(self, inputs):
         x = inputs[0]
         axes = self._axes(x.ndim, inputs, RunError)
         if axes is None:
-            return [x]
+            return [x] if self.quant is None else [recipe_of(self)(x, (), self.keepdims)]
+        if self.quant is not None:
+            return [recipe_of(self)(np.asarray(x), axes, self.keepdims)]
         return [self._reduce(x, axes)]
 
     def declutter(self, model, node):
@@ -182,6 +212,8 @@ class Reduce(Op):
             return None
         if axes is None:
             return ModelPatch.shunt_one_op(model, node, f"no-op {self.name} {node.name}")
+        if self.quant is not None:
+            return None
         if self.keepdims and self.reducer in _IDEMPOTENT and all(inputs[0].shape[a] == 1 for a in axes):
             return ModelPatch.shunt_one_op(model, node, f"{self.name} over size-1 axes {node.name}")
         return None

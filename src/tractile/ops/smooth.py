@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import AnalysisError
 from .activations import Activation, scalar, sigmoid
+from .quantized import activation as quantized
 from .unary import erf
 
 
@@ -25,6 +26,11 @@ class Elu(Activation):
 
     def compute(self, x):
         return _exp_below_zero(x, self.alpha)
+
+    def quantized_recipe(self, x):
+        if self.alpha != 1.0:
+            raise AnalysisError(f"a quantized Elu needs alpha 1, got {self.alpha}")
+        return quantized.table_recipe("elu", x, self.quant)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,9 @@ class Gelu(Activation):
             return x * sigmoid(inner)
         wide = x.astype(np.float64)
         return (0.5 * wide * (1.0 + erf(wide * math.sqrt(0.5), accuracy=np.float64))).astype(x.dtype)
+
+    def quantized_recipe(self, x):
+        return quantized.table_recipe("gelu_approximate" if self.approximate == "tanh" else "gelu", x, self.quant)
 
 
 def softplus(x: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from functools import lru_cache
 from typing import ClassVar
 
@@ -11,8 +11,10 @@ import numpy as np
 
 from ..datum import DatumType
 from ..errors import AnalysisError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
 from .base import Op, expect_inputs
+from .quantized import activation as quantized
+from .quantized.common import cached_recipe, quantized_fact, recipe_of, with_recipe
 
 #: input categories an element-wise op may require: name -> (test, words for errors)
 ACCEPTS: dict[str, tuple[Callable[[DatumType], bool], str]] = {
@@ -40,7 +42,12 @@ def needs_f32(dtype: np.dtype) -> bool:
 
 @dataclass(frozen=True)
 class UnaryOp(Op):
-    """Base: one input, one output of the same shape (and datum type unless ``output_type``)."""
+    """Base: one input, one output of the same shape (and datum type unless ``output_type``).
+
+    ``quant``: the output's quantization; set, the input is a quantized tensor (its fact's
+    qparams) and the op follows its integer recipe (:meth:`quantized_recipe`, derived once per
+    plan by ``prepared``) on the raw values.
+    """
 
     output_type: ClassVar[DatumType | None] = None
     #: category of datum types the op accepts (a key of ``ACCEPTS``; None: any)
@@ -48,24 +55,49 @@ class UnaryOp(Op):
     #: a one-input NumPy ufunc computing the op for f32/f64 inputs, which may write in place
     ufunc: ClassVar[np.ufunc | None] = None
 
+    _: KW_ONLY
+    quant: QParams | None = None
+
     def compute(self, x: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def quantized_recipe(self, x: TypedFact) -> Callable[[np.ndarray], np.ndarray]:
+        """The integer recipe of this op on the quantized input ``x`` with the output
+        quantization ``quant``: a callable on raw values (``ops.quantized``)."""
+        raise AnalysisError(f"{self.name} has no quantized form")
+
+    def quantized_dtype(self, x: TypedFact) -> DatumType:
+        """The output datum type of the quantized op on ``x``."""
+        return x.dtype
+
+    def _recipe(self, inputs: list[TypedFact]):
+        return cached_recipe(self, inputs, lambda: self.quantized_recipe(inputs[0]))
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
         fact = inputs[0]
+        if self.quant is not None:
+            if not quantized_fact(fact):
+                raise AnalysisError(f"quantized {self.name} needs a quantized 8- or 16-bit input, got {fact}")
+            self._recipe(inputs)
+            return [TypedFact(self.quantized_dtype(fact), fact.shape, qparams=self.quant)]
         check_accepts(self, self.accepts, fact)
         return [fact.with_dtype(self.output_type or fact.dtype)]
 
+    def prepared(self, inputs):
+        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
+
     def rules(self, s, inputs, outputs):
         s.equals_shape(inputs[0], outputs[0])
-        if self.output_type is None:
+        if self.output_type is None and self.quant is None:
             s.equals(inputs[0].datum_type, outputs[0].datum_type)
         else:
             s.equals(outputs[0].datum_type, self.output_type)
 
     def eval(self, inputs):
         x = inputs[0]
+        if self.quant is not None:
+            return [recipe_of(self)(np.asarray(x))]
         out = self.compute(x)
         if type(out) is not np.ndarray:
             out = np.asarray(out)
@@ -89,8 +121,11 @@ def _via_f32(fn):
     return compute
 
 
-def _unary(name: str, fn, accepts: str | None = None, doc: str = "") -> type:
+def _unary(name: str, fn, accepts: str | None = None, doc: str = "", recipe=None) -> type:
+    """A unary op class computing ``fn``; ``recipe(x_fact, quant)``: its quantized form."""
+    extra = {"quantized_recipe": lambda self, x: recipe(x, self.quant)} if recipe is not None else {}
     cls = dataclass(frozen=True)(type(name, (UnaryOp,), {
+        **extra,
         "compute": _via_f32(fn),
         "accepts": accepts,
         "elementwise": True,
@@ -165,13 +200,19 @@ def _erf_any(x: np.ndarray) -> np.ndarray:
     return erf(x).astype(x.dtype) if x.dtype.kind == "f" else erf(x)
 
 
-Abs = _unary("Abs", np.abs, "number")
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.reciprocal(np.sqrt(x))
+
+
+Abs = _unary("Abs", np.abs, "number", recipe=quantized.abs_recipe)
 Neg = _unary("Neg", np.negative, "signed")
 Sign = _unary("Sign", np.sign, "number", "Element-wise sign: -1, 0 or 1 (0 for zeros, NaN for NaN).")
 Exp = _unary("Exp", np.exp, "float")
 Log = _unary("Log", np.log, "float")
 Sqrt = _unary("Sqrt", np.sqrt, "float")
 Reciprocal = _unary("Reciprocal", np.reciprocal, "float")
+Rsqrt = _unary("Rsqrt", _rsqrt, "float", "Element-wise ``1 / sqrt(x)``.", quantized.rsqrt_recipe)
 Floor = _unary("Floor", np.floor, "float")
 Ceil = _unary("Ceil", np.ceil, "float")
 Round = _unary("Round", np.round, "float", "Round to the nearest integer, halves to even.")
@@ -187,3 +228,4 @@ Asinh = _unary("Asinh", np.arcsinh, "float")
 Acosh = _unary("Acosh", np.arccosh, "float")
 Atanh = _unary("Atanh", np.arctanh, "float")
 Erf = _unary("Erf", _erf_any, "number", "Element-wise error function.")
+

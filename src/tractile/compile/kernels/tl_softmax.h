@@ -92,4 +92,100 @@ TL_SOFTMAX_Q(tl_softmax_s8_s8, int8_t, int8_t, 8, -128, 127)
 TL_SOFTMAX_Q(tl_softmax_s8_s16, int8_t, int16_t, 16, -32768, 32767)
 TL_SOFTMAX_Q(tl_softmax_u8_u8, uint8_t, uint8_t, 8, 0, 255)
 
+static inline int32_t tl_clz32(uint32_t value) {
+  int32_t count = 0;
+  if (value == 0) return 32;
+  while (!(value & 0x80000000u)) {
+    value <<= 1;
+    ++count;
+  }
+  return count;
+}
+
+static inline int32_t tl_saturating_shift(int64_t x, int exponent) {
+  return tl_saturate32(x * ((int64_t)1 << exponent));
+}
+
+/* gemmlowp's log_x_for_x_greater_than_or_equal_to_1 on a Q12.19 value, in Q5.26 */
+static inline int32_t tl_log_q12_to_q5(int32_t z_a) {
+  const int accum = 6, input_bits = 12;
+  const int32_t log_2 = 1488522236, sqrt_sqrt_half = 1805811301, sqrt_half = 1518500250;
+  const int32_t alpha_n = 117049297, alpha_d = 127690142, alpha_i = 1057819769, alpha_f = 638450708;
+  const int32_t quarter = tl_rdbpot(536870912, accum);
+  const int32_t headroom_a = tl_clz32((uint32_t)z_a);
+  const int32_t r_a = tl_saturating_shift(tl_srdhm(tl_saturating_shift(z_a, headroom_a - 1), sqrt_half), 1);
+  const int32_t adjust_a = tl_saturate32((int64_t)tl_saturating_shift(input_bits - headroom_a, 31 - accum) + quarter);
+  const int32_t headroom_b = tl_clz32((uint32_t)tl_srdhm(z_a, sqrt_half)) - 1;
+  const int32_t r_b = tl_saturating_shift(z_a, headroom_b);
+  const int32_t adjust_b = tl_saturate32((int64_t)tl_saturating_shift(input_bits - headroom_b, 31 - accum) - quarter);
+  const int32_t r = r_a < r_b ? r_a : r_b, adjust = adjust_a > adjust_b ? adjust_a : adjust_b;
+  int64_t half_sum = (int64_t)r + sqrt_sqrt_half;
+  int32_t p, q, common_sq, num, inner, denom_minus_one, total;
+  half_sum += half_sum >= 0 ? 1 : -1;
+  p = (int32_t)(half_sum >= 0 ? half_sum >> 1 : -((-half_sum) >> 1));
+  q = tl_wrap_add32(r, -sqrt_sqrt_half);
+  q = tl_wrap_add32(q, q);
+  common_sq = tl_srdhm(q, q);
+  num = tl_wrap_add32(tl_srdhm(q, r), tl_srdhm(tl_srdhm(q, common_sq), alpha_n));
+  inner = tl_wrap_add32(tl_wrap_add32(alpha_i, q), tl_srdhm(alpha_d, common_sq));
+  denom_minus_one = tl_wrap_add32(tl_srdhm(p, inner), tl_srdhm(alpha_f, q));
+  total = tl_wrap_add32(tl_srdhm(adjust, log_2), tl_srdhm(tl_rdbpot(num, accum), tl_one_over_one_plus_x(denom_minus_one)));
+  return tl_saturating_shift(total, 1);
+}
+
+/* TFLite's int8 LOG_SOFTMAX over rows: `q5` and `exps` hold, for each difference to the row
+ * maximum (index difference + 255), its Q5.26 value and exp in Q12.19 (0 below diff_min) */
+static inline void tl_log_softmax_s8(const int8_t *x, int8_t *y, int32_t rows, int32_t depth, const int32_t *q5,
+                                     const int32_t *exps, int32_t diff_min, int32_t reverse_multiplier,
+                                     int reverse_shift) {
+  int32_t r, d;
+  for (r = 0; r < rows; ++r) {
+    const int8_t *row = x + r * depth;
+    int32_t top = row[0], sum = 0, log_sum, adjusted_min;
+    for (d = 1; d < depth; ++d) top = row[d] > top ? row[d] : top;
+    for (d = 0; d < depth; ++d) sum = tl_wrap_add32(sum, TL_READ_S32(exps + row[d] - top + 255));
+    log_sum = tl_log_q12_to_q5(sum);
+    adjusted_min = tl_mbqm(tl_wrap_add32(log_sum, TL_INT32_MIN), reverse_multiplier, reverse_shift);
+    if (adjusted_min < diff_min - 1) adjusted_min = diff_min - 1;
+    for (d = 0; d < depth; ++d) {
+      const int32_t diff = row[d] - top;
+      const int32_t value = tl_rdbpot(tl_wrap_add32(TL_READ_S32(q5 + diff + 255), -log_sum), 22) + 127;
+      y[r * depth + d] = (int8_t)(diff > adjusted_min ? tl_clamp_i32(value, -128, 127) : -128);
+    }
+  }
+}
+
+/* TFLite's LUTLookup: a 513-entry int16 table interpolated linearly (128 steps between entries) */
+static inline int16_t tl_lut_s16(int32_t value, const int16_t *lut) {
+  const int32_t index = 256 + (value >> 7), base = TL_READ_S16(lut + index);
+  const int32_t slope = (int16_t)(uint16_t)(TL_READ_S16(lut + index + 1) - base);
+  return (int16_t)(uint16_t)(base + ((slope * (value & 0x7F) + 64) >> 7));
+}
+
+/* TFLite's int16 SOFTMAX over rows (zero points 0, output scale 1/32768); `y` holds the exps
+ * until the reciprocal of their sum is known */
+static inline void tl_softmax_s16(const int16_t *x, int16_t *y, int32_t rows, int32_t depth, int32_t multiplier,
+                                  int shift, const int16_t *exp_lut, const int16_t *reciprocal_lut) {
+  int32_t r, d;
+  for (r = 0; r < rows; ++r) {
+    const int16_t *row = x + r * depth;
+    int16_t *out = y + r * depth;
+    int32_t top = row[0], sum = 0, headroom, shifted, reciprocal, right;
+    for (d = 1; d < depth; ++d) top = row[d] > top ? row[d] : top;
+    for (d = 0; d < depth; ++d) {
+      const int32_t scaled = tl_mbqm(row[d] - top, multiplier, shift);
+      out[d] = tl_lut_s16(tl_clamp_i32(scaled + 32767, -32768, 32767), exp_lut);
+      sum += out[d];
+    }
+    headroom = tl_clz32((uint32_t)sum);
+    shifted = (int32_t)((((int64_t)sum << (headroom - 1)) + (1 << 13)) >> 14);
+    reciprocal = tl_lut_s16(tl_clamp_i32(shifted - (1 << 15) - (1 << 16), -32768, 32767), reciprocal_lut);
+    right = 31 - headroom;
+    for (d = 0; d < depth; ++d) {
+      const int64_t product = (int64_t)out[d] * reciprocal + ((int64_t)1 << (right - 1));
+      out[d] = (int16_t)tl_clamp_i32((int32_t)(product >> right), 0, 32767);
+    }
+  }
+}
+
 #endif /* TL_SOFTMAX_H */

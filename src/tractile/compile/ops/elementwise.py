@@ -1,7 +1,8 @@
 """Element-wise ops, as loops written into the node's code (specialised by their shapes):
-float unary ops and activations (ONNX and TFLite), float binary ops with broadcasting, TFLite's
-quantized ADD/SUB/MUL (int8, bit for bit), and any 8-bit TFLite activation as a 256-entry
-table computed by the interpreter's own kernel (so it is exact by construction).
+float unary ops and activations, integer clamps (Clip, Relu), float binary ops with
+broadcasting, quantized arithmetic (TFLite's recipe, bit for bit), and any quantized unary op
+on 8-bit values as a 256-entry table computed by the prepared op's own eval (so it is exact by
+construction); int16 ReLUs, ABS, LEAKY_RELU, LOGISTIC, TANH and RSQRT follow their recipes in C.
 
 Same-shape element-wise ops read each element before writing it: they run in place.
 """
@@ -14,9 +15,10 @@ import numpy as np
 from ...datum import DatumType
 from ...ops import activations as act
 from ...ops import binary as onnx_binary
+from ...ops import smooth
+from ...ops.quantized import activation as quantized
 from ...ops.quantized.binary import BinaryRecipe
-from ...ops.quantized.common import recipe_of
-from ...ops.tfl.activation import Activation as TflActivation
+from ...ops.quantized.common import integer_limits, recipe_of
 from ...ops.unary import UnaryOp
 from ..ctext import literal
 from ..emit import Emit
@@ -30,12 +32,9 @@ FLOAT_UNARY = {
     "Abs": "fabsf(v)", "Neg": "-v", "Exp": "expf(v)", "Log": "logf(v)", "Sqrt": "sqrtf(v)", "Reciprocal": "1.0f / v",
     "Floor": "floorf(v)", "Ceil": "ceilf(v)", "Sin": "sinf(v)", "Cos": "cosf(v)", "Tan": "tanf(v)",
     "Atan": "atanf(v)", "Sinh": "sinhf(v)", "Cosh": "coshf(v)", "Erf": "erff(v)", "Relu": "(v > 0.0f ? v : 0.0f)",
-    "Sigmoid": "(1.0f / (1.0f + expf(-v)))", "Tanh": "tanhf(v)",
+    "Sigmoid": "(1.0f / (1.0f + expf(-v)))", "Tanh": "tanhf(v)", "Rsqrt": "(1.0f / sqrtf(v))", "Round": "rintf(v)",
+    "Sign": "(v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : v))",
 }
-TFLITE_FLOAT = {"relu": "(v > 0.0f ? v : 0.0f)", "relu6": "(v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v))",
-                "relu_n1_to_1": "(v < -1.0f ? -1.0f : (v > 1.0f ? 1.0f : v))",
-                "relu_0_to_1": "(v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v))", "logistic": "(1.0f / (1.0f + expf(-v)))",
-                "tanh": "tanhf(v)", "hard_swish": "(v * (v < -3.0f ? 0.0f : (v > 3.0f ? 6.0f : v + 3.0f)) / 6.0f)"}
 C_TYPES = {DatumType.F32: "float", DatumType.I8: "int8_t", DatumType.U8: "uint8_t", DatumType.I16: "int16_t",
            DatumType.I32: "int32_t"}
 
@@ -58,6 +57,12 @@ def activation_expression(op) -> str | None:
             return None
         low = "v" if op.low is None else f"(v < {f32(op.low)} ? {f32(op.low)} : v)"
         return low if op.high is None else f"({low} > {f32(op.high)} ? {f32(op.high)} : {low})"
+    if isinstance(op, smooth.Elu):
+        return f"(v >= 0.0f ? v : {f32(op.alpha)} * expm1f(v))"
+    if isinstance(op, smooth.Gelu):
+        if op.approximate == "tanh":
+            return f"(0.5f * v * (1.0f + tanhf({f32(math.sqrt(2 / math.pi))} * (v + {f32(0.044715)} * v * v * v))))"
+        return f"(0.5f * v * erfcf(v * {f32(-math.sqrt(0.5))}))"
     return FLOAT_UNARY.get(op.name)
 
 
@@ -80,38 +85,118 @@ def fused_unary(e: Emit, op, tensor: CTensor) -> None:
 
 
 @emitter(UnaryOp)
-def onnx_unary(e: Emit) -> None:
+def unary(e: Emit) -> None:
+    """Float unary ops and activations; Clip and Relu on integers; quantized unary ops."""
+    op = e.op
     x, y = e.input(0), e.output(0)
-    expression = activation_expression(e.op)
-    if expression is None or x.dtype != DatumType.F32:
-        raise Unsupported(f"{e.op.name} on {x.dtype}" if expression else f"{e.op.name} has no C lowering")
-    unary_loop(e, x, y, expression)
+    if op.quant is not None:
+        quantized_unary(e, x, y)
+    elif x.dtype in C_TYPES and x.dtype != DatumType.F32 and type(op) in (act.Clip, act.Relu):
+        integer_clamp(e, op, x, y)
+    else:
+        expression = activation_expression(op)
+        if expression is None or x.dtype != DatumType.F32:
+            raise Unsupported(f"{op.name} on {x.dtype}" if expression else f"{op.name} has no C lowering")
+        unary_loop(e, x, y, expression)
     e.overlap(0, 0, 0)
 
 
-@emitter(TflActivation)
-def tflite_activation(e: Emit) -> None:
-    op: TflActivation = e.op
-    x, y = e.input(0), e.output(0)
-    if x.dtype == DatumType.F32:
-        if op.kind == "leaky_relu":
-            expression = f"(v >= 0.0f ? v : v * {f32(op.alpha)})"
-        elif op.kind in TFLITE_FLOAT:
-            expression = TFLITE_FLOAT[op.kind]
-        else:
-            raise Unsupported(f"{op.name} on float32")
-        unary_loop(e, x, y, expression)
-    elif x.dtype in (DatumType.I8, DatumType.U8) and y.dtype == x.dtype:
-        base = -128 if x.dtype == DatumType.I8 else 0
+def integer_clamp(e: Emit, op, x: CTensor, y: CTensor) -> None:
+    """A Clip or Relu on integers (quantized ReLUs keeping their quantization are such clamps)."""
+    if type(op) is act.Clip and (op.dynamic_low or op.dynamic_high):
+        raise Unsupported("Clip with bounds given at run time")
+    type_low, type_high = integer_limits(x.dtype)
+    low, high = (0, type_high) if type(op) is act.Relu else (
+        type_low if op.low is None else max(type_low, math.ceil(op.low)),
+        type_high if op.high is None else min(type_high, math.floor(op.high)))
+    value = f"{x.var}[i]"
+    e.line(f"for (int32_t i = 0; i < {x.count}; ++i)\n"
+           f"  {y.var}[i] = {value} < {literal(low, x.dtype)} ? {literal(low, x.dtype)} : "
+           f"({value} > {literal(high, x.dtype)} ? {literal(high, x.dtype)} : {value});")
+    x.used = y.used = True
+    e.set_kernel("(loop)")
+
+
+def quantized_unary(e: Emit, x: CTensor, y: CTensor) -> None:
+    """A quantized unary op: on 8-bit values the table of its results (the prepared op's eval
+    on every value), on int16 its recipe in C."""
+    recipe = recipe_of(e.op)
+    if x.dtype in (DatumType.I8, DatumType.U8) and y.dtype in (DatumType.I8, DatumType.U8):
+        base = integer_limits(x.dtype)[0]
         every = np.arange(base, base + 256).astype(x.dtype.np)
-        table = e.constant("table", np.asarray(op.eval([every])[0]).reshape(-1), y.dtype)
-        read = "TL_READ_S8" if x.dtype == DatumType.I8 else "TL_READ_U8"
+        table = e.constant("table", np.asarray(e.op.eval([every])[0]).reshape(-1), y.dtype)
+        read = "TL_READ_S8" if y.dtype == DatumType.I8 else "TL_READ_U8"
         e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {y.var}[i] = {read}({table} + ({x.var}[i] - ({base})));")
         x.used = y.used = True
         e.set_kernel("(table)")
+        return
+    if x.dtype != DatumType.I16 or y.dtype != DatumType.I16:
+        raise Unsupported(f"quantized {e.op.name} from {x.dtype} to {y.dtype}")
+    e.use("tl_common.h")
+    if isinstance(recipe, quantized.ClampRecipe):
+        value = f"((int32_t){x.var}[i] - ({recipe.zi}))"
+        if recipe.absolute:
+            value = f"({value} < 0 ? -{value} : {value})"
+        if recipe.requant is not None:
+            value = f"tl_mbqm({value}, {int(recipe.requant.multipliers[0])}, {int(recipe.requant.shifts[0])})"
+        body = f"(int16_t)tl_clamp_i32({value} + ({recipe.zo}), {recipe.low}, {recipe.high})"
+    elif isinstance(recipe, quantized.LeakyReluRecipe):
+        value = f"((int32_t){x.var}[i] - ({recipe.zi}))"
+        alpha = f"tl_mbqm({value}, {int(recipe.alpha.multipliers[0])}, {int(recipe.alpha.shifts[0])})"
+        identity = f"tl_mbqm({value}, {int(recipe.identity.multipliers[0])}, {int(recipe.identity.shifts[0])})"
+        body = (f"(int16_t)tl_clamp_i32(({value} >= 0 ? {identity} : {'-' if recipe.negate else ''}{alpha}) "
+                f"+ ({recipe.zo}), -32768, 32767)")
+    elif isinstance(recipe, quantized.Int16SigmoidRecipe):
+        int16_sigmoid(e, recipe, x, y)
+        return
+    elif isinstance(recipe, quantized.RsqrtRecipe):
+        int16_rsqrt(e, recipe, x, y)
+        return
     else:
-        raise Unsupported(f"{op.name} on {x.dtype}")
-    e.overlap(0, 0, 0)
+        raise Unsupported(f"quantized {e.op.name} on int16")
+    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {y.var}[i] = {body};")
+    x.used = y.used = True
+    e.set_kernel("(loop)")
+
+
+def int16_sigmoid(e: Emit, recipe: quantized.Int16SigmoidRecipe, x: CTensor, y: CTensor) -> None:
+    """TFLite's int16 LOGISTIC/TANH: rescale, then interpolate the sigmoid table."""
+    table = e.constant("sigmoid", quantized.sigmoid_table_uint16(), DatumType.I32)
+    multiplier, shift = recipe.multiplier, recipe.left_shift
+    if multiplier == 0:
+        multiplier, shift = 3 << shift, 0
+    rounding = (1 << (shift - 1)) if shift > 0 else 0
+    bits = 8 if recipe.tanh else 9
+    if recipe.tanh:
+        saturated, finish = "0xFFFF00u", "(v >= 0 ? (int32_t)r - 8388480 : -(int32_t)r + 8388735) >> 8"
+    else:
+        saturated, finish = "(uint32_t)0x7FFF << 10", "(int32_t)(v >= 0 ? r + 512u : 33554432u - r + 511u) >> 10"
+    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n"
+           f"  const int32_t v = ((int32_t){x.var}[i] * {multiplier} + {rounding}) >> {shift};\n"
+           f"  const uint32_t a = (uint32_t)(v < 0 ? -v : v), h = a >> {bits};\n"
+           f"  uint32_t r = {saturated};\n"
+           f"  if (h < 255u) {{\n"
+           f"    const uint32_t ua = (uint32_t)TL_READ_S32({table} + h), ub = (uint32_t)TL_READ_S32({table} + h + 1);\n"
+           f"    r = (ua << {bits}) + (a & {(1 << bits) - 1}u) * (ub - ua);\n  }}\n"
+           f"  {y.var}[i] = (int16_t)({finish});\n}}")
+    x.used = y.used = True
+    e.set_kernel("(loop)")
+
+
+def int16_rsqrt(e: Emit, recipe: quantized.RsqrtRecipe, x: CTensor, y: CTensor) -> None:
+    """TFLite's quantized RSQRT on int16: the fixed-point inverse square root, requantized."""
+    e.use("tl_norm.h")
+    status = e.failure("RSQRT of a value below the input's zero point")
+    extra = recipe.extra
+    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n"
+           f"  const int32_t v = (int32_t){x.var}[i] - ({recipe.zi});\n"
+           f"  int32_t multiplier;\n  int shift;\n"
+           f"  if (v < 0) return {status};\n"
+           f"  tl_inv_sqrt(v, &multiplier, &shift);\n"
+           f"  {y.var}[i] = v == 0 ? 32767 : (int16_t)tl_clamp_i32(tl_mbqm(tl_mbqm(1, multiplier, shift + {extra}), "
+           f"{recipe.multiplier}, {recipe.shift - extra}) + ({recipe.zo}), -32768, 32767);\n}}")
+    x.used = y.used = True
+    e.set_kernel("(loop)")
 
 
 def broadcast_plan(out_shape: tuple, shapes: list[tuple]) -> tuple[list[int], list[list[int]]]:

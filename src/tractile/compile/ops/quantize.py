@@ -1,12 +1,13 @@
-"""TFLite QUANTIZE (float to integers, integer requantization) and DEQUANTIZE, per tensor,
-as loops written into the node's code (bit for bit with the interpreter)."""
+"""Quantize (float to integers, integer requantization) and Dequantize, per tensor, as loops
+written into the node's code from their recipes (bit for bit with the interpreter)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...datum import DatumType
-from ...ops.quantized.common import integer_limits, scale_of, zero_of
-from ...ops.tfl.quantize import Dequantize, Quantize
+from ...ops.quant import Dequantize, Quantize
+from ...ops.quantized.common import integer_limits, recipe_of, scale_of, zero_of
+from ...ops.quantized.quantize import QuantizeRecipe, RequantizeRecipe
 from ..ctext import literal
 from ..emit import Emit
 from ..registry import Unsupported, emitter
@@ -21,38 +22,36 @@ def per_tensor(q, what: str):
 
 @emitter(Quantize)
 def quantize(e: Emit) -> None:
-    op: Quantize = e.op
     x, y = e.input(0), e.output(0)
-    out_q = per_tensor(op.oq(0), "an output")
+    recipe = recipe_of(e.op)
     if y.dtype not in C_TYPES or y.dtype == DatumType.F32:
-        raise Unsupported(f"QUANTIZE to {y.dtype}")
+        raise Unsupported(f"Quantize to {y.dtype}")
     low, high = integer_limits(y.dtype)
     cast = C_TYPES[y.dtype]
     e.use("tl_common.h")
-    if x.dtype == DatumType.F32:
+    if isinstance(recipe, QuantizeRecipe) and x.dtype == DatumType.F32:
+        out_q = per_tensor(recipe.quant, "an output")
         scale = literal(float(np.float32(scale_of(out_q))), DatumType.F32)
         e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n"
                f"  const int64_t v = tl_round_half_away((double)({x.var}[i] / {scale})) + ({zero_of(out_q)});\n"
                f"  {y.var}[i] = ({cast})(v < {low} ? {low} : (v > {high} ? {high} : v));\n}}")
-    elif x.dtype in C_TYPES:
-        per_tensor(op.iq(0), "an input")
-        requant = op._requant
+    elif isinstance(recipe, RequantizeRecipe) and x.dtype in C_TYPES:
+        requant = recipe.requant
         e.line(f"for (int32_t i = 0; i < {x.count}; ++i)\n"
-               f"  {y.var}[i] = ({cast})tl_clamp_i32(tl_mbqm((int32_t){x.var}[i] - ({zero_of(op.iq(0))}), "
-               f"{int(requant.multipliers[0])}, {int(requant.shifts[0])}) + ({zero_of(out_q)}), {low}, {high});")
+               f"  {y.var}[i] = ({cast})tl_clamp_i32(tl_mbqm((int32_t){x.var}[i] - ({recipe.zi}), "
+               f"{int(requant.multipliers[0])}, {int(requant.shifts[0])}) + ({recipe.zo}), {low}, {high});")
     else:
-        raise Unsupported(f"QUANTIZE from {x.dtype}")
+        raise Unsupported(f"Quantize from {x.dtype}")
     x.used = y.used = True
     e.set_kernel("(loop)")
 
 
 @emitter(Dequantize)
 def dequantize(e: Emit) -> None:
-    op: Dequantize = e.op
     x, y = e.input(0), e.output(0)
     if x.dtype not in C_TYPES or x.dtype == DatumType.F32:
-        raise Unsupported(f"DEQUANTIZE from {x.dtype}")
-    q = per_tensor(op.iq(0), "an input")
+        raise Unsupported(f"Dequantize from {x.dtype}")
+    q = per_tensor(recipe_of(e.op).quant, "an input")
     scale = literal(float(np.float64(np.float32(scale_of(q)))), DatumType.F64)
     e.line(f"for (int32_t i = 0; i < {x.count}; ++i)\n"
            f"  {y.var}[i] = (float)({scale} * (double)((int32_t){x.var}[i] - ({zero_of(q)})));")

@@ -168,6 +168,10 @@ class TfliteLoader:
             model.outputs = outputs + [last]
         return model
 
+    def outlet(self, model, subgraph, tensor_index: int, outlets, where: str) -> OutletId:
+        """The outlet of a tensor (wiring its constant the first time)."""
+        return self._outlet(model, subgraph, tensor_index, outlets, where)
+
     def _outlet(self, model, subgraph, tensor_index: int, outlets, where: str) -> OutletId:
         if tensor_index in outlets:
             return outlets[tensor_index]
@@ -189,6 +193,7 @@ class TfliteLoader:
 
     def _wire_operator(self, model, subgraph, operator, outlets) -> None:
         node = TflNode(self, subgraph, operator)
+        node.building = (model, outlets)
         translate = REGISTRY[operator.opcode]
         try:
             result = translate(node)
@@ -204,8 +209,9 @@ class TfliteLoader:
         if slots is None:
             slots = [slot for slot, tensor in enumerate(operator.inputs) if tensor >= 0]
         inputs = [self._reshaped(model, subgraph, operator.inputs[slot.slot], slot.shape, node.where)
-                  if isinstance(slot, Reshaped) else self._outlet(model, subgraph, operator.inputs[slot], outlets,
-                                                                  node.where) for slot in slots]
+                  if isinstance(slot, Reshaped)
+                  else self._outlet(model, subgraph, operator.inputs[slot], outlets, node.where)
+                  if isinstance(slot, int) else slot for slot in slots]
         out_tensors = [subgraph.tensors[t] if t >= 0 else None for t in operator.outputs]
         name = out_tensors[0].name if out_tensors and out_tensors[0] is not None else f"op{operator.index}"
         effect = isinstance(op, EFFECTS) or (isinstance(op, (If, While)) and any(

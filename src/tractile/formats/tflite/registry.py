@@ -47,7 +47,7 @@ def tflite_writer(*op_types: type):
 @dataclass
 class Translated:
     """An op and the operator input slots to wire to it (in order); ``None`` slots: all present.
-    A slot may be a :class:`Reshaped` constant.
+    A slot may be a :class:`Reshaped` constant, or an outlet :meth:`TflNode.wire` returned.
 
     ``activation``: a core activation op wired after ``op`` (a TFLite fused activation; the
     optimizer fuses it back), whose output is the operator's output tensor.
@@ -93,6 +93,8 @@ class TflNode:
         self.subgraph = subgraph
         self.operator = operator
         self.where = f"subgraph {subgraph.index} operator {operator.index} ({operator.opcode})"
+        #: (model, outlets by tensor index) of the subgraph being built, for :meth:`wire`
+        self.building: tuple = (None, {})
 
     @property
     def opcode(self) -> str:
@@ -175,6 +177,14 @@ class TflNode:
         if name not in floats or (name == "TANH" and not tensor.dtype.is_float):
             raise ModelFormatError(f"{self.where}: fused activation {name} is not supported on {tensor.dtype}")
         return floats[name]
+
+    def wire(self, suffix: str, op, slots: list) -> list:
+        """Wire ``op`` before the translated op (a translation made of several core ops); its
+        inputs are operator input slots or outlets of earlier ``wire`` calls. Returns its outlets."""
+        model, outlets = self.building
+        inputs = [slot if not isinstance(slot, int) else
+                  self.loader.outlet(model, self.subgraph, self.inputs[slot], outlets, self.where) for slot in slots]
+        return model.wire_node(f"{self.output(0).name}.{suffix}", op, inputs)
 
     def subgraph_model(self, index: int):
         """The TypedModel of another subgraph (for control flow)."""

@@ -1,2 +1,17 @@
 """TFLite operator translations, one module per family (imported here to register them)."""
-from . import array, control, conv, dense, elementwise, recurrent, resize, resource, shape, softmax  # noqa: F401
+from . import (  # noqa: F401  # noqa: F401
+    activation,
+    array,
+    control,
+    conv,
+    dense,
+    elementwise,
+    math,
+    quantize,
+    recurrent,
+    reduce,
+    resize,
+    resource,
+    shape,
+    softmax,
+)

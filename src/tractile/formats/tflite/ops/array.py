@@ -1,11 +1,10 @@
-"""Translations of concatenation, padding, slicing, gathering and reductions (both directions)."""
+"""Translations of concatenation, padding, slicing and gathering (both directions)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ....errors import ModelFormatError
 from ....ops.tfl.array import Concatenation, Gather, Pad, Slice, StridedSlice
-from ....ops.tfl.reduce import Reduce
 from ..registry import OpSpec, TflNode, Translated, activation_code, activation_name, tflite_op, tflite_writer
 
 
@@ -92,23 +91,6 @@ def gather(node: TflNode):
 @tflite_writer(Gather)
 def write_gather(op: Gather, ctx) -> OpSpec:
     return OpSpec("GATHER", ("GatherOptions", {"Axis": op.axis, "BatchDims": op.batch_dims}))
-
-
-_REDUCERS = {"MEAN": "mean", "SUM": "sum", "REDUCE_MAX": "max"}
-
-
-@tflite_op(*_REDUCERS)
-def reduce(node: TflNode):
-    options = node.options("ReducerOptions")
-    keep = bool(options.KeepDims()) if options is not None else False
-    return Translated(Reduce(kind=_REDUCERS[node.opcode], axes=_ints(node, 1, "the axes"), keep_dims=keep), [0])
-
-
-@tflite_writer(Reduce)
-def write_reduce(op: Reduce, ctx) -> OpSpec:
-    name = {kind: builtin for builtin, kind in _REDUCERS.items()}[op.kind]
-    axes = ctx.const(np.asarray(op.axes, dtype=np.int32), "axes")
-    return OpSpec(name, ("ReducerOptions", {"KeepDims": op.keep_dims}), [0, axes])
 
 
 @tflite_op("REVERSE_V2")

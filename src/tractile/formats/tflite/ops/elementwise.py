@@ -1,11 +1,11 @@
-"""Translations of the broadcasting binary operators and the activations (both directions)."""
+"""Translations of the broadcasting binary operators (both directions), and the fused activation
+code of a core activation (the activations themselves: ``activation.py``)."""
 from __future__ import annotations
 
 from ....errors import ModelFormatError
 from ....ops import binary as core
 from ....ops.activations import Clip, Relu, Tanh
 from ....ops.quantized.common import activation_range, integer_limits
-from ....ops.tfl.activation import Activation, Prelu
 from ..registry import OpSpec, TflNode, Translated, activation_code, tflite_op, tflite_writer
 
 #: builtin name -> (core op class, options table, whether the options carry a fused activation)
@@ -70,49 +70,3 @@ def write_binary(op: core.Arithmetic, ctx) -> OpSpec:
     if type(op) in (core.Add, core.Sub):
         fields["PotScaleInt16"] = op.pot_scale_int16
     return OpSpec(name, (table, fields))
-
-
-@tflite_writer(Relu, Clip, Tanh)
-def write_clamp(op, ctx) -> OpSpec:
-    """A core activation that is a TFLite activation operator (RELU, RELU6, RELU_N1_TO_1, TANH)."""
-    code = activation_code_of(op, ctx.output_fact(0))
-    names = {activation_code(name): name for name in ("RELU", "RELU6", "RELU_N1_TO_1", "TANH")}
-    if code not in names:
-        if type(op) is Clip and (op.low, op.high) == (0.0, 1.0) and not ctx.output_fact(0).qparams:
-            return OpSpec("RELU_0_TO_1")
-        raise ModelFormatError(f"node {ctx.node.name!r} ({op}) has no TFLite operator")
-    return OpSpec(names[code])
-
-
-_ACTIVATIONS = {"RELU": "relu", "RELU6": "relu6", "RELU_N1_TO_1": "relu_n1_to_1", "RELU_0_TO_1": "relu_0_to_1",
-                "LOGISTIC": "logistic", "TANH": "tanh", "LEAKY_RELU": "leaky_relu", "HARD_SWISH": "hard_swish"}
-_ACTIVATION_OPTIONS = {"leaky_relu": "LeakyReluOptions", "hard_swish": "HardSwishOptions"}
-
-
-@tflite_op(*_ACTIVATIONS)
-def activation(node: TflNode):
-    kind = _ACTIVATIONS[node.opcode]
-    alpha = 0.0
-    if kind == "leaky_relu":
-        options = node.options("LeakyReluOptions")
-        alpha = float(options.Alpha()) if options is not None else 0.0
-    return Activation(kind=kind, alpha=alpha)
-
-
-@tflite_writer(Activation)
-def write_activation(op: Activation, ctx) -> OpSpec:
-    name = {kind: builtin for builtin, kind in _ACTIVATIONS.items()}[op.kind]
-    table = _ACTIVATION_OPTIONS.get(op.kind)
-    if table is None:
-        return OpSpec(name)
-    return OpSpec(name, (table, {"Alpha": op.alpha} if op.kind == "leaky_relu" else {}))
-
-
-@tflite_op("PRELU")
-def prelu(node: TflNode):
-    return Prelu()
-
-
-@tflite_writer(Prelu)
-def write_prelu(op: Prelu, ctx) -> OpSpec:
-    return OpSpec("PRELU")

@@ -1,10 +1,9 @@
-"""Translations of the shape, layout and (de)quantization operators (both directions)."""
+"""Translations of the shape and layout operators (both directions)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ....errors import ModelFormatError
-from ....ops.tfl.quantize import Cast, Dequantize, Quantize
 from ....ops.tfl.shape import (
     ExpandDims,
     Pack,
@@ -123,34 +122,3 @@ def write_split(op: Split, ctx) -> OpSpec:
     sizes = ctx.const(np.asarray(op.sizes, np.int32), "sizes")
     axis = ctx.const(np.array([op.axis], np.int32), "axis")
     return OpSpec("SPLIT_V", ("SplitVOptions", {"NumSplits": len(op.sizes)}), [0, sizes, axis])
-
-
-@tflite_op("QUANTIZE")
-def quantize(node: TflNode):
-    return Quantize()
-
-
-@tflite_writer(Quantize)
-def write_quantize(op: Quantize, ctx) -> OpSpec:
-    return OpSpec("QUANTIZE", ("QuantizeOptions", {}))
-
-
-@tflite_op("DEQUANTIZE")
-def dequantize(node: TflNode):
-    return Dequantize()
-
-
-@tflite_writer(Dequantize)
-def write_dequantize(op: Dequantize, ctx) -> OpSpec:
-    return OpSpec("DEQUANTIZE", ("DequantizeOptions", {}))
-
-
-@tflite_op("CAST")
-def cast(node: TflNode):
-    return Cast()
-
-
-@tflite_writer(Cast)
-def write_cast(op: Cast, ctx) -> OpSpec:
-    return OpSpec("CAST", ("CastOptions", {"InDataType": ctx.tensor_type(ctx.input_dtype(0)),
-                                           "OutDataType": ctx.tensor_type(op.out_dtypes[0])}))
