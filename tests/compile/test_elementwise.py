@@ -7,12 +7,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import tractile
+from tests.tflite.builder import GraphBuilder
 from tractile.compile import generate
 from tractile.datum import DatumType
 from tractile.fact import TypedFact
 from tractile.ops.tfl.activation import Activation
-
-from tests.tflite.builder import GraphBuilder
 
 from .harness import assert_builds_without_warnings, check_against_interpreter, q, single_op_model
 

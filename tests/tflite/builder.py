@@ -1,9 +1,10 @@
 """Build small TFLite-op models by hand, and check them against the TFLite interpreter.
 
-``GraphBuilder`` wires TFLite ops (``tractile.ops.tfl``) into a TypedModel, filling each
-op's input quantization from its input facts; ``check_model`` writes the model with
-tractile's writer, loads the file in both tractile and the TFLite interpreter (reference
-kernels), and asserts that the three agree on every input set.
+``GraphBuilder`` wires the core ops TFLite operators translate to into a TypedModel (through
+the front end's own translation helpers for operators that become several core ops, with
+:meth:`GraphBuilder.translate`); ``check_model`` writes the model with tractile's writer,
+loads the file in both tractile and the TFLite interpreter (reference kernels), and asserts
+that the three agree on every input set.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from tests.tflite.oracle import assert_float_close, reference_interpreter, run_r
 from tractile.datum import DatumType
 from tractile.fact import QParams, TypedFact
 from tractile.formats.tflite import load_tflite
+from tractile.formats.tflite.registry import Translated
 from tractile.formats.tflite.writer import write_model
+from tractile.graph import OutletId
 from tractile.model import TypedModel
 from tractile.ops import binary as core_binary
 from tractile.ops.activations import Clip, Relu, Tanh
@@ -42,6 +45,28 @@ BINARY_KINDS = {"add": core_binary.Add, "sub": core_binary.Sub, "mul": core_bina
                 "minimum": core_binary.Min}
 
 
+class BuilderNode:
+    """What the front end's translation helpers see of an operator (``TflNode``'s wiring part)."""
+
+    def __init__(self, model: TypedModel, name: str):
+        self.model, self.name, self.where = model, name, f"node {name!r}"
+        self.constants = 0
+
+    def outlet(self, item):
+        if isinstance(item, OutletId):
+            return item
+        value, quant = item if isinstance(item, tuple) else (item, None)
+        self.constants += 1
+        return self.model.wire_node(f"{self.name}.c{self.constants}", Const(np.asarray(value), quant), [])[0]
+
+    def wire(self, suffix, op, inputs):
+        name = self.name if suffix is None else f"{self.name}.{suffix}"
+        return op.wire_typed(self.model, name, [self.outlet(i) for i in inputs])
+
+    def fact(self, item):
+        return self.model.outlet_fact(self.outlet(item))
+
+
 class GraphBuilder:
     """Wire TFLite ops into a TypedModel (one per subgraph)."""
 
@@ -64,7 +89,7 @@ class GraphBuilder:
             out_dtype = tuple(out_dtype) if isinstance(out_dtype, (list, tuple)) else (out_dtype,) * outputs
             op = dataclasses.replace(op, in_q=tuple(f.qparams for f in facts), out_q=out_q,
                                      out_dtypes=tuple(DatumType(d) if d is not None else None for d in out_dtype))
-        produced = self.model.wire_node(name, op, list(inputs))
+        produced = op.wire_typed(self.model, name, list(inputs))
         for index, outlet in enumerate(produced):
             self.model.outlet_labels[outlet] = name if len(produced) == 1 else f"{name}:{index}"
         return produced[0] if len(produced) == 1 else produced
@@ -84,6 +109,17 @@ class GraphBuilder:
         else:
             act = {"RELU": Relu(), "RELU6": Clip(0.0, 6.0), "RELU_N1_TO_1": Clip(-1.0, 1.0), "TANH": Tanh()}[activation]
         return self.op(name, act, [y])
+
+    def translate(self, name: str, translation, *args):
+        """Wire what ``translation(node, *args)`` (a front-end helper) gives: its outputs, or a
+        :class:`Translated` op and inputs."""
+        node = BuilderNode(self.model, name)
+        result = translation(node, *args)
+        if isinstance(result, Translated):
+            result = result.op.wire_typed(self.model, name, [node.outlet(i) for i in result.slots])
+        for index, outlet in enumerate(result):
+            self.model.outlet_labels[outlet] = name if len(result) == 1 else f"{name}:{index}"
+        return result[0] if len(result) == 1 else result
 
     def outputs(self, *outlets) -> TypedModel:
         self.model.outputs = list(outlets)

@@ -3,14 +3,11 @@ from __future__ import annotations
 
 from ...ops.cast import Identity
 from ...ops.shape import Flatten, Reshape, Squeeze, Unsqueeze
-from ...ops.tfl.shape import ExpandDims as TflExpandDims
-from ...ops.tfl.shape import Reshape as TflReshape
-from ...ops.tfl.shape import Squeeze as TflSqueeze
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 
 
-@emitter(Reshape, Flatten, Squeeze, Unsqueeze, Identity, TflReshape, TflSqueeze, TflExpandDims)
+@emitter(Reshape, Flatten, Squeeze, Unsqueeze, Identity)
 def reshape(e: Emit) -> None:
     x, y = e.input(0), e.output(0)
     if x.dtype != y.dtype or x.qparams != y.qparams:

@@ -1,2 +1,15 @@
 """TFLite operator translations, one module per family (imported here to register them)."""
-from . import array, control, conv, dense, elementwise, recurrent, resize, resource, shape, softmax  # noqa: F401
+from . import (  # noqa: F401
+    array,
+    control,
+    conv,
+    dense,
+    elementwise,
+    layout,
+    recurrent,
+    resize,
+    resource,
+    shape,
+    slicing,
+    softmax,  # noqa: F401
+)
