@@ -126,3 +126,31 @@ def test_onnx_moves_build_warning_free(tmp_path):
         outputs = [vi("y", F, None)] + ([vi("y2", F, None)] if count == 2 else [])
         source = generate(tractile.load(onnx_model(nodes, inputs, outputs, inits)), name=case)
         assert_builds_without_warnings(source, tmp_path / case)
+
+
+def tflite_indexing_model(dtype: str):
+    """TFLite's indexing, tiling, broadcasting, mirror padding, reversal and nearest resizing."""
+    from tractile.formats.tflite.ops.resize import resize_op
+    from tractile.formats.tflite.ops.slicing import reverse_ops
+    from tractile.ops.indexing import DynamicUpdateSlice, GatherND
+    from tractile.ops.layout import Expand, Tile
+
+    g = GraphBuilder()
+    quant = q(0.05, -3) if dtype == "i8" else None
+    x = g.input("x", dtype, (1, 4, 5, 3), quant)
+    u = g.input("u", dtype, (1, 2, 2, 3), quant)
+    picked = g.op("picked", GatherND(), [x, g.const("at", [[0, 3], [0, 1], [0, 0]], "i32")])
+    tiled = g.op("tiled", Tile(), [u, g.const("times", [1, 2, 1, 3], "i32")])
+    wide = g.op("wide", Expand(), [u, g.const("shape", [2, 2, 2, 3], "i32")])
+    mirrored = g.translate("mirrored", pad_ops, x, np.array(((0, 0), (2, 1), (0, 3), (0, 0))), None, "reflect")
+    turned = g.translate("turned", reverse_ops, x, [1, 3])
+    updated = g.op("updated", DynamicUpdateSlice(), [x, u, g.const("starts", [0, 3, 1, 0], "i32")])
+    empty = g.const("empty", np.zeros(0, np.float32))
+    grown = g.op("grown", resize_op("nearest", False, True), [x, empty, empty, g.const("size", [7, 9], "i32")])
+    g.model.outputs = [picked, tiled, wide, mirrored, turned, updated, grown]
+    return g.model
+
+
+@pytest.mark.parametrize("dtype", ["i8", "f32"])
+def test_tflite_indexing_and_broadcasting_compile_bit_exact(dtype, compile_cache):
+    check_against_interpreter(tflite_indexing_model(dtype), compile_cache, runs=3, name=f"tfl_index_{dtype}")

@@ -388,3 +388,27 @@ class ConstantOfShape(Op):
 
     def attributes(self):
         return {"value": self.value.reshape(-1)[0].item(), "dtype": str(self.value.dtype)}
+
+
+@dataclass(frozen=True)
+class BroadcastShapes(Op):
+    """The NumPy broadcast of the shapes held by the (1-d integer) inputs, in their datum type
+    (TensorFlow's BroadcastArgs)."""
+
+    def output_facts(self, inputs):
+        if not inputs or any(f.dtype != inputs[0].dtype or not f.dtype.is_integer for f in inputs):
+            raise AnalysisError(f"BroadcastShapes takes 1-d shapes of one integer type, got {inputs}")
+        values = [shape_value(f, "a BroadcastShapes input") for f in inputs]
+        rank = max(f.shape[0] for f in inputs)
+        if any(v is None for v in values):
+            return [TypedFact(inputs[0].dtype, (rank,))]
+        from .binary import broadcast_shapes
+
+        return [value_fact(list(broadcast_shapes(*[tuple(v) for v in values])), inputs[0].dtype)]
+
+    def eval(self, inputs):
+        try:
+            shape = np.broadcast_shapes(*[tuple(int(d) for d in v.reshape(-1)) for v in inputs])
+        except ValueError:
+            raise RunError(f"cannot broadcast the shapes {[v.tolist() for v in inputs]}") from None
+        return [np.asarray(shape, dtype=inputs[0].dtype)]

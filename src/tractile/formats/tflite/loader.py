@@ -18,15 +18,23 @@ from ...errors import AnalysisError, ModelFormatError, TractileError, Unsupporte
 from ...fact import TypedFact
 from ...graph import OutletId
 from ...model import TypedModel
+from ...ops.array import Concat, Pad, Slice, Split, Transpose
 from ...ops.control import Body
+from ...ops.indexing import DynamicUpdateSlice, Gather, GatherND
 from ...ops.io import Const
+from ...ops.layout import DepthToSpace, Expand, SpaceToDepth, Tile
 from ...ops.quantized.common import QUANTIZED
+from ...ops.relabel import SetQuantization
 from ...ops.resource import OWN_OUTPUTS, Program, VarHandle, effectful, real_outputs
+from ...ops.shape import Reshape, Squeeze, Unsqueeze
 from ...ops.tfl.common import TflOp
 from .reader import ACCESS_ERRORS, ModelInfo, buffer_value, read_model
 from .registry import REGISTRY, TflNode, Translated
 
 FLAVOURS = ("reference", "micro")
+#: the core ops that only move values
+MOVES = (Concat, Pad, Slice, Split, Transpose, DynamicUpdateSlice, Gather, GatherND, DepthToSpace, Expand,
+         SpaceToDepth, Tile, Reshape, Squeeze, Unsqueeze)
 
 
 def load_tflite(source, flavour: str = "reference") -> TypedModel:
@@ -251,11 +259,21 @@ class TfliteLoader:
                 raise ModelFormatError(f"{node.where}: output {tensor.name!r} has shape {list(tensor.shape)} in "
                                        f"the file but the op computes {fact}")
             if not isinstance(op, TflOp) and tensor.quant is not None and tensor.dtype in QUANTIZED \
+                    and fact.qparams != tensor.quant and _moves(model, outlet):
+                outlet = model.wire_node(f"{tensor.name}.quantization", SetQuantization(tensor.quant), [outlet])[0]
+                fact = model.outlet_fact(outlet)
+            if not isinstance(op, TflOp) and tensor.quant is not None and tensor.dtype in QUANTIZED \
                     and fact.qparams != tensor.quant:
                 raise ModelFormatError(f"{node.where}: output {tensor.name!r} is quantized as {tensor.quant} in "
                                        f"the file but the op computes {fact}")
             outlets[tensor_index] = outlet
             model.outlet_labels[outlet] = tensor.name
+
+
+def _moves(model, outlet: OutletId) -> bool:
+    """Whether ``outlet`` comes from an op that only moves values (TFLite's kernels copy them
+    raw, whatever quantization the file gives the output)."""
+    return isinstance(model.nodes[outlet.node].op, MOVES)
 
 
 def program_model(body: TypedModel) -> TypedModel:

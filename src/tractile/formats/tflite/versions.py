@@ -53,8 +53,17 @@ def _by_type(sig: Signature, table: list, default: int = 1, slot: int = 0) -> in
     return default
 
 
+#: the highest versions LiteRT's reference op resolver (``BUILTIN_REF``) registers where they are
+#: below the converter's rule (their kernels take every type of the higher versions)
+_REFERENCE_MAX = {"DEPTH_TO_SPACE": 1, "TILE": 2}
+
+
 def operator_version(sig: Signature) -> int:
     """The version to write for an operator of this signature."""
+    return min(_rule_version(sig), _REFERENCE_MAX.get(sig.opcode, 99))
+
+
+def _rule_version(sig: Signature) -> int:
     name, x = sig.opcode, sig.input(0)
     rule = _RULES.get(name)
     if rule is not None:

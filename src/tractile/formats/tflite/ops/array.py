@@ -138,7 +138,22 @@ def write_gather_nd(op: GatherND, ctx) -> OpSpec:
 tflite_op("TILE")(lambda node: Tile())
 tflite_writer(Tile)(lambda op, ctx: OpSpec("TILE", ("TileOptions", {})))
 tflite_op("BROADCAST_TO")(lambda node: Expand())
-tflite_writer(Expand)(lambda op, ctx: OpSpec("BROADCAST_TO", ("BroadcastToOptions", {})))
+
+
+@tflite_writer(Expand)
+def write_broadcast_to(op: Expand, ctx) -> OpSpec:
+    """BROADCAST_TO gives the target shape: a core Expand that broadcasts both ways is written
+    with its output shape as target."""
+    out, target = ctx.output_fact(0), ctx.input_fact(1).konst
+    if target is not None and tuple(int(d) for d in target.reshape(-1)) == tuple(out.shape):
+        return OpSpec("BROADCAST_TO", ("BroadcastToOptions", {}))
+    if target is None and ctx.input_fact(1).shape[0] == out.rank and out.rank >= ctx.input_fact(0).rank and \
+            all(d in (1, o) for d, o in zip(ctx.input_fact(0).shape[::-1], out.shape[::-1])):
+        return OpSpec("BROADCAST_TO", ("BroadcastToOptions", {}))
+    if not all(isinstance(d, int) for d in out.shape):
+        raise ModelFormatError(f"node {ctx.node.name!r}: TFLite's BROADCAST_TO needs the output shape")
+    return OpSpec("BROADCAST_TO", ("BroadcastToOptions", {}), [0, ctx.const(np.asarray(out.shape, np.int32), "shape")])
+
 tflite_op("FILL")(lambda node: Translated(Expand(), [1, 0]))
 tflite_op("DYNAMIC_UPDATE_SLICE")(lambda node: DynamicUpdateSlice())
 tflite_writer(DynamicUpdateSlice)(lambda op, ctx: OpSpec("DYNAMIC_UPDATE_SLICE", ("DynamicUpdateSliceOptions", {})))

@@ -11,7 +11,8 @@ from ....errors import ModelFormatError
 from ....ops.array import Concat, Split, Transpose
 from ....ops.axes import resolve_axis
 from ....ops.layout import Expand
-from ....ops.shape import ConstantOfShape, Flatten, Reshape, Shape, Squeeze, Unsqueeze
+from ....ops.relabel import SetQuantization
+from ....ops.shape import BroadcastShapes, ConstantOfShape, Flatten, Reshape, Shape, Squeeze, Unsqueeze
 from ....ops.tfl.quantize import Cast, Dequantize, Quantize
 from ..registry import OpSpec, TflNode, Translated, tflite_op, tflite_writer
 
@@ -41,8 +42,9 @@ def _written_shape(ctx) -> list:
     return dims
 
 
-@tflite_writer(Reshape, Flatten)
+@tflite_writer(Reshape, Flatten, SetQuantization)
 def write_reshape(op, ctx) -> OpSpec:
+    """RESHAPE (also for a change of quantization alone: TFLite's RESHAPE copies raw values)."""
     dims = _written_shape(ctx)
     shape = ctx.const(np.asarray(dims, dtype=np.int32), "shape")
     return OpSpec("RESHAPE", ("ReshapeOptions", {"NewShape": dims}), [0, shape])
@@ -177,19 +179,18 @@ def write_shape(op: Shape, ctx) -> OpSpec:
     return OpSpec("SHAPE", ("ShapeOptions", {"OutType": ctx.tensor_type(op.dtype)}))
 
 
-@tflite_op("ZEROS_LIKE")
-def zeros_like(node: TflNode):
-    fact = node.fact(0)
-    dims = node.wire("shape", Shape(), [0])
-    return Translated(Expand(), [(np.zeros((), fact.dtype.np), fact.qparams), *dims])
+def zeros_like_ops(node, x) -> list:
+    """Zeros of the type, quantization and shape of ``x`` (a zero broadcast to its shape)."""
+    fact = node.fact(x)
+    dims = node.wire("shape", Shape(), [x])
+    return node.wire(None, Expand(), [(np.zeros((), fact.dtype.np), fact.qparams), *dims])
 
 
-@tflite_op("BROADCAST_ARGS")
-def broadcast_args(node: TflNode):
-    """The broadcast of two shapes: the shape of zeros of the first shape expanded by the second."""
-    zeros = node.wire("zeros", ConstantOfShape(np.zeros(1, np.bool_)), [0])
-    expanded = node.wire("expanded", Expand(), zeros + [1])
-    return node.wire(None, Shape(dtype=node.output().dtype), expanded)
+tflite_op("ZEROS_LIKE")(lambda node: zeros_like_ops(node, 0))
+
+
+tflite_op("BROADCAST_ARGS")(lambda node: BroadcastShapes())
+tflite_writer(BroadcastShapes)(lambda op, ctx: OpSpec("BROADCAST_ARGS"))
 
 
 @tflite_op("QUANTIZE")
