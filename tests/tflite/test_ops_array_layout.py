@@ -184,3 +184,27 @@ def test_a_move_whose_output_is_quantized_differently_copies_raw_values():
     outputs = check_model(model, sets)
     np.testing.assert_array_equal(outputs[0][0], sets[0][0][:, ::-1])
     assert load_tflite(write_model(model)).output_fact(0).qparams == q(0.02, -7)
+
+
+def test_per_axis_quantization_follows_its_axis_through_moves():
+    from tests.tflite.builder import qc
+
+    g = GraphBuilder()
+    weights = g.const("w", RNG.integers(-127, 128, (2, 3, 4)), "i8", qc([0.1, 0.2, 0.3], axis=1))
+    turned = g.op("turned", Transpose((2, 0, 1)), [weights])
+    flat = g.op("flat", Reshape(), [turned, g.const("s", [4, 2, 3, 1], "i64")])
+    moved = g.op("moved", Squeeze(), [flat, g.const("a", [3], "i64")])
+    sliced = g.op("cut", Split(2, 3), [moved])
+    assert [g.model.outlet_fact(o).qparams.axis for o in (turned, flat, moved)] == [2, 2, 2]
+    assert g.model.outlet_fact(sliced[0]).qparams is None  # split along the quantized axis: scales unknown
+
+
+def test_bad_parameters_name_the_operator():
+    from tractile.errors import ModelFormatError
+
+    g = GraphBuilder()
+    x = g.input("x", "f32", (1, 5, 3))
+    with pytest.raises(ModelFormatError, match="'blocks'.*not multiples"):
+        g.translate("blocks", space_to_batch_ops, x, [2], np.array([[0, 0]]))
+    with pytest.raises(ModelFormatError, match="'padded'.*negative paddings"):
+        g.translate("padded", pad_ops, x, np.array([[0, 0], [-1, 0], [0, 0]]))
