@@ -8,8 +8,12 @@ from onnx import TensorProto, helper, numpy_helper
 import tractile
 from tractile.compile import generate
 from tractile.errors import RunError
-from tractile.ops.tfl import array as tfl
-from tractile.ops.tfl import shape as tfl_shape
+from tractile.formats.tflite.ops.array import pad_ops
+from tractile.formats.tflite.ops.layout import batch_to_space_ops, space_to_batch_ops
+from tractile.formats.tflite.ops.shape import pack_ops, unpack_ops
+from tractile.formats.tflite.ops.slicing import MASKS, slice_ops, strided_slice_ops
+from tractile.ops.array import Concat, Transpose
+from tractile.ops.layout import DepthToSpace, SpaceToDepth
 
 from ..tflite.builder import GraphBuilder
 from .harness import assert_builds_without_warnings, check_against_interpreter, q
@@ -88,19 +92,25 @@ def test_embedding_lookup_from_a_constant_table(compile_cache):
 
 
 def tflite_moves_model():
-    """Every TFLite move on int8 tensors sharing one quantization."""
+    """Every TFLite move on int8 tensors sharing one quantization, as the front end translates them."""
     g = GraphBuilder()
     quant = q(0.05, -3)
     x = g.input("x", "i8", (1, 4, 5, 3), quant)
     z = g.input("z", "i8", (1, 4, 2, 3), quant)
-    joined = g.op("joined", tfl.Concatenation(axis=2), [x, z], out_q=quant)
-    padded = g.op("padded", tfl.Pad(pads=((0, 0), (1, 2), (0, 1), (0, 0))), [joined], out_q=quant)
-    sliced = g.op("sliced", tfl.StridedSlice(begin=(0, 1, 6, 0), end=(1, 7, 0, 3), strides=(1, 2, -2, 1)),
-                  [padded], out_q=quant)
-    turned = g.op("turned", tfl_shape.Transpose(perm=(0, 3, 1, 2)), [sliced], out_q=quant)
-    parts = g.op("parts", tfl_shape.Unpack(num=3, axis=1), [turned], out_q=quant, outputs=3)
-    packed = g.op("packed", tfl_shape.Pack(axis=0), [parts[2], parts[0]], out_q=quant)
-    g.model.outputs = [packed, parts[1]]
+    joined = g.op("joined", Concat(2), [x, z])
+    padded = g.translate("padded", pad_ops, joined, np.array(((0, 0), (1, 2), (0, 1), (0, 0))))
+    masks = dict.fromkeys(MASKS, 0)
+    sliced = g.translate("sliced", strided_slice_ops, padded, (0, 1, 6, 0), (1, 7, 0, 3), (1, 2, -2, 1), masks)
+    turned = g.op("turned", Transpose((0, 3, 1, 2)), [sliced])
+    parts = g.translate("parts", unpack_ops, turned, 3, 1)
+    packed = g.translate("packed", pack_ops, [parts[2], parts[0]], 0)
+    blocks = g.translate("blocks", space_to_batch_ops, x, [2, 1], np.array(((1, 1), (0, 1))))
+    back = g.translate("back", batch_to_space_ops, blocks, [2, 1], np.array(((1, 1), (0, 1))))
+    deep = g.op("deep", SpaceToDepth(2, "DCR", "NHWC"), [g.translate("even", slice_ops, x, (0, 0, 0, 0),
+                                                                       (1, 4, 4, 3))])
+    wide = g.op("wide", DepthToSpace(2, "DCR", "NHWC"), [deep])
+    mirrored = g.translate("mirrored", pad_ops, x, np.array(((0, 0), (1, 2), (2, 0), (0, 0))), None, "symmetric")
+    g.model.outputs = [packed, parts[1], back, wide, mirrored]
     return g.model
 
 
@@ -116,3 +126,31 @@ def test_onnx_moves_build_warning_free(tmp_path):
         outputs = [vi("y", F, None)] + ([vi("y2", F, None)] if count == 2 else [])
         source = generate(tractile.load(onnx_model(nodes, inputs, outputs, inits)), name=case)
         assert_builds_without_warnings(source, tmp_path / case)
+
+
+def tflite_indexing_model(dtype: str):
+    """TFLite's indexing, tiling, broadcasting, mirror padding, reversal and nearest resizing."""
+    from tractile.formats.tflite.ops.resize import resize_op
+    from tractile.formats.tflite.ops.slicing import reverse_ops
+    from tractile.ops.indexing import DynamicUpdateSlice, GatherND
+    from tractile.ops.layout import Expand, Tile
+
+    g = GraphBuilder()
+    quant = q(0.05, -3) if dtype == "i8" else None
+    x = g.input("x", dtype, (1, 4, 5, 3), quant)
+    u = g.input("u", dtype, (1, 2, 2, 3), quant)
+    picked = g.op("picked", GatherND(), [x, g.const("at", [[0, 3], [0, 1], [0, 0]], "i32")])
+    tiled = g.op("tiled", Tile(), [u, g.const("times", [1, 2, 1, 3], "i32")])
+    wide = g.op("wide", Expand(), [u, g.const("shape", [2, 2, 2, 3], "i32")])
+    mirrored = g.translate("mirrored", pad_ops, x, np.array(((0, 0), (2, 1), (0, 3), (0, 0))), None, "reflect")
+    turned = g.translate("turned", reverse_ops, x, [1, 3])
+    updated = g.op("updated", DynamicUpdateSlice(), [x, u, g.const("starts", [0, 3, 1, 0], "i32")])
+    empty = g.const("empty", np.zeros(0, np.float32))
+    grown = g.op("grown", resize_op("nearest", False, True), [x, empty, empty, g.const("size", [7, 9], "i32")])
+    g.model.outputs = [picked, tiled, wide, mirrored, turned, updated, grown]
+    return g.model
+
+
+@pytest.mark.parametrize("dtype", ["i8", "f32"])
+def test_tflite_indexing_and_broadcasting_compile_bit_exact(dtype, compile_cache):
+    check_against_interpreter(tflite_indexing_model(dtype), compile_cache, runs=3, name=f"tfl_index_{dtype}")

@@ -259,14 +259,14 @@ def mnist_lstm(kind: str, upto: str = "Softmax") -> TypedModel:
     return model.compact()
 
 
-@pytest.mark.parametrize("upto", ["TflReshape", "Softmax"])
+@pytest.mark.parametrize("upto", ["Reshape", "Softmax"])
 def test_mnist_lstm_float(upto, compile_cache, tmp_path):
     """The LSTM's sequence output within 1e-5 (relative; 1e-6 absolute), and the logits after the
     560-input dense layer within 1e-5 of their magnitude (~12: cancellation in the sums)."""
     model = mnist_lstm("float", upto)
     rng = np.random.default_rng(7)
     inputs = [[rng.random((1, 28, 28), dtype=np.float32)] for _ in range(50)]
-    atol = 1e-6 if upto == "TflReshape" else 1.2e-4
+    atol = 1e-6 if upto == "Reshape" else 1.2e-4
     cm = check_against_interpreter(model, compile_cache, inputs=inputs, stateful=True, atol=atol,
                                    name=f"mnist_lstm_float_{upto}")
     assert cm.report["state_bytes"] == 2 * 20 * 4

@@ -12,8 +12,8 @@ from tractile.compile import generate, prepare
 from tractile.compile.budget import fit_ram_budget, planned_ram
 from tractile.compile.budget_search import memory_order, row_runs
 from tractile.compile.rows import Region, schedule_region
+from tractile.ops.array import Concat
 from tractile.ops.binary import Add
-from tractile.ops.tfl.array import Concatenation
 
 from ..conftest import shared_model
 from ..tflite.builder import GraphBuilder, Window2D, qc
@@ -50,7 +50,7 @@ def residual_net(dtype: str, second_output: bool = False):
     r = g.binary("residual", "add", [x0, b], act_q(-20))
     c1 = conv(r, "conv", (5, 3, 3, 8), Window2D("SAME", 2, 2), -6)
     c2 = conv(r, "conv", (4, 1, 1, 8), Window2D("SAME", 2, 2), -6)
-    joined = g.op("joined", Concatenation(axis=3), [c1, c2], out_q=act_q(-6))
+    joined = g.op("joined", Concat(axis=3), [c1, c2])
     pooled = g.pool("pooled", "max", joined, Window2D("SAME", 1, 1), 2, 2)
     average = g.pool("average", "average", pooled, Window2D("VALID", 1, 1), 7, 5, act_q(-6))
     return g.outputs(average, r) if second_output else g.outputs(average)

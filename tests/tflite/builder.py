@@ -1,9 +1,10 @@
 """Build small TFLite-op models by hand, and check them against the TFLite interpreter.
 
-``GraphBuilder`` wires TFLite ops (``tractile.ops.tfl``) into a TypedModel, filling each
-op's input quantization from its input facts; ``check_model`` writes the model with
-tractile's writer, loads the file in both tractile and the TFLite interpreter (reference
-kernels), and asserts that the three agree on every input set.
+``GraphBuilder`` wires the core ops TFLite operators translate to into a TypedModel (through
+the front end's own translation helpers for operators that become several core ops, with
+:meth:`GraphBuilder.translate`); ``check_model`` writes the model with tractile's writer,
+loads the file in both tractile and the TFLite interpreter (reference kernels), and asserts
+that the three agree on every input set.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from tractile.datum import DatumType
 from tractile.fact import QParams, TypedFact
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.ops.conv import transpose_window
+from tractile.formats.tflite.registry import Translated
 from tractile.formats.tflite.writer import write_model
+from tractile.graph import OutletId
 from tractile.model import TypedModel
 from tractile.ops import binary as core_binary
 from tractile.ops.activations import Clip, HardSwish, LeakyRelu, Relu, Sigmoid, Tanh
@@ -28,7 +31,6 @@ from tractile.ops.pool import AveragePool, LpPool, MaxPool
 from tractile.ops.quantized.common import activation_range
 from tractile.ops.shape import Flatten
 from tractile.ops.smooth import Elu, Gelu
-from tractile.ops.tfl.common import TflOp
 from tractile.ops.window import Window
 
 
@@ -81,6 +83,28 @@ class Window2D:
 POOL_KINDS = {"average": AveragePool, "max": MaxPool, "l2": LpPool}
 
 
+class BuilderNode:
+    """What the front end's translation helpers see of an operator (``TflNode``'s wiring part)."""
+
+    def __init__(self, model: TypedModel, name: str):
+        self.model, self.name, self.where = model, name, f"node {name!r}"
+        self.constants = 0
+
+    def outlet(self, item):
+        if isinstance(item, OutletId):
+            return item
+        value, quant = item if isinstance(item, tuple) else (item, None)
+        self.constants += 1
+        return self.model.wire_node(f"{self.name}.c{self.constants}", Const(np.asarray(value), quant), [])[0]
+
+    def wire(self, suffix, op, inputs):
+        name = self.name if suffix is None else f"{self.name}.{suffix}"
+        return op.wire_typed(self.model, name, [self.outlet(i) for i in inputs])
+
+    def fact(self, item):
+        return self.model.outlet_fact(self.outlet(item))
+
+
 class GraphBuilder:
     """Wire TFLite ops into a TypedModel (one per subgraph)."""
 
@@ -95,15 +119,9 @@ class GraphBuilder:
         value = np.asarray(value, dtype=DatumType(dtype).np if dtype is not None else None)
         return self.model.wire_node(name, Const(value, quant), [])[0]
 
-    def op(self, name: str, op, inputs, out_q=None, out_dtype=None, outputs: int = 1):
-        """Wire ``op``: ``out_q`` (one QParams or a list) and ``out_dtype`` describe its outputs."""
-        facts = [self.model.outlet_fact(i) for i in inputs]
-        if isinstance(op, TflOp):
-            out_q = tuple(out_q) if isinstance(out_q, (list, tuple)) else (out_q,) * outputs
-            out_dtype = tuple(out_dtype) if isinstance(out_dtype, (list, tuple)) else (out_dtype,) * outputs
-            op = dataclasses.replace(op, in_q=tuple(f.qparams for f in facts), out_q=out_q,
-                                     out_dtypes=tuple(DatumType(d) if d is not None else None for d in out_dtype))
-        produced = self.model.wire_node(name, op, list(inputs))
+    def op(self, name: str, op, inputs, outputs: int = 1):
+        """Wire the core ``op`` (its quantization is in its input facts and its ``quant``)."""
+        produced = op.wire_typed(self.model, name, list(inputs))
         for index, outlet in enumerate(produced):
             self.model.outlet_labels[outlet] = name if len(produced) == 1 else f"{name}:{index}"
         return produced[0] if len(produced) == 1 else produced
@@ -196,6 +214,16 @@ class GraphBuilder:
     def activation(self, name: str, kind: str, x, quant: QParams | None = None, alpha: float = 0.0):
         """The core op of TFLite activation ``kind`` (lower case) with the output quantization ``quant``."""
         return self.op(name, ACTIVATION_KINDS[kind](alpha, quant), [x])
+    def translate(self, name: str, translation, *args):
+        """Wire what ``translation(node, *args)`` (a front-end helper) gives: its outputs, or a
+        :class:`Translated` op and inputs."""
+        node = BuilderNode(self.model, name)
+        result = translation(node, *args)
+        if isinstance(result, Translated):
+            result = result.op.wire_typed(self.model, name, [node.outlet(i) for i in result.slots])
+        for index, outlet in enumerate(result):
+            self.model.outlet_labels[outlet] = name if len(result) == 1 else f"{name}:{index}"
+        return result[0] if len(result) == 1 else result
 
     def outputs(self, *outlets) -> TypedModel:
         self.model.outputs = list(outlets)

@@ -9,13 +9,16 @@ from tractile.datum import DatumType
 from tractile.errors import ModelFormatError
 from tractile.fact import TypedFact
 from tractile.formats.tflite import load_tflite
+from tractile.formats.tflite.ops.control import WHILE_SUBGRAPHS, if_op, while_translation
 from tractile.formats.tflite.writer import write_model
 from tractile.graph import InletId, OutletId
 from tractile.model import TypedModel
+from tractile.ops.array import Concat
 from tractile.ops.cast import Cast
+from tractile.ops.control import Body
+from tractile.ops.control_loop import Loop
 from tractile.ops.reduce import Reduce
-from tractile.ops.tfl.array import Concatenation
-from tractile.ops.tfl.control import If, While
+from tractile.runtime import plan as plans
 
 RNG = np.random.default_rng(23)
 
@@ -32,7 +35,7 @@ def if_model(then_branch, else_branch, dtype="f32", shape=(2, 3), quant=None, ou
     cond = g.input("cond", "bool", (1,))
     x = g.input("x", dtype, shape, quant)
     y = g.input("y", dtype, shape, quant)
-    result = g.op("if", If(then_branch=then_branch, else_branch=else_branch), [cond, x, y], outputs=outputs)
+    result = g.op("if", if_op(then_branch, else_branch, 2), [cond, x, y], outputs=outputs)
     return g.outputs(*(result if outputs > 1 else [result]))
 
 
@@ -57,7 +60,7 @@ def test_if_int8_branches():
 def test_if_branches_with_different_output_shapes():
     then = GraphBuilder("then")
     a, b = then.input("a", "f32", (2, 3)), then.input("b", "f32", (2, 3))
-    then = then.outputs(then.op("cat", Concatenation(axis=0), [a, b]))
+    then = then.outputs(then.op("cat", Concat(0), [a, b]))
     other = GraphBuilder("else")
     a, b = other.input("a", "f32", (2, 3)), other.input("b", "f32", (2, 3))
     other = other.outputs(other.op("sum", Reduce("sum", (0,), keepdims=True, noop_with_empty_axes=True), [a]))
@@ -84,12 +87,12 @@ def counting_loop(growing: bool = False):
     i, n, acc = loop_inputs(body)
     step = body.binary("step", "add", [i, body.const("one", np.array([1], np.int32))])
     if growing:
-        grown = body.op("grown", Concatenation(axis=0), [acc, acc])
+        grown = body.op("grown", Concat(0), [acc, acc])
     else:
         grown = body.binary("grown", "mul", [acc, body.const("factor", np.array([2.0, 0.5], np.float32))])
     body = body.outputs(step, n, grown)
     g = GraphBuilder()
-    outputs = g.op("loop", While(cond=cond, body=body), list(loop_inputs(g)), outputs=3)
+    outputs = g.translate("loop", while_translation, cond, body, list(loop_inputs(g)))
     return g.outputs(*outputs)
 
 
@@ -111,16 +114,18 @@ def test_while_with_a_growing_loop_variable():
     assert [o[2].shape for o in outputs] == [(1,), (2,), (32,)]
 
 
-def test_while_plans_its_subgraphs_once_per_state():
+def test_while_plans_its_subgraphs_once_per_state(monkeypatch):
     model = counting_loop(growing=True).into_optimized()
+    built = []
+    original = plans.SimplePlan.__init__
+    monkeypatch.setattr(plans.SimplePlan, "__init__", lambda self, *a, **k: built.append(1) or original(self, *a, **k))
     state = model.state()
     inputs = [np.array([0], np.int32), np.array([6], np.int32), np.ones(1, np.float32)]
     state.run(inputs)
-    loop_state = next(iter(state.op_states.values()))
-    runners = loop_state.runners
-    body_plan = runners[2].state.plan
+    assert len(built) == 2  # the model's plan and the loop body's
     state.run(inputs)
-    assert loop_state.runners is runners and runners[2].state.plan is body_plan
+    state.run([inputs[0], np.array([3], np.int32), np.ones(1, np.float32)])
+    assert len(built) == 2
 
 
 def test_while_inside_if():
@@ -133,7 +138,7 @@ def test_while_inside_if():
     g = GraphBuilder()
     cond = g.input("cond", "bool", (1,))
     i, n, acc = g.input("i", "i32", (1,)), g.input("n", "i32", (1,)), g.input("acc", "f32", (2,))
-    outputs = g.op("if", If(then_branch=then, else_branch=other), [cond, i, n, acc], outputs=3)
+    outputs = g.op("if", if_op(then, other, 3), [cond, i, n, acc], outputs=3)
     model = g.outputs(*outputs)
     sets = [[np.array([flag]), np.array([0], np.int32), np.array([3], np.int32),
              RNG.standard_normal(2).astype(np.float32)] for flag in (True, False)]
@@ -143,8 +148,12 @@ def test_while_inside_if():
 def _untyped_loop(model, body):
     """A model whose only node is a WHILE over ``body``, wired without typing it."""
     x = model.add_source("x", TypedFact(DatumType.F32, (2,)))
-    node = model.add_node("loop", While(cond=body, body=body), [TypedFact(DatumType.F32, (2,))])
+    held = TypedModel()
+    held.properties[WHILE_SUBGRAPHS] = (body, body)
+    loop = Loop(Body(held, "the WHILE body"), 1, has_trip_count=False, has_condition=True)
+    node = model.add_node("loop", loop, [TypedFact(DatumType.F32, (2,))])
     model.add_edge(x, InletId(node, 0))
+    model.add_edge(x, InletId(node, 1))
     model.outputs = [OutletId(node, 0)]
     return model
 

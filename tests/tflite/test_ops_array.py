@@ -5,17 +5,20 @@ import numpy as np
 import pytest
 
 from tests.tflite.builder import GraphBuilder, check_model, q, random_values
-from tractile.ops.tfl.array import Concatenation, Gather, Pad, Slice, StridedSlice
+from tractile.formats.tflite.ops.array import pad_ops
+from tractile.formats.tflite.ops.slicing import MASKS, slice_ops, strided_slice_ops
+from tractile.ops.array import Concat
+from tractile.ops.indexing import Gather
 
 RNG = np.random.default_rng(21)
 INT8_Q = q(0.1, 3)
 
 
-def single_op(op, dtype: str, shape, in_q=None, out_q=None, extra=()):
+def single_op(op, dtype: str, shape, in_q=None, extra=()):
     g = GraphBuilder()
     x = g.input("x", dtype, shape, in_q)
     inputs = [x] + [make(g) for make in extra]
-    return g.outputs(g.op("y", op, inputs, out_q=out_q))
+    return g.outputs(g.op("y", op, inputs))
 
 
 def random_sets(model, count: int = 4):
@@ -33,7 +36,9 @@ def test_concatenation(dtype, quants, out_q, axis):
     g = GraphBuilder()
     shapes = [(2, 3, 4), (2, 5, 4), (2, 1, 4)] if axis == 1 else [(2, 3, 4), (2, 3, 1), (2, 3, 6)]
     inputs = [g.input(f"x{i}", dtype, shape, quant) for i, (shape, quant) in enumerate(zip(shapes, quants))]
-    model = g.outputs(g.op("y", Concatenation(axis=axis), inputs, out_q=out_q))
+    rescaled = out_q is not None and any(quant != out_q for quant in quants)
+    model = g.outputs(g.op("y", Concat(axis, quant=out_q if rescaled else None), inputs))
+    assert model.output_fact(0).qparams == out_q
     check_model(model, random_sets(model))
 
 
@@ -43,13 +48,18 @@ PADS = ((0, 1), (2, 0), (1, 3))
 @pytest.mark.parametrize("dtype,quant", [("i8", INT8_Q), ("f32", None), ("u8", q(0.1, 128)), ("i16", q(0.01))])
 @pytest.mark.parametrize("with_value", [False, True])
 def test_pad_and_padv2(dtype, quant, with_value):
-    extra = ()
+    g = GraphBuilder()
+    x = g.input("x", dtype, (2, 3, 4), quant)
+    value = None
     if with_value:
         value = np.array(2.5, np.float32) if dtype == "f32" else np.array(-100 if dtype != "u8" else 7)
-        extra = (lambda g: g.const("value", value, dtype, quant),)
-    model = single_op(Pad(pads=PADS, has_value=with_value), dtype, (2, 3, 4), quant, quant, extra)
+        value = g.const("value", value, dtype, quant)
+    model = g.outputs(g.translate("y", pad_ops, x, np.array(PADS), value))
+    assert model.output_fact(0).qparams == quant
     out = check_model(model, random_sets(model))[0][0]
     assert out.shape == (3, 5, 8)
+    if not with_value:
+        assert (out[2] == (quant.zero_point[0] if quant else 0)).all()
 
 
 STRIDED = [
@@ -70,7 +80,12 @@ STRIDED = [
 @pytest.mark.parametrize("dtype", ["i8", "f32"])
 def test_strided_slice(case, dtype):
     quant = INT8_Q if dtype == "i8" else None
-    model = single_op(StridedSlice(**STRIDED[case]), dtype, (4, 5, 6), quant, quant)
+    spec = dict(STRIDED[case])
+    masks = {name: spec.pop(name, 0) for name in MASKS}
+    g = GraphBuilder()
+    x = g.input("x", dtype, (4, 5, 6), quant)
+    model = g.outputs(g.translate("y", strided_slice_ops, x, spec["begin"], spec["end"], spec["strides"], masks,
+                                  spec.get("offset", False)))
     check_model(model, random_sets(model, 2))
 
 
@@ -78,7 +93,8 @@ def test_strided_slice(case, dtype):
 @pytest.mark.parametrize("dtype", ["i8", "f32"])
 def test_slice(begin, size, dtype):
     quant = INT8_Q if dtype == "i8" else None
-    model = single_op(Slice(begin=begin, size=size), dtype, (4, 5, 6), quant, quant)
+    g = GraphBuilder()
+    model = g.outputs(g.translate("y", slice_ops, g.input("x", dtype, (4, 5, 6), quant), begin, size))
     check_model(model, random_sets(model, 2))
 
 
@@ -90,6 +106,7 @@ def test_gather(axis, batch_dims, indices_shape, indices_dtype, dtype):
     size = (4, 5, 6)[axis]
     indices = lambda g: g.const("indices", RNG.integers(0, size, indices_shape), indices_dtype)  # noqa: E731
     model = single_op(Gather(axis=axis, batch_dims=batch_dims), dtype, (4, 5, 6), quant, quant, (indices,))
+    assert model.output_fact(0).qparams == quant
     check_model(model, random_sets(model, 2))
 
 

@@ -16,7 +16,7 @@ from tests.tflite.builder import (
 )
 from tractile.datum import DatumType
 from tractile.fact import TypedFact
-from tractile.ops.tfl.resize import Resize
+from tractile.formats.tflite.ops.resize import resize_op
 
 RNG = np.random.default_rng(22)
 #: per-channel scale ratios s_in * s_w / s_out of 1/2, 3/2, 5/2...: odd accumulators fall on ties
@@ -142,20 +142,27 @@ def test_resize(kind, dtype, size, align, half):
     quant = None if dtype == "f32" else q(0.1, {"i8": 3, "u8": 128, "i16": 0}[dtype])
     g = GraphBuilder()
     x = g.input("x", dtype, (2, 4, 5, 3), quant)
-    op = Resize(kind=kind, size=size, align_corners=align, half_pixel_centers=half)
-    model = g.outputs(g.op("y", op, [x], out_q=quant))
+    op = resize_op("linear" if kind == "bilinear" else "nearest", align, half)
+    model = g.outputs(g.op("y", op, [x, *_resize_inputs(g, size)]))
+    assert model.output_fact(0).qparams == quant
     check_model(model, [[random_values(model.input_fact(0), RNG)] for _ in range(2)])
+
+
+def _resize_inputs(g, size):
+    empty = g.const("empty", np.zeros(0, np.float32))
+    return [empty, empty, g.const("size", np.asarray(size, np.int32))]
 
 
 def test_int8_bilinear_upsampling_rounds_ties():
     g = GraphBuilder()
     x = g.input("x", "i8", (1, 2, 16, 16), q(0.1))
-    model = g.outputs(g.op("y", Resize(kind="bilinear", size=(4, 32), half_pixel_centers=True), [x], out_q=q(0.1)))
+    model = g.outputs(g.op("y", resize_op("linear", False, True), [x, *_resize_inputs(g, (4, 32))]))
     values = np.random.default_rng(24).integers(-128, 128, (1, 2, 16, 16)).astype(np.int8)
     values[:, :, 0:4], values[:, :, 4:8] = 127, -128
     out = check_model(model, [[values], [values[:, ::-1].copy()]])[0][0]
     # the weights are 1/16, 3/16, 9/16: the exact interpolation (a float one) has halves
-    exact = Resize(kind="bilinear", size=(4, 32), half_pixel_centers=True).eval([values.astype(np.float32)])[0]
+    empty = np.zeros(0, np.float32)
+    exact = resize_op("linear", False, True).eval([values.astype(np.float32), empty, empty, np.array([4, 32])])[0]
     assert_ties(exact)
     assert_saturates(out, -128, 127)
 

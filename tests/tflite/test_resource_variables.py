@@ -8,8 +8,10 @@ from tests.tflite.builder import GraphBuilder, check_model
 from tractile.errors import RunError
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.loader import program_model
+from tractile.formats.tflite.ops.control import while_translation
 from tractile.formats.tflite.writer import write_model
-from tractile.ops.tfl.resource import AssignVariable, CallOnce, ReadVariable, VarHandle
+from tractile.ops.control import Body
+from tractile.ops.resource import AssignVariable, CallOnce, ReadVariable, VarHandle
 
 
 def accumulator(initial=(1.0, 2.0, 3.0)):
@@ -21,9 +23,9 @@ def accumulator(initial=(1.0, 2.0, 3.0)):
     init.properties["tflite_outputs"] = 0
     g = GraphBuilder()
     x = g.input("x", "f32", (3,))
-    once = g.op("once", CallOnce(init=init), [])
+    once = g.op("once", CallOnce(init=Body(init, "init")), [])
     handle = g.op("handle", VarHandle(shared_name="acc"), [])
-    value = g.op("read", ReadVariable(shape=(3,), ordered=True), [handle, once], out_dtype="f32")
+    value = g.op("read", ReadVariable(shape=(3,), ordered=True), [handle, once])
     total = g.binary("total", "add", [value, x])
     stored = g.op("store", AssignVariable(ordered=True), [handle, total, value])
     main = g.outputs(total, stored)
@@ -53,7 +55,7 @@ def test_reading_a_variable_never_assigned_is_a_run_error():
     g = GraphBuilder()
     x = g.input("x", "f32", (3,))
     handle = g.op("handle", VarHandle(shared_name="nothing"), [])
-    value = g.op("read", ReadVariable(shape=(3,)), [handle], out_dtype="f32")
+    value = g.op("read", ReadVariable(shape=(3,)), [handle])
     model = program_model(g.outputs(g.binary("y", "add", [value, x])))
     with pytest.raises(RunError, match="before anything was assigned"):
         model.into_optimized().run([np.ones(3, np.float32)])
@@ -62,7 +64,6 @@ def test_reading_a_variable_never_assigned_is_a_run_error():
 def test_a_while_body_updates_a_variable():
     from tractile.datum import DatumType
     from tractile.ops.cast import Cast
-    from tractile.ops.tfl.control import While
 
     init = GraphBuilder("init")
     handle = init.op("handle", VarHandle(shared_name="count"), [])
@@ -74,7 +75,7 @@ def test_a_while_body_updates_a_variable():
     body = GraphBuilder("body")
     i, n = body.input("i", "i32", (1,)), body.input("n", "i32", (1,))
     handle = body.op("handle", VarHandle(shared_name="count"), [])
-    value = body.op("read", ReadVariable(shape=(2,)), [handle], out_dtype="f32")
+    value = body.op("read", ReadVariable(shape=(2,)), [handle])
     step = body.binary("step", "add", [value, body.const("inc", np.array([1.0, 0.5], np.float32))])
     stored = body.op("store", AssignVariable(ordered=True), [handle, step, value])
     after = body.binary("next", "add", [i, body.const("one", np.array([1], np.int32))])
@@ -82,10 +83,10 @@ def test_a_while_body_updates_a_variable():
     body.properties["tflite_outputs"] = 2
     g = GraphBuilder()
     i, n = g.input("i", "i32", (1,)), g.input("n", "i32", (1,))
-    once = g.op("once", CallOnce(init=init), [])
-    loop = g.op("loop", While(cond=cond, body=body, ordered=True), [i, n, once], outputs=2)
+    once = g.op("once", CallOnce(init=Body(init, "init")), [])
+    loop = g.translate("loop", lambda node, *items: while_translation(node, cond, body, list(items), once), i, n)
     handle = g.op("handle", VarHandle(shared_name="count"), [])
-    value = g.op("read", ReadVariable(shape=(2,), ordered=True), [handle, loop[0]], out_dtype="f32")
+    value = g.op("read", ReadVariable(shape=(2,), ordered=True), [handle, loop[-1]])
     main = g.outputs(value, loop[0], value)
     main.properties["tflite_outputs"] = 2
     model = program_model(main)

@@ -57,14 +57,14 @@ def test_writing_an_op_tflite_lacks_names_the_node():
 
 def test_a_folded_quantized_constant_is_written_with_its_consumers_quantization():
     from tests.tflite.builder import GraphBuilder, check_model, q
-    from tractile.ops.tfl.shape import Reshape
+    from tractile.ops.shape import Reshape
 
     g = GraphBuilder()
     x = g.input("x", "i8", (2, 6), q(0.05, 3))
     constant = g.const("c", np.arange(-60, 60, 10).reshape(3, 4), "i8", q(0.02, 1))
-    reshaped = g.op("r", Reshape((2, 6)), [constant], out_q=q(0.02, 1))
+    reshaped = g.op("r", Reshape(), [constant, g.const("shape", [2, 6], "i64")])
     model = g.outputs(g.binary("y", "add", [x, reshaped], q(0.1)))
     optimized = model.into_optimized()
-    assert [n.op.name for n in optimized.nodes].count("TflReshape") == 0
+    assert [n.op.name for n in optimized.nodes].count("Reshape") == 0
     rng = np.random.default_rng(12)
     check_model(optimized, [random_inputs(optimized.input_facts, rng) for _ in range(3)])

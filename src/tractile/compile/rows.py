@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 
 from ..graph import Node, OutletId
 from ..ops.activations import Activation
+from ..ops.array import Concat
 from ..ops.binary import Arithmetic
 from ..ops.conv import Conv
 from ..ops.conv_nhwc import kernel_dims
 from ..ops.pool import AveragePool, MaxPool
 from ..ops.pool_nhwc import tap_counts
-from ..ops.tfl.array import Concatenation
 
 
 @dataclass(frozen=True)
@@ -93,16 +93,16 @@ def row_geometry(model, node: Node) -> RowGeometry | None:
             return RowGeometry("reduce")
         begins, _, _ = op.window.concrete_pads(x[1:3])
         return RowGeometry("window", (0,), op.window.strides[0], 1, int(op.window.kernel[0]), begins[0])
-    if isinstance(op, (Arithmetic, Activation)) or isinstance(op, Concatenation) and op.axis in (3, -1):
+    if isinstance(op, (Arithmetic, Activation)) or isinstance(op, Concat) and op.axis in (3, -1) and op.quant is None:
         streamed = []
         for slot, outlet in enumerate(node.inputs):
             fact = model.outlet_fact(outlet)
             if fact.konst is not None:
-                if isinstance(op, Concatenation) or len(fact.shape) >= 3 and int(fact.shape[-3]) != 1:
+                if isinstance(op, Concat) or len(fact.shape) >= 3 and int(fact.shape[-3]) != 1:
                     return None
                 continue
             shape = _rows_shape(fact)
-            if shape is None or shape[:3] != out[:3] or shape != out and not isinstance(op, Concatenation):
+            if shape is None or shape[:3] != out[:3] or shape != out and not isinstance(op, Concat):
                 return None
             streamed.append(slot)
         return RowGeometry("rows", tuple(streamed)) if streamed else None

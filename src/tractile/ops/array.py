@@ -10,12 +10,13 @@ import numpy as np
 
 from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError
-from ..fact import TypedFact
+from ..fact import QParams, TypedFact
 from ..patch import ModelPatch
-from .axes import expect_integer, resolve_axes, resolve_axis, with_known_value
+from .axes import expect_integer, moved_qparams, resolve_axes, resolve_axis, same_qparams, with_known_value
 from .base import Op, check_alloc, expect_inputs
 from .indexing import Gather  # noqa: F401 - re-exported: it used to live here
 from .nn import normalize_axis
+from .quantized.common import cached_recipe, recipe_of, with_recipe
 
 
 def _with_value(fact: TypedFact, value) -> TypedFact:
@@ -43,7 +44,7 @@ class Transpose(Op):
         expect_inputs(inputs, 1, self)
         x = inputs[0]
         perm = self._perm(x.rank)
-        return [TypedFact(x.dtype, [x.shape[p] for p in perm])]
+        return [TypedFact(x.dtype, [x.shape[p] for p in perm], qparams=moved_qparams(x, perm.index))]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
@@ -69,9 +70,30 @@ class Transpose(Op):
 
 @dataclass(frozen=True)
 class Concat(Op):
-    """Concatenate along ``axis``."""
+    """Concatenate along ``axis``.
+
+    ``quant``: the output's quantization when the inputs are quantized tensors rescaled to it
+    (``ops.quantized.concat``); None concatenates values as they are (the output keeps the
+    inputs' quantization when they share one).
+    """
 
     axis: int = 0
+    quant: QParams | None = None
+
+    def _recipe(self, inputs):
+        from .quantized.concat import ConcatRecipe
+
+        return cached_recipe(self, inputs, lambda: ConcatRecipe(list(inputs), self.quant))
+
+    def prepared(self, inputs):
+        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
+
+    def _qparams(self, inputs, axis: int):
+        if self.quant is not None:
+            self._recipe(inputs)
+            return self.quant
+        shared = same_qparams(inputs)
+        return shared if shared is None or shared.axis != axis else None
 
     def output_facts(self, inputs):
         if not inputs:
@@ -93,8 +115,8 @@ class Concat(Op):
         if all(v is not None for v in values):
             objects = any(v.dtype == object for v in values)
             value = np.concatenate([v.astype(object) if objects else v for v in values], axis=axis)
-        return [_with_value(TypedFact(first.dtype, shape), value if value is not None and value.dtype == object
-                            else None)]
+        fact = TypedFact(first.dtype, shape, qparams=self._qparams(inputs, axis))
+        return [_with_value(fact, value if value is not None and value.dtype == object else None)]
 
     def rules(self, s, inputs, outputs):
         s.equals_all(*[i.datum_type for i in inputs], outputs[0].datum_type)
@@ -110,11 +132,14 @@ class Concat(Op):
         s.given(outputs[0].rank, dims)
 
     def eval(self, inputs):
-        if len(inputs) == 1:
+        if len(inputs) == 1 and self.quant is None:
             return [inputs[0]]
         objects = any(v.dtype == object for v in inputs)
         if objects:
             inputs = [v.astype(object) for v in inputs]
+        if self.quant is not None:
+            recipe = recipe_of(self)
+            inputs = [recipe.rescaled(index, part) for index, part in enumerate(inputs)]
         return [np.concatenate(inputs, axis=self.axis)]
 
 
@@ -193,12 +218,13 @@ class Slice(Op):
         values = [None] + [_int_list(f) for f in inputs[1:]]
         params = _slice_params(inputs, values)
         if params is None:
-            return [TypedFact(data.dtype, [fresh_symbol() for _ in data.shape])]
+            return [TypedFact(data.dtype, [fresh_symbol() for _ in data.shape], qparams=moved_qparams(data))]
         starts, ends, axes, steps = params
         shape = list(data.shape)
         for start, end, axis, step in zip(starts, ends, axes, steps):
             shape[axis] = _sliced_dim(shape[axis], start, end, int(step))
-        fact = TypedFact(data.dtype, shape)
+        kept = [a for a in range(data.rank) if a not in axes or shape[a] == data.shape[a] and steps[axes.index(a)] == 1]
+        fact = TypedFact(data.dtype, shape, qparams=moved_qparams(data, lambda a: a if a in kept else None))
         if data.sym_value is not None and all(isinstance(v, int) for v in starts + ends):
             with_known_value(fact, self.eval([data.sym_value, *[np.asarray(v) for v in values[1:]]])[0])
         return [fact]
@@ -238,14 +264,15 @@ def _int_list(fact: TypedFact) -> list | None:
     return [v if isinstance(v, TDim) else int(v) for v in value.ravel().tolist()]
 
 
-_PAD_MODES = ("constant", "reflect", "edge", "wrap")
+_PAD_MODES = ("constant", "reflect", "edge", "wrap", "symmetric")
 
 
 @dataclass(frozen=True)
 class Pad(Op):
     """ONNX Pad: inputs data, pads (begins then ends), optional constant value and axes.
 
-    Negative pads crop. An empty constant value input means the default (zero).
+    Negative pads crop. An empty constant value input means the default (zero). Mode
+    ``symmetric`` (TensorFlow's MirrorPad SYMMETRIC) repeats the edge, ``reflect`` does not.
     """
 
     mode: str = "constant"
@@ -264,7 +291,7 @@ class Pad(Op):
             axes = _int_list(inputs[3])
         pads = _int_list(inputs[1])
         if axes is None:
-            return [TypedFact(data.dtype, [fresh_symbol() for _ in data.shape])]
+            return [TypedFact(data.dtype, [fresh_symbol() for _ in data.shape], qparams=moved_qparams(data))]
         axes = resolve_axes(axes, data.rank, "Pad axis")
         count = inputs[1].shape[0]
         if isinstance(count, int) and count != 2 * len(axes):
@@ -277,7 +304,8 @@ class Pad(Op):
             shape[axis] = shape[axis] + pads[index] + pads[index + len(axes)]
             if isinstance(shape[axis], int) and shape[axis] < 0:
                 raise AnalysisError(f"Pad pads {pads} crop axis {axis} of {data} below zero")
-        return [TypedFact(data.dtype, shape)]
+        return [TypedFact(data.dtype, shape, qparams=moved_qparams(data, lambda a: a if shape[a] == data.shape[a]
+                                                                   else None))]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
@@ -363,10 +391,11 @@ class Split(Op):
         else:
             sizes = split_sizes(dim, self.outputs)
         facts = []
+        qparams = moved_qparams(x, lambda a: a if a != axis else None)
         for size in sizes:
             shape = list(x.shape)
             shape[axis] = size
-            facts.append(TypedFact(x.dtype, shape))
+            facts.append(TypedFact(x.dtype, shape, qparams=qparams))
         return facts
 
     def rules(self, s, inputs, outputs):

@@ -103,3 +103,26 @@ def is_low_precision_float(dtype: np.dtype) -> bool:
 def widened(x: np.ndarray) -> np.ndarray:
     """``x`` in f32 if it is a low-precision float, else unchanged."""
     return x.astype(np.float32) if is_low_precision_float(x.dtype) else x
+
+
+def moved_qparams(fact: TypedFact, axis_map=None):
+    """The quantization an op that only moves values keeps from input ``fact``.
+
+    Per-tensor quantization is kept as is. Per-axis quantization follows its axis through
+    ``axis_map`` (input axis -> output axis, or None when the op reorders or drops that axis's
+    entries); without a map, or when the axis does not survive, it is dropped."""
+    qparams = fact.qparams
+    if qparams is None or qparams.axis is None:
+        return qparams
+    moved = axis_map(qparams.axis) if axis_map is not None else None
+    if moved is None:
+        return None
+    from ..fact import QParams
+
+    return QParams(qparams.scale, qparams.zero_point, moved)
+
+
+def same_qparams(facts) -> object:
+    """The quantization shared by every fact (None when they differ or none is quantized)."""
+    first = facts[0].qparams
+    return first if all(f.qparams == first for f in facts[1:]) else None

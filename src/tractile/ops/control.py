@@ -28,9 +28,9 @@ from .base import Op
 class Body:
     """A subgraph of a control-flow op.
 
-    ``source`` is the model as loaded (inference level); ``typed`` is None until the
-    body is specialised for the op's input facts (:meth:`specialized`), then the typed
-    and optimized model that runs.
+    ``source`` is the model as loaded (inference level, or typed for formats that load typed,
+    like TFLite); ``typed`` is None until the body is specialised for the op's input facts
+    (:meth:`specialized`), then the typed and optimized model that runs.
     """
 
     def __init__(self, source, label: str, typed=None, failure: str | None = None):
@@ -55,7 +55,8 @@ class Body:
 
     def declared_input(self, index: int) -> InferenceFact:
         """The fact the subgraph declares for input ``index`` (as loaded)."""
-        return self.source.outlet_fact(self.source.inputs[index])
+        fact = self.source.outlet_fact(self.source.inputs[index])
+        return InferenceFact.from_typed(fact) if isinstance(fact, TypedFact) else fact
 
     def _entry(self, facts: list[TypedFact]) -> dict:
         """The cache entry for these input facts (which it keeps alive: the key holds ids)."""
@@ -117,6 +118,23 @@ class Body:
     def _type_for(self, facts: list[TypedFact]):
         if len(facts) != self.input_count:
             raise AnalysisError(f"{self.label} takes {self.input_count} inputs, got {len(facts)}")
+        if not hasattr(self.source, "refresh_facts"):
+            return self._infer_for(facts)
+        typed = self.source.compact()
+        for outlet, fact in zip(typed.inputs, facts):
+            declared = typed.outlet_fact(outlet)
+            if fact.kind == TENSOR and (fact.dtype != declared.dtype or fact.rank != declared.rank):
+                raise AnalysisError(f"{self.label} declares {declared} for an input given {fact}")
+            if fact.kind == TENSOR and fact.qparams is None and declared.qparams is not None:
+                fact = TypedFact(fact.dtype, fact.shape, fact.konst, declared.qparams, fact.sym_value)
+            typed.set_outlet_fact(outlet, fact)
+        try:
+            typed.refresh_facts()
+        except AnalysisError as error:
+            raise AnalysisError(f"in {self.label}: {error}") from None
+        return typed
+
+    def _infer_for(self, facts: list[TypedFact]):
         clone = clone_inference_model(self.source)
         for outlet, fact in zip(clone.inputs, facts):
             clone.set_outlet_fact(outlet, InferenceFact.from_typed(fact))

@@ -17,7 +17,7 @@ from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from ..patch import ModelPatch
-from .axes import resolve_axes, widened
+from .axes import moved_qparams, resolve_axes, widened
 from .base import Op, check_alloc, expect_inputs
 
 RESIZE_MODES = ("nearest", "linear", "cubic")
@@ -26,6 +26,9 @@ COORDINATE_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", 
 #: ``simple`` is the rounding of ONNX Resize-10 / Upsample: floor when upsampling, ceil when downsampling
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
 ASPECT_POLICIES = ("stretch", "not_larger", "not_smaller")
+#: the coordinate modes of TFLite's resizes (``arithmetic="tflite"``)
+TFLITE_COORDINATES = {"linear": ("align_corners", "half_pixel", "asymmetric"),
+                      "nearest": ("align_corners", "tf_half_pixel_for_nn", "asymmetric")}
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,11 @@ class Resize(Op):
 
     Exactly one of scales and sizes must be non-empty. ``axes`` (None: all) names the
     axes that roi, scales and sizes describe.
+
+    ``arithmetic="tflite"``: TFLite's RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR on NHWC
+    (axes 1 and 2, sizes given; coordinate modes align_corners, half_pixel (bilinear),
+    tf_half_pixel_for_nn (nearest) or asymmetric), float32 coordinates and TFLite's integer
+    rounding (:mod:`.image_tflite`). The output keeps the input's quantization.
     """
 
     mode: str = "nearest"
@@ -55,6 +63,7 @@ class Resize(Op):
     antialias: bool = False
     axes: tuple[int, ...] | None = None
     keep_aspect_ratio_policy: str = "stretch"
+    arithmetic: str = "onnx"
 
     def check_attributes(self) -> None:
         """AnalysisError naming the first attribute outside its allowed values."""
@@ -64,6 +73,14 @@ class Resize(Op):
                                      ("keep_aspect_ratio_policy", self.keep_aspect_ratio_policy, ASPECT_POLICIES)):
             if value not in allowed:
                 raise AnalysisError(f"Resize {name} {value!r} is not one of {', '.join(allowed)}")
+        if self.arithmetic not in ("onnx", "tflite"):
+            raise AnalysisError(f"Resize arithmetic {self.arithmetic!r} is not onnx or tflite")
+        if self.arithmetic == "tflite":
+            modes = TFLITE_COORDINATES["linear" if self.mode == "linear" else "nearest"]
+            if self.mode not in ("linear", "nearest") or self.coordinate_mode not in modes \
+                    or tuple(self.axes or ()) != (1, 2):
+                raise AnalysisError(f"TFLite's resize is linear or nearest over axes (1, 2) with coordinates "
+                                    f"{', '.join(modes)}; got {self.mode}, {self.coordinate_mode}, axes {self.axes}")
 
     def _axes(self, rank: int, error=AnalysisError) -> list[int]:
         if self.axes is None:
@@ -75,6 +92,8 @@ class Resize(Op):
         expect_inputs(inputs, 4, self)
         self.check_attributes()
         x, roi, scales, sizes = inputs
+        if self.arithmetic == "tflite" and (x.rank != 4 or not sizes.shape[0]):
+            raise AnalysisError(f"TFLite's resize needs a 4-d NHWC input and sizes, got {x}")
         axes = self._axes(x.rank)
         for what, fact in (("roi", roi), ("scales", scales), ("sizes", sizes)):
             if fact.rank != 1 or not isinstance(fact.shape[0], int):
@@ -89,7 +108,7 @@ class Resize(Op):
             dims = self._dims_from_sizes(x.shape, axes, sizes.known_value(), dims)
         else:
             dims = _dims_from_scales(x.shape, axes, scales.konst, dims)
-        return [TypedFact(x.dtype, dims)]
+        return [TypedFact(x.dtype, dims, qparams=moved_qparams(x, lambda a: a if a not in axes else None))]
 
     def _dims_from_sizes(self, shape, axes, value, dims):
         if value is None:
@@ -152,6 +171,12 @@ class Resize(Op):
         for plan in plans:
             out_shape[plan.axis] = plan.size
         check_alloc(out_shape, x.dtype, "Resize output")
+        if self.arithmetic == "tflite":
+            from .image_tflite import tflite_resize
+
+            half = self.coordinate_mode in ("half_pixel", "tf_half_pixel_for_nn")
+            return [tflite_resize(x, out_shape[1], out_shape[2], self.mode == "linear",
+                                  self.coordinate_mode == "align_corners", half)]
         if self.mode == "nearest":
             return [self._nearest(x, plans)]
         work = widened(x).astype(np.float64 if x.dtype == np.float64 else np.float32, copy=False)

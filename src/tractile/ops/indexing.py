@@ -1,4 +1,5 @@
-"""Ops that read entries at indices or under a mask: Gather, GatherElements, GatherND, Compress, OneHot.
+"""Ops that read entries at indices or under a mask: Gather, GatherElements, GatherND, Compress, OneHot,
+and DynamicUpdateSlice (writes a block at indices).
 
 Indices may be negative (counted from the end of their axis); an index outside its axis
 is a :class:`RunError` naming it. ``Gather`` also runs on symbolic values, so
@@ -14,26 +15,48 @@ from ..datum import DatumType
 from ..dim import TDim, fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
-from .axes import checked_indices, expect_integer, resolve_axis, run_scalar, scalar_value, with_known_value
+from .axes import (
+    checked_indices,
+    expect_integer,
+    moved_qparams,
+    resolve_axis,
+    run_scalar,
+    scalar_value,
+    with_known_value,
+)
 from .base import Op, check_alloc, expect_inputs
 
 
 @dataclass(frozen=True)
 class Gather(Op):
-    """Take entries of input 0 along ``axis`` at the (possibly negative) indices of input 1."""
+    """Take entries of input 0 along ``axis`` at the (possibly negative) indices of input 1.
+
+    ``batch_dims`` (TensorFlow's): the first axes of data and indices are shared batch axes;
+    each batch gathers from its own entries.
+    """
 
     axis: int = 0
+    batch_dims: int = 0
+
+    def _batch(self, axis: int, indices_rank: int, error=AnalysisError) -> int:
+        batch = self.batch_dims + indices_rank if self.batch_dims < 0 else self.batch_dims
+        if not 0 <= batch <= min(axis, indices_rank):
+            raise error(f"Gather batch_dims {self.batch_dims} does not fit axis {axis} and indices of rank "
+                        f"{indices_rank}")
+        return batch
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 2, self)
         data, indices = inputs
         expect_integer(indices, "Gather indices")
         axis = resolve_axis(self.axis, data.rank, "Gather axis")
-        shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1:])
-        kept = data.qparams if data.qparams is not None and data.qparams.axis is None else None
-        fact = TypedFact(data.dtype, shape, qparams=kept)
+        batch = self._batch(axis, indices.rank)
+        shape = (*data.shape[:axis], *indices.shape[batch:], *data.shape[axis + 1:])
+        grown = indices.rank - batch - 1
+        qparams = moved_qparams(data, lambda a: a if a < axis else a + grown if a > axis else None)
+        fact = TypedFact(data.dtype, shape, qparams=qparams)
         value = data.known_value()
-        if value is not None and value.dtype == object and indices.konst is not None:
+        if value is not None and value.dtype == object and indices.konst is not None and not batch:
             size = data.shape[axis]
             positions = indices.konst.astype(np.int64)
             if positions.size and (positions.min() < -size or positions.max() >= size):
@@ -48,7 +71,17 @@ class Gather(Op):
     def eval(self, inputs):
         data, indices = inputs
         axis = resolve_axis(self.axis, data.ndim, "Gather axis", RunError)
-        return [np.asarray(np.take(data, checked_indices(indices, data.shape[axis], "Gather"), axis=axis))]
+        positions = checked_indices(indices, data.shape[axis], "Gather")
+        batch = self._batch(axis, indices.ndim, RunError)
+        if not batch:
+            return [np.asarray(np.take(data, positions, axis=axis))]
+        if data.shape[:batch] != indices.shape[:batch]:
+            raise RunError(f"Gather batch axes differ: data {data.shape}, indices {indices.shape}")
+        flat_data = data.reshape((-1,) + data.shape[batch:])
+        flat_positions = positions.reshape((-1,) + indices.shape[batch:])
+        parts = [np.take(d, i, axis=axis - batch) for d, i in zip(flat_data, flat_positions)]
+        shape = data.shape[:axis] + indices.shape[batch:] + data.shape[axis + 1:]
+        return [np.stack(parts).reshape(shape) if parts else np.zeros(shape, data.dtype)]
 
 
 @dataclass(frozen=True)
@@ -111,7 +144,7 @@ class GatherND(Op):
         expect_inputs(inputs, 2, self)
         data, indices = inputs
         expect_integer(indices, "GatherND indices")
-        return [TypedFact(data.dtype, _gather_nd_shape(data, indices, self.batch_dims))]
+        return [TypedFact(data.dtype, _gather_nd_shape(data, indices, self.batch_dims), qparams=moved_qparams(data))]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
@@ -130,6 +163,40 @@ class GatherND(Op):
             address.append(checked_indices(flat_indices[..., column], data.shape[batch + column], "GatherND"))
         gathered = flat_data[tuple(address)]
         return [gathered.reshape(*indices.shape[:-1], *data.shape[batch + depth:])]
+
+
+@dataclass(frozen=True)
+class DynamicUpdateSlice(Op):
+    """Input 0 with input 1 written over it from the start indices held by input 2 (one per
+    axis, each clamped so the update fits: XLA's and TFLite's DYNAMIC_UPDATE_SLICE)."""
+
+    def output_facts(self, inputs):
+        expect_inputs(inputs, 3, self)
+        data, update, starts = inputs
+        expect_integer(starts, "DynamicUpdateSlice start indices")
+        if update.dtype != data.dtype or update.rank != data.rank:
+            raise AnalysisError(f"DynamicUpdateSlice update {update} must have the type and rank of {data}")
+        if starts.rank != 1 or starts.shape[0] != data.rank:
+            raise AnalysisError(f"DynamicUpdateSlice needs one start index per axis of {data}, got {starts}")
+        for axis, (d, u) in enumerate(zip(data.shape, update.shape)):
+            if isinstance(d, int) and isinstance(u, int) and u > d:
+                raise AnalysisError(f"DynamicUpdateSlice update {update} is larger than {data} on axis {axis}")
+        return [TypedFact(data.dtype, data.shape, qparams=data.qparams)]
+
+    def rules(self, s, inputs, outputs):
+        s.equals(inputs[0].datum_type, outputs[0].datum_type)
+        s.equals_shape(inputs[0], outputs[0])
+
+    def eval(self, inputs):
+        data, update, starts = inputs
+        starts = [int(v) for v in starts.reshape(-1)]
+        if len(starts) != data.ndim or any(u > d for u, d in zip(update.shape, data.shape)):
+            raise RunError(f"DynamicUpdateSlice cannot write {update.shape} into {data.shape} from {starts}")
+        out = np.array(data, copy=True)
+        where = tuple(slice(s, s + u) for s, u in
+                      ((min(max(start, 0), d - u), u) for start, d, u in zip(starts, data.shape, update.shape)))
+        out[where] = update
+        return [out]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from ..dim import fresh_symbol
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from ..patch import ModelPatch
-from .axes import expect_integer, int_values, resolve_axes, run_scalar, with_known_value
+from .axes import expect_integer, int_values, moved_qparams, resolve_axes, run_scalar, with_known_value
 from .base import Op, check_alloc, expect_inputs
 from .binary import broadcast_shapes
 
@@ -42,7 +42,7 @@ class Expand(Op):
             if isinstance(dim, int) and dim < 0:
                 raise AnalysisError(f"Expand's shape {target} has a negative dimension")
         dims = broadcast_shapes(x.shape, tuple(target))
-        fact = TypedFact(x.dtype, dims)
+        fact = TypedFact(x.dtype, dims, qparams=moved_qparams(x, lambda a: a + len(dims) - x.rank))
         if x.sym_value is not None and all(isinstance(d, int) for d in dims):
             with_known_value(fact, np.broadcast_to(x.sym_value, [int(d) for d in dims]))
         return [fact]
@@ -78,7 +78,8 @@ class Tile(Op):
             return [TypedFact(x.dtype, [0 if d == 0 else fresh_symbol() for d in x.shape])]
         if any(isinstance(r, int) and r < 0 for r in repeats):
             raise AnalysisError(f"Tile's repeats {repeats} must not be negative")
-        fact = TypedFact(x.dtype, [d * r for d, r in zip(x.shape, repeats)])
+        fact = TypedFact(x.dtype, [d * r for d, r in zip(x.shape, repeats)],
+                         qparams=moved_qparams(x, lambda a: a if repeats[a] == 1 else None))
         if x.sym_value is not None and all(isinstance(r, int) for r in repeats):
             with_known_value(fact, np.tile(x.sym_value, repeats))
         return [fact]
@@ -121,77 +122,105 @@ def _divided(dim, by: int, what: str):
     return exact
 
 
+_LAYOUTS = ("NCHW", "NHWC")
+
+
+def _nchw_dims(x: TypedFact, data_format: str) -> tuple:
+    n, a, b, c = x.shape
+    return (n, c, a, b) if data_format == "NHWC" else (n, a, b, c)
+
+
+def _in_layout(dims, data_format: str) -> list:
+    n, c, h, w = dims
+    return [n, h, w, c] if data_format == "NHWC" else [n, c, h, w]
+
+
 @dataclass(frozen=True)
 class DepthToSpace(Op):
-    """Move channel blocks of an NCHW tensor into ``blocksize`` x ``blocksize`` spatial tiles.
+    """Move channel blocks into ``blocksize`` x ``blocksize`` spatial tiles (NCHW, or NHWC
+    with ``data_format``).
 
     ``mode`` DCR reads channels as (block row, block column, channel), CRD as (channel, block row, block column).
     """
 
     blocksize: int
     mode: str = "DCR"
+    data_format: str = "NCHW"
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
         x = inputs[0]
-        _check_block_op(self.blocksize, self.mode, x, "DepthToSpace")
-        n, c, h, w = x.shape
+        _check_block_op(self.blocksize, self.mode, x, "DepthToSpace", self.data_format)
+        n, c, h, w = _nchw_dims(x, self.data_format)
         b = self.blocksize
-        return [TypedFact(x.dtype, [n, _divided(c, b * b, "DepthToSpace channels"), h * b, w * b])]
+        dims = _in_layout([n, _divided(c, b * b, "DepthToSpace channels"), h * b, w * b], self.data_format)
+        return [TypedFact(x.dtype, dims, qparams=moved_qparams(x))]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
-        s.equals(inputs[0].rank, 4, why=f"{self.name} needs a 4-d NCHW input (rank {{}} given)")
+        s.equals(inputs[0].rank, 4, why=f"{self.name} needs a 4-d {self.data_format} input (rank {{}} given)")
         s.equals(outputs[0].rank, 4)
 
     def eval(self, inputs):
-        x = inputs[0]
+        x = _to_nchw(inputs[0], self.data_format)
         n, c, h, w = x.shape
         b = self.blocksize
         if self.mode == "DCR":
             tiles = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
         else:
             tiles = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
-        return [tiles.reshape(n, c // (b * b), h * b, w * b)]
+        return [_from_nchw(tiles.reshape(n, c // (b * b), h * b, w * b), self.data_format)]
 
 
 @dataclass(frozen=True)
 class SpaceToDepth(Op):
-    """Move ``blocksize`` x ``blocksize`` spatial tiles of an NCHW tensor into channels (inverse of DepthToSpace)."""
+    """Move ``blocksize`` x ``blocksize`` spatial tiles into channels (inverse of DepthToSpace)."""
 
     blocksize: int
     mode: str = "DCR"
+    data_format: str = "NCHW"
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
         x = inputs[0]
-        _check_block_op(self.blocksize, self.mode, x, "SpaceToDepth")
-        n, c, h, w = x.shape
+        _check_block_op(self.blocksize, self.mode, x, "SpaceToDepth", self.data_format)
+        n, c, h, w = _nchw_dims(x, self.data_format)
         b = self.blocksize
-        return [TypedFact(x.dtype, [n, c * b * b, _divided(h, b, "SpaceToDepth height"),
-                                    _divided(w, b, "SpaceToDepth width")])]
+        dims = _in_layout([n, c * b * b, _divided(h, b, "SpaceToDepth height"), _divided(w, b, "SpaceToDepth width")],
+                          self.data_format)
+        return [TypedFact(x.dtype, dims, qparams=moved_qparams(x))]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
-        s.equals(inputs[0].rank, 4, why=f"{self.name} needs a 4-d NCHW input (rank {{}} given)")
+        s.equals(inputs[0].rank, 4, why=f"{self.name} needs a 4-d {self.data_format} input (rank {{}} given)")
         s.equals(outputs[0].rank, 4)
 
     def eval(self, inputs):
-        x = inputs[0]
+        x = _to_nchw(inputs[0], self.data_format)
         n, c, h, w = x.shape
         b = self.blocksize
         tiles = x.reshape(n, c, h // b, b, w // b, b)
         order = (0, 3, 5, 1, 2, 4) if self.mode == "DCR" else (0, 1, 3, 5, 2, 4)
-        return [tiles.transpose(order).reshape(n, c * b * b, h // b, w // b)]
+        return [_from_nchw(tiles.transpose(order).reshape(n, c * b * b, h // b, w // b), self.data_format)]
 
 
-def _check_block_op(blocksize: int, mode: str, x: TypedFact, what: str) -> None:
+def _to_nchw(x: np.ndarray, data_format: str) -> np.ndarray:
+    return x.transpose(0, 3, 1, 2) if data_format == "NHWC" else x
+
+
+def _from_nchw(x: np.ndarray, data_format: str) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if data_format == "NHWC" else x
+
+
+def _check_block_op(blocksize: int, mode: str, x: TypedFact, what: str, data_format: str = "NCHW") -> None:
     if blocksize < 1:
         raise AnalysisError(f"{what} blocksize must be positive, got {blocksize}")
     if mode not in ("DCR", "CRD"):
         raise AnalysisError(f"{what} mode must be DCR or CRD, got {mode!r}")
+    if data_format not in _LAYOUTS:
+        raise AnalysisError(f"{what} data_format must be NCHW or NHWC, got {data_format!r}")
     if x.rank != 4:
-        raise AnalysisError(f"{what} needs a 4-d NCHW input, got {x}")
+        raise AnalysisError(f"{what} needs a 4-d {data_format} input, got {x}")
 
 
 @dataclass(frozen=True)

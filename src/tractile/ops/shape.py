@@ -15,7 +15,7 @@ from ..dim import TDim, fresh_symbol, volume
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact, is_symbolic_value
 from ..patch import ModelPatch
-from .axes import resolve_axes
+from .axes import moved_qparams, resolve_axes
 from .base import Op, check_alloc, expect_inputs
 from .dynrank import shifted_bound
 from .nn import normalize_axis
@@ -45,10 +45,11 @@ def value_fact(dims: list, dtype: DatumType = DatumType.I64) -> TypedFact:
 
 @dataclass(frozen=True)
 class Shape(Op):
-    """The input's shape as a 1-d i64 tensor, from ``start`` to ``end`` (ONNX semantics)."""
+    """The input's shape as a 1-d ``dtype`` (i64 or i32) tensor, from ``start`` to ``end`` (ONNX semantics)."""
 
     start: int = 0
     end: int | None = None
+    dtype: DatumType = DatumType.I64
 
     def _range(self, rank: int) -> slice:
         def clamp(axis, default):
@@ -61,18 +62,20 @@ class Shape(Op):
 
     def output_facts(self, inputs):
         expect_inputs(inputs, 1, self)
+        if self.dtype not in (DatumType.I64, DatumType.I32):
+            raise AnalysisError(f"Shape gives i64 or i32 values, not {self.dtype}")
         if not inputs[0].has_rank:
-            return [TypedFact(DatumType.I64, (fresh_symbol(),))]
+            return [TypedFact(self.dtype, (fresh_symbol(),))]
         dims = list(inputs[0].shape[self._range(inputs[0].rank)])
-        return [value_fact(dims)]
+        return [value_fact(dims, self.dtype)]
 
     def rules(self, s, inputs, outputs):
-        s.equals(outputs[0].datum_type, DatumType.I64)
+        s.equals(outputs[0].datum_type, self.dtype)
         s.equals(outputs[0].rank, 1)
 
     def eval(self, inputs):
         x = inputs[0]
-        return [np.asarray(x.shape[self._range(x.ndim)], dtype=np.int64)]
+        return [np.asarray(x.shape[self._range(x.ndim)], dtype=self.dtype.np)]
 
     def declutter(self, model, node):
         fact = node.outputs[0].fact
@@ -162,8 +165,7 @@ class Reshape(Op):
                     for v in target]
         else:
             dims = reshaped_dims(data.shape, target, self.allowzero)
-        kept = data.qparams if data.qparams is not None and data.qparams.axis is None else None
-        fact = TypedFact(data.dtype, dims, qparams=kept)
+        fact = TypedFact(data.dtype, dims, qparams=moved_qparams(data, _reshaped_axis(data.shape, dims)))
         if data.sym_value is not None and all(isinstance(d, int) for d in dims):
             fact.sym_value = data.sym_value.reshape(dims)
         return [fact]
@@ -216,6 +218,20 @@ class Reshape(Op):
         return None
 
 
+def _reshaped_axis(before, after):
+    """Input axis -> output axis of a reshape, for an axis kept whole with the same
+    elements before it (None otherwise)."""
+    def mapping(axis: int):
+        if axis >= len(before):
+            return None
+        lead = volume(before[:axis])
+        for index, dim in enumerate(after):
+            if dim == before[axis] and volume(after[:index]) == lead:
+                return index
+        return None
+    return mapping
+
+
 def _outlet(node):
     from ..graph import OutletId
 
@@ -234,8 +250,8 @@ class Flatten(Op):
         axis = self.axis + x.rank if self.axis < 0 else self.axis
         if not 0 <= axis <= x.rank:
             raise AnalysisError(f"Flatten axis {self.axis} is out of range for {x}")
-        kept = x.qparams if x.qparams is not None and x.qparams.axis is None else None
-        return [TypedFact(x.dtype, (volume(x.shape[:axis]), volume(x.shape[axis:])), qparams=kept)]
+        dims = (volume(x.shape[:axis]), volume(x.shape[axis:]))
+        return [TypedFact(x.dtype, dims, qparams=moved_qparams(x, _reshaped_axis(x.shape, dims)))]
 
     def rules(self, s, inputs, outputs):
         s.equals(inputs[0].datum_type, outputs[0].datum_type)
@@ -285,7 +301,7 @@ class Squeeze(Op):
             if isinstance(x.shape[axis], int) and x.shape[axis] != 1:
                 raise AnalysisError(f"cannot squeeze axis {axis} of {x}: its size is {x.shape[axis]}")
         dims = [d for i, d in enumerate(x.shape) if i not in axes]
-        fact = TypedFact(x.dtype, dims)
+        fact = TypedFact(x.dtype, dims, qparams=moved_qparams(x, lambda a: a - sum(1 for b in axes if b < a)))
         if x.sym_value is not None:
             fact.sym_value = x.sym_value.reshape([int(d) for d in dims])
         return [fact]
@@ -328,7 +344,8 @@ class Unsqueeze(Op):
         dims = list(x.shape)
         for axis in axes:
             dims.insert(axis, 1)
-        fact = TypedFact(x.dtype, dims)
+        kept = [i for i in range(rank) if i not in axes]
+        fact = TypedFact(x.dtype, dims, qparams=moved_qparams(x, kept.__getitem__))
         if x.sym_value is not None:
             fact.sym_value = x.sym_value.reshape([int(d) for d in dims])
         return [fact]
@@ -371,3 +388,27 @@ class ConstantOfShape(Op):
 
     def attributes(self):
         return {"value": self.value.reshape(-1)[0].item(), "dtype": str(self.value.dtype)}
+
+
+@dataclass(frozen=True)
+class BroadcastShapes(Op):
+    """The NumPy broadcast of the shapes held by the (1-d integer) inputs, in their datum type
+    (TensorFlow's BroadcastArgs)."""
+
+    def output_facts(self, inputs):
+        if not inputs or any(f.dtype != inputs[0].dtype or not f.dtype.is_integer for f in inputs):
+            raise AnalysisError(f"BroadcastShapes takes 1-d shapes of one integer type, got {inputs}")
+        values = [shape_value(f, "a BroadcastShapes input") for f in inputs]
+        rank = max(f.shape[0] for f in inputs)
+        if any(v is None for v in values):
+            return [TypedFact(inputs[0].dtype, (rank,))]
+        from .binary import broadcast_shapes
+
+        return [value_fact(list(broadcast_shapes(*[tuple(v) for v in values])), inputs[0].dtype)]
+
+    def eval(self, inputs):
+        try:
+            shape = np.broadcast_shapes(*[tuple(int(d) for d in v.reshape(-1)) for v in inputs])
+        except ValueError:
+            raise RunError(f"cannot broadcast the shapes {[v.tolist() for v in inputs]}") from None
+        return [np.asarray(shape, dtype=inputs[0].dtype)]

@@ -21,7 +21,7 @@ I64 = DatumType.I64
 
 @dataclass(frozen=True)
 class ArgReduce(Op):
-    """Index (i64) of the largest (``kind="max"``) or smallest value along ``axis``.
+    """Index (``dtype``: i64 or i32) of the largest (``kind="max"``) or smallest value along ``axis``.
 
     ``select_last_index`` picks the last of equal extremes instead of the first.
     """
@@ -30,6 +30,7 @@ class ArgReduce(Op):
     axis: int = 0
     keepdims: bool = True
     select_last_index: bool = False
+    dtype: DatumType = I64
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -43,15 +44,17 @@ class ArgReduce(Op):
         axis = resolve_axis(self.axis, x.rank, f"{self.name} axis")
         if x.shape[axis] == 0:
             raise AnalysisError(f"{self.name} over axis {axis} of {x}: the axis is empty")
+        if self.dtype not in (I64, DatumType.I32):
+            raise AnalysisError(f"{self.name} gives i64 or i32 indices, not {self.dtype}")
         shape = list(x.shape)
         if self.keepdims:
             shape[axis] = 1
         else:
             del shape[axis]
-        return [TypedFact(I64, shape)]
+        return [TypedFact(self.dtype, shape)]
 
     def rules(self, s, inputs, outputs):
-        s.equals(outputs[0].datum_type, I64)
+        s.equals(outputs[0].datum_type, self.dtype)
         if self.keepdims:
             s.equals(inputs[0].rank, outputs[0].rank)
         else:
@@ -67,7 +70,7 @@ class ArgReduce(Op):
             index = x.shape[axis] - 1 - find(np.flip(x, axis), axis=axis)
         else:
             index = find(x, axis=axis)
-        index = np.asarray(index, dtype=np.int64)
+        index = np.asarray(index, dtype=self.dtype.np)
         return [np.expand_dims(index, axis) if self.keepdims else index]
 
 

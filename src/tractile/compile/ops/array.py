@@ -1,16 +1,17 @@
-"""Data movement ops (ONNX and TFLite): Transpose, Slice, Concat, Split, Pad, Tile, Expand,
-Pack/Unpack, DepthToSpace/SpaceToDepth, Gather. Constant-parameter moves are traced through
-the interpreter into copy blocks (:mod:`.datamove`); Gather at run-time indices has a kernel.
+"""Data movement ops: Transpose, Slice, Concat, Split, Pad, Tile, Expand, DepthToSpace/
+SpaceToDepth, Trilu, Gather, GatherND, DynamicUpdateSlice and nearest-neighbour Resize.
+Constant-parameter moves are traced through the interpreter into copy blocks
+(:mod:`.datamove`); Gather at run-time indices has a kernel.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...datum import DatumType
+from ...errors import AnalysisError, RunError
 from ...ops import array as core
 from ...ops import indexing, layout
-from ...ops.tfl import array as tfl
-from ...ops.tfl import shape as tfl_shape
+from ...ops.image import Resize
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 from .datamove import BASE, MAX_BLOCKS, block_table, copy_blocks, trace
@@ -18,7 +19,9 @@ from .datamove import BASE, MAX_BLOCKS, block_table, copy_blocks, trace
 HEADER = "tl_array.h"
 
 #: ops whose every input is moved into the output (the others move input 0 only)
-ALL_INPUTS_MOVE = (core.Concat, tfl.Concatenation, tfl_shape.Pack)
+ALL_INPUTS_MOVE = (core.Concat,)
+#: ops moving their first inputs (the others are constant parameters)
+FIRST_INPUTS_MOVE = {indexing.DynamicUpdateSlice: 2}
 
 
 def _fill_values(op, inputs: list, maps: list[np.ndarray]) -> list:
@@ -39,11 +42,15 @@ def _fill_values(op, inputs: list, maps: list[np.ndarray]) -> list:
 
 
 @emitter(core.Transpose, core.Slice, core.Pad, core.Split, core.Concat, layout.Tile, layout.Expand,
-         layout.DepthToSpace, layout.SpaceToDepth, layout.Trilu, tfl.Concatenation, tfl.Pad, tfl.StridedSlice,
-         tfl.Slice, tfl_shape.Transpose, tfl_shape.Pack, tfl_shape.Unpack, tfl_shape.Split)
+         layout.DepthToSpace, layout.SpaceToDepth, layout.Trilu, indexing.DynamicUpdateSlice, Resize)
 def data_movement(e: Emit) -> None:
     op = e.op
-    data_slots = list(range(len(e.inputs))) if isinstance(op, ALL_INPUTS_MOVE) else [0]
+    if isinstance(op, Resize) and op.mode != "nearest":
+        raise Unsupported(f"{op.mode} resizing (only nearest-neighbour resizing moves values)")
+    if isinstance(op, core.Concat) and op.quant is not None:
+        raise Unsupported("a concatenation that rescales its inputs")
+    data_slots = list(range(len(e.inputs))) if isinstance(op, ALL_INPUTS_MOVE) else \
+        list(range(FIRST_INPUTS_MOVE.get(type(op), 1)))
     for slot in data_slots:
         for output in e.outputs:
             if e.input(slot).dtype != output.dtype or e.input(slot).qparams != output.qparams:
@@ -91,11 +98,13 @@ def data_movement(e: Emit) -> None:
     e.set_kernel("tl_copy_blocks")
 
 
-@emitter(indexing.Gather, tfl.Gather)
+@emitter(indexing.Gather, indexing.GatherND)
 def gather(e: Emit) -> None:
     """Gather: traced when the indices are constant, else rows copied at run-time indices."""
     if e.const_value(1) is not None:
         return _traced_gather(e)
+    if isinstance(e.op, indexing.GatherND):
+        raise Unsupported("GatherND at run-time indices")
     op = e.op
     data, indices, y = e.input(0), e.input(1), e.output(0)
     if getattr(op, "batch_dims", 0):
@@ -111,7 +120,7 @@ def gather(e: Emit) -> None:
     inner = int(np.prod(data.shape[axis + 1:], dtype=np.int64))
     element = np.dtype(data.dtype.np).itemsize
     e.use(HEADER)
-    negative = 1 if isinstance(op, indexing.Gather) else 0
+    negative = 1
     e.line(f"if (tl_gather_rows((uint8_t *){e.arg(y)}, (const uint8_t *){e.arg(data)}, {e.arg(indices)}, "
            f"{np.dtype(indices.dtype.np).itemsize}, {outer}, {indices.count}, {data.shape[axis]}, {inner}, "
            f"{element}, {negative})) return {e.failure('an index is out of range')};")
@@ -119,10 +128,9 @@ def gather(e: Emit) -> None:
 
 
 def _traced_gather(e: Emit) -> None:
-    indices = e.const_value(1)
-    if indices is None:
-        raise Unsupported("Gather indices computed at run time")
-    size = e.input(0).shape[e.op.axis % len(e.input(0).shape)]
-    if indices.size and (indices.min() < -size or indices.max() >= size):
-        raise Unsupported(f"constant Gather indices out of range for an axis of {size}")
+    try:
+        e.op.output_facts([e.input_fact(0), e.input_fact(1)])
+        e.op.eval([np.zeros(e.input(0).shape, e.input(0).dtype.np), e.const_value(1)])
+    except (RunError, AnalysisError) as error:
+        raise Unsupported(f"constant {e.op.name} indices that do not fit: {error}") from None
     data_movement(e)

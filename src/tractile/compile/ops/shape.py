@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 from ...ops.cast import Identity
+from ...ops.relabel import SetQuantization
 from ...ops.shape import Flatten, Reshape, Squeeze, Unsqueeze
-from ...ops.tfl.shape import ExpandDims as TflExpandDims
-from ...ops.tfl.shape import Reshape as TflReshape
-from ...ops.tfl.shape import Squeeze as TflSqueeze
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 
 
-@emitter(Reshape, Flatten, Squeeze, Unsqueeze, Identity, TflReshape, TflSqueeze, TflExpandDims)
+@emitter(Reshape, Flatten, Squeeze, Unsqueeze, Identity, SetQuantization)
 def reshape(e: Emit) -> None:
     x, y = e.input(0), e.output(0)
-    if x.dtype != y.dtype or x.qparams != y.qparams:
+    if x.dtype != y.dtype or (x.qparams != y.qparams and not isinstance(e.op, SetQuantization)):
         raise Unsupported(f"a reshape that changes the type ({x.fact} -> {y.fact})")
     e.alias(0, 0)

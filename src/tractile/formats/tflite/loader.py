@@ -18,15 +18,22 @@ from ...errors import AnalysisError, ModelFormatError, TractileError, Unsupporte
 from ...fact import TypedFact
 from ...graph import OutletId
 from ...model import TypedModel
+from ...ops.array import Concat, Pad, Slice, Split, Transpose
+from ...ops.control import Body
+from ...ops.indexing import DynamicUpdateSlice, Gather, GatherND
 from ...ops.io import Const
+from ...ops.layout import DepthToSpace, Expand, SpaceToDepth, Tile
 from ...ops.quantized.common import QUANTIZED
-from ...ops.tfl.common import TflOp
-from ...ops.tfl.control import If, While
-from ...ops.tfl.resource import EFFECTS, Program, VarHandle, real_outputs
+from ...ops.relabel import SetQuantization
+from ...ops.resource import OWN_OUTPUTS, Program, VarHandle, effectful, real_outputs
+from ...ops.shape import Reshape, Squeeze, Unsqueeze
 from .reader import ACCESS_ERRORS, ModelInfo, buffer_value, read_model
 from .registry import REGISTRY, Reshaped, TflNode, Translated
 
 FLAVOURS = ("reference", "micro")
+#: the core ops that only move values
+MOVES = (Concat, Pad, Slice, Split, Transpose, DynamicUpdateSlice, Gather, GatherND, DepthToSpace, Expand,
+         SpaceToDepth, Tile, Reshape, Squeeze, Unsqueeze)
 
 
 def load_tflite(source, flavour: str = "reference") -> TypedModel:
@@ -164,13 +171,19 @@ class TfliteLoader:
         model.set_output_names(subgraph.tensors[t].name for t in subgraph.outputs)
         last = self.last_effect.pop(subgraph.index)
         if last is not None:
-            model.properties["tflite_outputs"] = len(outputs)
+            model.properties[OWN_OUTPUTS] = len(outputs)
             model.outputs = outputs + [last]
         return model
 
-    def outlet(self, model, subgraph, tensor_index: int, outlets, where: str) -> OutletId:
-        """The outlet of a tensor (wiring its constant the first time)."""
-        return self._outlet(model, subgraph, tensor_index, outlets, where)
+    def wire_input(self, node: TflNode, slot: int) -> OutletId:
+        """The outlet of operator input ``slot`` (a constant tensor is wired on first use)."""
+        if not node.present(slot):
+            raise ModelFormatError(f"{node.where}: input {slot} is missing")
+        return self._outlet(node.model, node.subgraph, node.inputs[slot], node.outlets, node.where)
+
+    def previous_effect(self, node: TflNode) -> OutletId | None:
+        """The output of the last effectful op wired before this operator in its subgraph."""
+        return self.last_effect.get(node.subgraph.index)
 
     def _outlet(self, model, subgraph, tensor_index: int, outlets, where: str) -> OutletId:
         if tensor_index in outlets:
@@ -192,56 +205,52 @@ class TfliteLoader:
         return model.wire_node(f"{tensor.name}.reshaped", Const(value.reshape(shape), tensor.quant), [])[0]
 
     def _wire_operator(self, model, subgraph, operator, outlets) -> None:
-        node = TflNode(self, subgraph, operator)
-        node.building = (model, outlets)
+        node = TflNode(self, subgraph, operator, model, outlets)
         translate = REGISTRY[operator.opcode]
+        op = activation = None
+        via: dict = {}
         try:
             result = translate(node)
+            if isinstance(result, list):
+                produced = result
+            else:
+                op, slots = (result.op, result.slots) if isinstance(result, Translated) else (result, None)
+                activation = result.activation if isinstance(result, Translated) else None
+                via = result.inputs_via if isinstance(result, Translated) else {}
+                if slots is None:
+                    slots = [slot for slot, tensor in enumerate(operator.inputs) if tensor >= 0]
+                inputs = [self._reshaped(model, subgraph, operator.inputs[slot.slot], slot.shape, node.where)
+                          if isinstance(slot, Reshaped) else node.outlet(slot) for slot in slots]
         except ACCESS_ERRORS as error:
             raise ModelFormatError(f"{node.where}: damaged options ({type(error).__name__}: {error})") from None
         except AnalysisError as error:
             raise ModelFormatError(f"{node.where}: {error}") from None
-        activation, via = None, {}
-        if isinstance(result, Translated):
-            op, slots, activation, via = result.op, result.slots, result.activation, result.inputs_via
-        else:
-            op, slots = result, None
-        if slots is None:
-            slots = [slot for slot, tensor in enumerate(operator.inputs) if tensor >= 0]
-        inputs = [self._reshaped(model, subgraph, operator.inputs[slot.slot], slot.shape, node.where)
-                  if isinstance(slot, Reshaped)
-                  else self._outlet(model, subgraph, operator.inputs[slot], outlets, node.where)
-                  if isinstance(slot, int) else slot for slot in slots]
         out_tensors = [subgraph.tensors[t] if t >= 0 else None for t in operator.outputs]
-        name = out_tensors[0].name if out_tensors and out_tensors[0] is not None else f"op{operator.index}"
-        effect = isinstance(op, EFFECTS) or (isinstance(op, (If, While)) and any(
-            "tflite_outputs" in model.properties for model in op.subgraphs().values()))
-        if effect or isinstance(op, VarHandle):
-            self.uses_resources = True
-        if effect and self.last_effect[subgraph.index] is not None:
-            op = dataclasses.replace(op, ordered=True)
-            inputs.append(self.last_effect[subgraph.index])
-        if isinstance(op, TflOp):
-            op = dataclasses.replace(
-                op,
-                in_q=op.in_q or tuple(subgraph.tensors[operator.inputs[slot]].quant for slot in slots),
-                out_q=op.out_q or tuple(t.quant if t is not None else None for t in out_tensors),
-                out_dtypes=op.out_dtypes or tuple(t.dtype if t is not None else None for t in out_tensors),
-                version=operator.version)
-        try:
-            for position, through in via.items():
-                if isinstance(through, np.ndarray):
-                    inputs[position] = model.wire_node(f"{name}.input{position}", Const(through), [])[0]
-                else:
-                    inputs[position] = model.wire_node(f"{name}.{through.name}", through, [inputs[position]])[0]
-            produced = model.wire_node(name, op, inputs)
-            if activation is not None:
-                produced = model.wire_node(f"{name}.{activation.name}", activation, produced)
-        except AnalysisError as error:
-            raise ModelFormatError(f"{node.where}: {error}") from None
+        effect = op is not None and effectful(op)
+        if op is not None:
+            if effect or isinstance(op, VarHandle):
+                self.uses_resources = True
+            last = self.last_effect[subgraph.index]
+            if effect and last is not None and "ordered" in {f.name for f in dataclasses.fields(op)}:
+                op = dataclasses.replace(op, ordered=True)
+                inputs.append(last)
+            try:
+                for position, through in via.items():
+                    if isinstance(through, np.ndarray):
+                        inputs[position] = model.wire_node(f"{node.name}.input{position}", Const(through), [])[0]
+                    else:
+                        inputs[position] = model.wire_node(f"{node.name}.{through.name}", through,
+                                                           [inputs[position]])[0]
+                produced = op.wire_typed(model, node.name, inputs)
+                if activation is not None:
+                    produced = model.wire_node(f"{node.name}.{activation.name}", activation, produced)
+            except AnalysisError as error:
+                raise ModelFormatError(f"{node.where}: {error}") from None
         if effect:
             if produced:
-                self.last_effect[subgraph.index] = produced[0]
+                hidden = len(produced) > len(operator.outputs)
+                self.last_effect[subgraph.index] = produced[-1] if hidden else produced[0]
+                produced = produced[:len(operator.outputs)]
             if not operator.outputs:
                 return
         if len(produced) != len(operator.outputs):
@@ -257,7 +266,11 @@ class TfliteLoader:
             if fact.rank != len(tensor.shape) and tensor.shape:
                 raise ModelFormatError(f"{node.where}: output {tensor.name!r} has shape {list(tensor.shape)} in "
                                        f"the file but the op computes {fact}")
-            if not isinstance(op, TflOp) and tensor.quant is not None and tensor.dtype in QUANTIZED \
+            if tensor.quant is not None and tensor.dtype in QUANTIZED \
+                    and fact.qparams != tensor.quant and _moves(model, outlet):
+                outlet = model.wire_node(f"{tensor.name}.quantization", SetQuantization(tensor.quant), [outlet])[0]
+                fact = model.outlet_fact(outlet)
+            if tensor.quant is not None and tensor.dtype in QUANTIZED \
                     and fact.qparams != tensor.quant:
                 raise ModelFormatError(f"{node.where}: output {tensor.name!r} is quantized as {tensor.quant} in "
                                        f"the file but the op computes {fact}")
@@ -265,12 +278,18 @@ class TfliteLoader:
             model.outlet_labels[outlet] = tensor.name
 
 
+def _moves(model, outlet: OutletId) -> bool:
+    """Whether ``outlet`` comes from an op that only moves values (TFLite's kernels copy them
+    raw, whatever quantization the file gives the output)."""
+    return isinstance(model.nodes[outlet.node].op, MOVES)
+
+
 def program_model(body: TypedModel) -> TypedModel:
     """The model as a :class:`Program` over subgraph 0 (resource variables need a store per state)."""
     model = TypedModel()
-    model.properties = {key: value for key, value in body.properties.items() if key != "tflite_outputs"}
+    model.properties = {key: value for key, value in body.properties.items() if key != OWN_OUTPUTS}
     sources = [model.add_source(body.outlet_label(outlet), body.outlet_fact(outlet)) for outlet in body.inputs]
-    model.outputs = model.wire_node("program", Program(body=body), sources)
+    model.outputs = model.wire_node("program", Program(body=Body(body, "the TFLite main subgraph")), sources)
     model.set_output_names(body.outlet_label(outlet) for outlet in body.outputs[:real_outputs(body)])
     return model
 

@@ -1,9 +1,9 @@
 """The explicit registries of TFLite translations: reading (``@tflite_op``) and writing (``@tflite_writer``).
 
-A reading translation receives a :class:`TflNode` and returns a
-:class:`~tractile.ops.tfl.common.TflOp` (wired to every present input in order) or a
-:class:`Translated` naming the input slots to wire. The loader fills in the operator's
-quantization, output datum types and version.
+A reading translation receives a :class:`TflNode` and returns an op (wired to every
+present input in order), a :class:`Translated` naming the inputs to wire (operator input
+slots, outlets wired by :meth:`TflNode.wire`, or constant arrays), or the list of outlets
+that are the operator's outputs (a translation that wired several core ops itself).
 
 A writer receives the op and a :class:`~tractile.formats.tflite.writer.OpWriter` context
 and returns an :class:`OpSpec`: the builtin operator name, its options and the inputs as
@@ -83,18 +83,51 @@ class OpSpec:
     outputs: list | None = None
     #: tensor type names overriding the outputs' datum types (``{0: "RESOURCE"}``)
     output_types: dict = field(default_factory=dict)
+    #: the operator version (None: the lowest the tensor types need, see ``versions.py``)
+    version: int | None = None
 
 
 class TflNode:
     """What a translation sees of one operator: its tensors, constants, options."""
 
-    def __init__(self, loader, subgraph, operator: OperatorInfo):
+    def __init__(self, loader, subgraph, operator: OperatorInfo, model=None, outlets=None):
         self.loader = loader
         self.subgraph = subgraph
         self.operator = operator
         self.where = f"subgraph {subgraph.index} operator {operator.index} ({operator.opcode})"
-        #: (model, outlets by tensor index) of the subgraph being built, for :meth:`wire`
-        self.building: tuple = (None, {})
+        #: the model being built and its outlet of each tensor already wired (for :meth:`wire`)
+        self.model = model
+        self.outlets = outlets if outlets is not None else {}
+
+    @property
+    def name(self) -> str:
+        """The node name the operator's first output gives."""
+        outputs = [t for t in self.outputs if t >= 0]
+        return self.subgraph.tensors[outputs[0]].name if outputs else f"op{self.operator.index}"
+
+    def outlet(self, item):
+        """The outlet of an input: an operator input slot (int), an outlet, or a constant array
+        (wired as a Const; a ``(array, qparams)`` pair for a quantized one)."""
+        from ...graph import OutletId
+        from ...ops.io import Const
+
+        if isinstance(item, OutletId):
+            return item
+        if isinstance(item, (int, np.integer)):
+            return self.loader.wire_input(self, int(item))
+        value, quant = item if isinstance(item, tuple) else (item, None)
+        self.constants = getattr(self, "constants", 0) + 1
+        return self.model.wire_node(f"{self.name}.c{self.constants}", Const(np.asarray(value), quant), [])[0]
+
+    def wire(self, suffix: str | None, op, inputs: list) -> list:
+        """Wire a core op of this operator's translation (inputs as :meth:`outlet` takes them),
+        named after the operator (``suffix`` None: the op giving its output)."""
+        name = self.name if suffix is None else f"{self.name}.{suffix}"
+        return op.wire_typed(self.model, name, [self.outlet(i) for i in inputs])
+
+    def fact(self, slot: int):
+        """The fact of input ``slot`` in the model being built."""
+        return self.model.outlet_fact(self.outlet(slot))
 
     @property
     def opcode(self) -> str:
@@ -177,14 +210,6 @@ class TflNode:
         if name not in floats or (name == "TANH" and not tensor.dtype.is_float):
             raise ModelFormatError(f"{self.where}: fused activation {name} is not supported on {tensor.dtype}")
         return floats[name]
-
-    def wire(self, suffix: str, op, slots: list) -> list:
-        """Wire ``op`` before the translated op (a translation made of several core ops); its
-        inputs are operator input slots or outlets of earlier ``wire`` calls. Returns its outlets."""
-        model, outlets = self.building
-        inputs = [slot if not isinstance(slot, int) else
-                  self.loader.outlet(model, self.subgraph, self.inputs[slot], outlets, self.where) for slot in slots]
-        return model.wire_node(f"{self.output(0).name}.{suffix}", op, inputs)
 
     def subgraph_model(self, index: int):
         """The TypedModel of another subgraph (for control flow)."""

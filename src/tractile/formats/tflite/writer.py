@@ -1,8 +1,9 @@
 """A TypedModel of TFLite ops to a .tflite FlatBuffer (the inverse of the loader).
 
 Each wire becomes a tensor (named after its outlet label, quantization from its fact),
-each ``Const`` a tensor with a buffer, each TFLite op an operator through its registered
-writer. Subgraphs held by control-flow ops are written after the main one, once each.
+each ``Const`` a tensor with a buffer, each op an operator through the writer registered
+for its class. Subgraphs held by control-flow ops are written after the main one, once
+each. Operator versions are the lowest the tensor types need (:mod:`.versions`).
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from ...errors import TractileError
 from ...fact import QParams, TypedFact
 from ...graph import OutletId
 from ...ops.io import Const, Source
-from ...ops.tfl.resource import Program, real_outputs
+from ...ops.resource import Program, real_outputs
 from .reader import schema, tensor_type_code
 from .registry import WRITERS, OpSpec
+from .versions import Signature, operator_version
 
 
 def save_tflite(model, path) -> None:
@@ -33,7 +35,7 @@ def write_model(model, description: str = "tractile") -> bytes:
 
     programs = [node.op for node in model.nodes if isinstance(node.op, Program)]
     if programs and len(programs) == 1 and all(model.nodes[o.node].op is programs[0] for o in model.outputs):
-        model = programs[0].body
+        model = programs[0].body.source
     return _ModelWriter(description).write(model)
 
 
@@ -143,18 +145,34 @@ class _GraphWriter:
                 return expected[inlet.slot]
         return None
 
+    def _written_nodes(self) -> list[int]:
+        """The nodes to write, in order: those the outputs need through written inputs (a writer's
+        ``unwritten_inputs`` are inputs the operator does not list)."""
+        model = self.model
+        order = model.eval_order()
+        live = set(model.outputs)
+        written = []
+        for node_id in reversed(order):
+            node = model.nodes[node_id]
+            if not any(OutletId(node_id, slot) in live for slot in range(len(node.outputs))):
+                continue
+            written.append(node_id)
+            skipped = getattr(WRITERS.get(type(node.op)), "unwritten_inputs", ())
+            live.update(outlet for slot, outlet in enumerate(node.inputs) if slot not in skipped)
+        return written[::-1]
+
     def write(self) -> None:
         model = self.model
         for outlet in model.inputs:
             self.inputs.append(self.tensor_of(outlet))
-        for node_id in model.eval_order():
+        for node_id in self._written_nodes():
             node = model.nodes[node_id]
             if isinstance(node.op, (Source, Const)):
                 continue
             writer = WRITERS.get(type(node.op))
             if writer is None:
-                raise TractileError(f'cannot write node "{node.name}" ({node.op.name}) to TFLite: only TFLite '
-                                    f"ops can be written (supported: {', '.join(sorted(t.__name__ for t in WRITERS))})")
+                raise TractileError(f'cannot write node "{node.name}" ({node.op.name}) to TFLite: it has no TFLite '
+                                    f"operator (ops with one: {', '.join(sorted(t.__name__ for t in WRITERS))})")
             spec: OpSpec = writer(node.op, OpWriter(self, node, model))
             wires = list(range(len(node.inputs))) if spec.inputs is None else spec.inputs
             inputs = []
@@ -169,8 +187,12 @@ class _GraphWriter:
             outputs = [self.tensor_of(OutletId(node_id, slot)) for slot in slots]
             for slot, type_name in spec.output_types.items():
                 self.tensors[self.tensor_of(OutletId(node_id, slot))].type_name = type_name
+            version = getattr(node.op, "version", None) or spec.version or operator_version(Signature(
+                spec.opcode, [(self.tensors[i].dtype, len(self.tensors[i].shape)) if i >= 0 else None for i in inputs],
+                [(self.tensors[i].dtype, len(self.tensors[i].shape)) for i in outputs],
+                spec.options[1] if spec.options else {}))
             self.operators.append(_Operator(spec.opcode, inputs, outputs, [int(i) for i in spec.intermediates],
-                                            spec.options, getattr(node.op, "version", 1)))
+                                            spec.options, version))
         for outlet in model.outputs[:real_outputs(model)]:
             self.outputs.append(self.tensor_of(outlet))
 

@@ -1,11 +1,12 @@
 """TFLite operator translations, one module per family (imported here to register them)."""
-from . import (  # noqa: F401  # noqa: F401
+from . import (  # noqa: F401
     activation,
     array,
     control,
     conv,
     dense,
     elementwise,
+    layout,
     math,
     quantize,
     recurrent,
@@ -13,5 +14,6 @@ from . import (  # noqa: F401  # noqa: F401
     resize,
     resource,
     shape,
+    slicing,
     softmax,
 )

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ....errors import ModelFormatError
-from ....ops.tfl.resource import AssignVariable, CallOnce, ReadVariable, VarHandle
+from ....ops.control import Body
+from ....ops.resource import AssignVariable, CallOnce, ReadVariable, VarHandle
 from ..registry import OpSpec, TflNode, Translated, tflite_op, tflite_writer
 
 
@@ -29,7 +30,7 @@ def read_variable(node: TflNode):
     output = node.output(0)
     if any(d < 0 for d in output.shape):
         raise ModelFormatError(f"{node.where}: variables of unknown shape are not supported")
-    return Translated(ReadVariable(shape=tuple(output.shape)), [0])
+    return Translated(ReadVariable(shape=tuple(output.shape), dtype=output.dtype, qparams=node.output_quant()), [0])
 
 
 @tflite_writer(ReadVariable)
@@ -52,9 +53,11 @@ def call_once(node: TflNode):
     options = node.options("CallOnceOptions")
     if options is None:
         raise ModelFormatError(f"{node.where}: missing CallOnceOptions")
-    return Translated(CallOnce(init=node.subgraph_model(options.InitSubgraphIndex())), [])
+    init = node.subgraph_model(options.InitSubgraphIndex())
+    return Translated(CallOnce(init=Body(init, "the CALL_ONCE subgraph")), [])
 
 
 @tflite_writer(CallOnce)
 def write_call_once(op: CallOnce, ctx) -> OpSpec:
-    return OpSpec("CALL_ONCE", ("CallOnceOptions", {"InitSubgraphIndex": ctx.subgraph(op.init)}), [], outputs=[])
+    return OpSpec("CALL_ONCE", ("CallOnceOptions", {"InitSubgraphIndex": ctx.subgraph(op.init.source)}), [],
+                  outputs=[])

@@ -1,67 +1,87 @@
-"""Translations of the shape and layout operators (both directions)."""
+"""Translations of the shape and layout operators onto core Reshape, Squeeze, Unsqueeze,
+Transpose, Concat, Split, Shape, Expand (both directions).
+
+PACK is an Unsqueeze of each input and a Concat, UNPACK a Split and a Squeeze of each part.
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from ....errors import ModelFormatError
-from ....ops.tfl.shape import (
-    ExpandDims,
-    Pack,
-    Reshape,
-    Split,
-    Squeeze,
-    Transpose,
-    Unpack,
-    equal_split,
-    normalize_axis,
-    split_v_sizes,
-)
+from ....ops.array import Concat, Split, Transpose
+from ....ops.axes import resolve_axis
+from ....ops.layout import Expand
+from ....ops.relabel import SetQuantization
+from ....ops.shape import BroadcastShapes, ConstantOfShape, Flatten, Reshape, Shape, Squeeze, Unsqueeze
 from ..registry import OpSpec, TflNode, Translated, tflite_op, tflite_writer
+
+
+def _i64(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64).reshape(-1)
 
 
 @tflite_op("RESHAPE")
 def reshape(node: TflNode):
     shape = node.const(1)
     if shape is not None:
-        return Translated(Reshape(tuple(int(v) for v in shape.reshape(-1))), [0])
+        return Translated(Reshape(allowzero=True), [0, _i64(shape)])
     options = node.options("ReshapeOptions")
     if options is not None and not options.NewShapeIsNone():
-        return Translated(Reshape(tuple(int(v) for v in options.NewShapeAsNumpy())), [0])
+        return Translated(Reshape(allowzero=True), [0, _i64(options.NewShapeAsNumpy())])
     if node.present(1):
-        return Translated(Reshape(None), [0, 1])
-    return Translated(Reshape(tuple(max(d, -1) for d in node.output().shape)), [0])
+        return Translated(Reshape(allowzero=True), [0, 1])
+    return Translated(Reshape(allowzero=True), [0, _i64([max(d, -1) for d in node.output().shape])])
 
 
-@tflite_writer(Reshape)
-def write_reshape(op: Reshape, ctx) -> OpSpec:
-    if op.shape is None:
-        return OpSpec("RESHAPE", ("ReshapeOptions", {}))
-    shape = ctx.const(np.asarray(op.shape, dtype=np.int32), "shape")
-    return OpSpec("RESHAPE", ("ReshapeOptions", {"NewShape": list(op.shape)}), [0, shape])
+def _written_shape(ctx) -> list:
+    """The output dims for a RESHAPE: known ones, one -1 for a symbolic one."""
+    dims = [d if isinstance(d, int) else -1 for d in ctx.output_fact(0).shape]
+    if dims.count(-1) > 1:
+        raise ModelFormatError(f"node {ctx.node.name!r}: TFLite cannot reshape to {ctx.output_fact(0)}")
+    return dims
+
+
+@tflite_writer(Reshape, Flatten, SetQuantization)
+def write_reshape(op, ctx) -> OpSpec:
+    """RESHAPE (also for a change of quantization alone: TFLite's RESHAPE copies raw values)."""
+    dims = _written_shape(ctx)
+    shape = ctx.const(np.asarray(dims, dtype=np.int32), "shape")
+    return OpSpec("RESHAPE", ("ReshapeOptions", {"NewShape": dims}), [0, shape])
 
 
 @tflite_op("SQUEEZE")
 def squeeze(node: TflNode):
     options = node.options("SqueezeOptions")
-    axes = tuple(int(v) for v in options.SqueezeDimsAsNumpy()) if options is not None and \
-        not options.SqueezeDimsIsNone() else ()
-    return Squeeze(axes)
+    axes = [int(v) for v in options.SqueezeDimsAsNumpy()] if options is not None and \
+        not options.SqueezeDimsIsNone() else []
+    return Translated(Squeeze(), [0, _i64(axes)] if axes else [0])
 
 
 @tflite_writer(Squeeze)
 def write_squeeze(op: Squeeze, ctx) -> OpSpec:
-    return OpSpec("SQUEEZE", ("SqueezeOptions", {"SqueezeDims": list(op.axes)}))
+    fact = ctx.input_fact(0)
+    if ctx.input_count() > 1:
+        axes = [resolve_axis(a, fact.rank, "Squeeze axis") for a in ctx.input_fact(1).konst.reshape(-1).tolist()]
+    else:
+        axes = [i for i, d in enumerate(fact.shape) if d == 1]
+    return OpSpec("SQUEEZE", ("SqueezeOptions", {"SqueezeDims": sorted(set(axes))}), [0])
 
 
 @tflite_op("EXPAND_DIMS")
 def expand_dims(node: TflNode):
-    axis = node.require_const(1, "the axis")
-    return Translated(ExpandDims(int(axis.reshape(-1)[0])), [0])
+    axis = node.require_const(1, "the axis").reshape(-1)
+    if axis.size != 1:
+        raise ModelFormatError(f"{node.where}: the axis must hold one value, got {axis.tolist()}")
+    return Translated(Unsqueeze(), [0, _i64(axis)])
 
 
-@tflite_writer(ExpandDims)
-def write_expand_dims(op: ExpandDims, ctx) -> OpSpec:
-    return OpSpec("EXPAND_DIMS", ("ExpandDimsOptions", {}), [0, ctx.const(np.array([op.axis], np.int32), "axis")])
+@tflite_writer(Unsqueeze)
+def write_unsqueeze(op: Unsqueeze, ctx) -> OpSpec:
+    axes = ctx.input_fact(1).konst
+    if axes is not None and axes.size == 1:
+        return OpSpec("EXPAND_DIMS", ("ExpandDimsOptions", {}),
+                      [0, ctx.const(axes.reshape(1).astype(np.int32), "axis")])
+    return write_reshape(op, ctx)
 
 
 @tflite_op("TRANSPOSE")
@@ -72,53 +92,107 @@ def transpose(node: TflNode):
 
 @tflite_writer(Transpose)
 def write_transpose(op: Transpose, ctx) -> OpSpec:
-    return OpSpec("TRANSPOSE", ("TransposeOptions", {}), [0, ctx.const(np.asarray(op.perm, np.int32), "perm")])
+    rank = ctx.input_fact(0).rank
+    perm = op.perm if op.perm is not None else tuple(reversed(range(rank)))
+    return OpSpec("TRANSPOSE", ("TransposeOptions", {}), [0, ctx.const(np.asarray(perm, np.int32), "perm")])
+
+
+def pack_ops(node, items: list, axis: int) -> list:
+    """PACK: each input with a new axis, concatenated along it."""
+    rank = node.fact(items[0]).rank
+    axis = resolve_axis(axis, rank + 1, "PACK axis")
+    expanded = [node.wire(f"item{i}", Unsqueeze(), [item, _i64([axis])])[0] for i, item in enumerate(items)]
+    return node.wire(None, Concat(axis), expanded)
 
 
 @tflite_op("PACK")
 def pack(node: TflNode):
     options = node.options("PackOptions")
-    return Pack(axis=options.Axis() if options is not None else 0)
+    return pack_ops(node, list(range(len(node.inputs))), options.Axis() if options is not None else 0)
 
 
-@tflite_writer(Pack)
-def write_pack(op: Pack, ctx) -> OpSpec:
-    return OpSpec("PACK", ("PackOptions", {"ValuesCount": ctx.input_count(), "Axis": op.axis}))
+def unpack_ops(node, x, count: int, axis: int) -> list:
+    """UNPACK: ``count`` parts along ``axis``, each without that axis."""
+    rank = node.fact(x).rank
+    axis = resolve_axis(axis, rank, "UNPACK axis")
+    if node.fact(x).shape[axis] != count:
+        raise ModelFormatError(f"{node.where}: cannot unpack {node.fact(x)} into {count} along axis {axis}")
+    parts = node.wire("split", Split(axis, count), [x]) if count > 1 else [node.outlet(x)]
+    return [node.wire(f"item{i}" if count > 1 else None, Squeeze(), [part, _i64([axis])])[0]
+            for i, part in enumerate(parts)]
 
 
 @tflite_op("UNPACK")
 def unpack(node: TflNode):
     options = node.options("UnpackOptions")
-    axis = options.Axis() if options is not None else 0
-    return Unpack(num=len(node.outputs), axis=axis)
-
-
-@tflite_writer(Unpack)
-def write_unpack(op: Unpack, ctx) -> OpSpec:
-    return OpSpec("UNPACK", ("UnpackOptions", {"Num": op.num, "Axis": op.axis}))
+    return unpack_ops(node, 0, len(node.outputs), options.Axis() if options is not None else 0)
 
 
 @tflite_op("SPLIT")
 def split(node: TflNode):
     axis = int(node.require_const(0, "the axis").reshape(-1)[0])
-    data = node.tensor(1)
-    axis = normalize_axis(axis, len(data.shape), "SPLIT axis")
-    return Translated(Split(axis, equal_split(data.shape[axis], len(node.outputs))), [1])
+    fact, count = node.fact(1), len(node.outputs)
+    axis = resolve_axis(axis, fact.rank, "SPLIT axis")
+    size = fact.shape[axis]
+    if isinstance(size, int) and size % count:
+        raise ModelFormatError(f"{node.where}: {size} does not split in {count} equal parts")
+    return Translated(Split(axis, count), [1])
 
 
 @tflite_op("SPLIT_V")
 def split_v(node: TflNode):
     sizes = [int(v) for v in node.require_const(1, "the sizes").reshape(-1)]
-    axis = int(node.require_const(2, "the axis").reshape(-1)[0])
-    data = node.tensor(0)
-    axis = normalize_axis(axis, len(data.shape), "SPLIT_V axis")
-    if len(sizes) != len(node.outputs):
-        raise ModelFormatError(f"{node.where}: {len(sizes)} sizes for {len(node.outputs)} outputs")
-    return Translated(Split(axis, split_v_sizes(data.shape[axis], sizes)), [0])
+    fact = node.fact(0)
+    axis = resolve_axis(int(node.require_const(2, "the axis").reshape(-1)[0]), fact.rank, "SPLIT_V axis")
+    if len(sizes) != len(node.outputs) or sizes.count(-1) > 1:
+        raise ModelFormatError(f"{node.where}: sizes {sizes} for {len(node.outputs)} outputs")
+    if -1 in sizes:
+        if not isinstance(fact.shape[axis], int):
+            raise ModelFormatError(f"{node.where}: a size of -1 needs the split axis's length when loading")
+        sizes[sizes.index(-1)] = fact.shape[axis] - (sum(sizes) + 1)
+    return Translated(Split(axis, len(sizes)), [0, _i64(sizes)])
 
 
 @tflite_writer(Split)
 def write_split(op: Split, ctx) -> OpSpec:
-    sizes = ctx.const(np.asarray(op.sizes, np.int32), "sizes")
-    axis = ctx.const(np.array([op.axis], np.int32), "axis")
-    return OpSpec("SPLIT_V", ("SplitVOptions", {"NumSplits": len(op.sizes)}), [0, sizes, axis])
+    facts = [ctx.output_fact(i) for i in range(op.outputs)]
+    axis = np.array([op.axis], np.int32)
+    sizes = [f.shape[resolve_axis(op.axis, f.rank, "Split axis")] for f in facts]
+    if ctx.input_count() == 1 and len(set(sizes)) == 1:
+        return OpSpec("SPLIT", ("SplitOptions", {"NumSplits": op.outputs}), [ctx.const(axis, "axis"), 0])
+    if not all(isinstance(s, int) for s in sizes):
+        raise ModelFormatError(f"node {ctx.node.name!r}: TFLite needs the sizes of an uneven split")
+    return OpSpec("SPLIT_V", ("SplitVOptions", {"NumSplits": op.outputs}),
+                  [0, ctx.const(np.asarray(sizes, np.int32), "sizes"), ctx.const(axis, "axis")])
+
+
+@tflite_op("SHAPE")
+def shape(node: TflNode):
+    return Shape(dtype=node.output().dtype)
+
+
+@tflite_writer(Shape)
+def write_shape(op: Shape, ctx) -> OpSpec:
+    if op.start != 0 or op.end is not None:
+        raise ModelFormatError(f"node {ctx.node.name!r}: TFLite's SHAPE gives every dim")
+    return OpSpec("SHAPE", ("ShapeOptions", {"OutType": ctx.tensor_type(op.dtype)}))
+
+
+def zeros_like_ops(node, x) -> list:
+    """Zeros of the type, quantization and shape of ``x`` (a zero broadcast to its shape)."""
+    fact = node.fact(x)
+    dims = node.wire("shape", Shape(), [x])
+    return node.wire(None, Expand(), [(np.zeros((), fact.dtype.np), fact.qparams), *dims])
+
+
+tflite_op("ZEROS_LIKE")(lambda node: zeros_like_ops(node, 0))
+
+
+tflite_op("BROADCAST_ARGS")(lambda node: BroadcastShapes())
+tflite_writer(BroadcastShapes)(lambda op, ctx: OpSpec("BROADCAST_ARGS"))
+
+
+@tflite_writer(ConstantOfShape)
+def write_constant_of_shape(op: ConstantOfShape, ctx) -> OpSpec:
+    value = ctx.const(np.asarray(op.value.reshape(-1)[0]), "value")
+    return OpSpec("FILL", ("FillOptions", {}), [0, value])
