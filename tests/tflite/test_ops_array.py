@@ -105,7 +105,7 @@ def test_gather(axis, batch_dims, indices_shape, indices_dtype, dtype):
     quant = INT8_Q if dtype == "i8" else None
     size = (4, 5, 6)[axis]
     indices = lambda g: g.const("indices", RNG.integers(0, size, indices_shape), indices_dtype)  # noqa: E731
-    model = single_op(Gather(axis=axis, batch_dims=batch_dims), dtype, (4, 5, 6), quant, quant, (indices,))
+    model = single_op(Gather(axis=axis, batch_dims=batch_dims), dtype, (4, 5, 6), quant, (indices,))
     assert model.output_fact(0).qparams == quant
     check_model(model, random_sets(model, 2))
 

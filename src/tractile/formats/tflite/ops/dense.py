@@ -129,17 +129,3 @@ def embedding_lookup(node: TflNode):
     elif out.dtype != table.dtype:
         raise ModelFormatError(f"{node.where}: a lookup from a {table.dtype} table to {out.dtype}")
     return Translated(Gather(axis=0), [1, 0], inputs_via=via)
-
-
-# writers of the core ops this family's translations wire (Flatten, Gather), until the
-# array family's translations write them
-@tflite_writer(Flatten)
-def write_flatten(op: Flatten, ctx) -> OpSpec:
-    shape = [int(d) if isinstance(d, int) else -1 for d in ctx.output_fact(0).shape]
-    return OpSpec("RESHAPE", ("ReshapeOptions", {"NewShape": shape}),
-                  [0, ctx.const(np.asarray(shape, dtype=np.int32), "shape")])
-
-
-@tflite_writer(Gather)
-def write_gather(op: Gather, ctx) -> OpSpec:
-    return OpSpec("GATHER", ("GatherOptions", {"Axis": op.axis, "BatchDims": 0}))
