@@ -27,10 +27,11 @@ def run_reference(interpreter, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
 
 
-def micro_interpreter(model: bytes):
-    """A TFLite Micro interpreter (the tflite-micro package)."""
+def micro_interpreter(model: bytes, arena_size: int | None = None):
+    """A TFLite Micro interpreter (the tflite-micro package); ``arena_size`` in bytes (default:
+    the package's guess, ten times the model's size, too small for tiny models)."""
     runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
-    return runtime.Interpreter.from_bytes(bytes(model))
+    return runtime.Interpreter.from_bytes(bytes(model), arena_size=arena_size)
 
 
 def run_micro(interpreter, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -24,7 +24,7 @@ from ...ops.tfl.common import TflOp
 from ...ops.tfl.control import If, While
 from ...ops.tfl.resource import EFFECTS, Program, VarHandle, real_outputs
 from .reader import ACCESS_ERRORS, ModelInfo, buffer_value, read_model
-from .registry import REGISTRY, TflNode, Translated
+from .registry import REGISTRY, TflNode, Translated, registry_key
 
 FLAVOURS = ("reference", "micro")
 
@@ -66,12 +66,10 @@ def check_supported(info: ModelInfo) -> None:
     missing: dict[tuple[str, int], list[str]] = {}
     for subgraph in info.subgraphs:
         for operator in subgraph.operators:
-            if operator.opcode == "CUSTOM":
-                key = (f"CUSTOM:{operator.custom_code or '?'}", operator.version)
-            elif operator.opcode not in REGISTRY:
-                key = (operator.opcode, operator.version)
-            else:
+            name = registry_key(operator)
+            if name in REGISTRY:
                 continue
+            key = (name, operator.version)
             names = [subgraph.tensors[t].name for t in operator.outputs if 0 <= t < len(subgraph.tensors)]
             missing.setdefault(key, []).append(names[0] if names else f"operator {operator.index}")
     if not missing:
@@ -83,7 +81,7 @@ def check_supported(info: ModelInfo) -> None:
         parts.append(f"custom ops {', '.join(custom)}")
     if builtin:
         parts.append(f"builtin ops {', '.join(builtin)}")
-    supported = ", ".join(sorted(REGISTRY))
+    supported = ", ".join(sorted(name for name in REGISTRY if not name.startswith("CUSTOM:")))
     raise UnsupportedOpError(
         f"the model uses unsupported {' and '.join(parts)} (tractile supports the builtin ops {supported})",
         [("tflite", name, version, nodes) for (name, version), nodes in sorted(missing.items())])
@@ -182,7 +180,7 @@ class TfliteLoader:
 
     def _wire_operator(self, model, subgraph, operator, outlets) -> None:
         node = TflNode(self, subgraph, operator)
-        translate = REGISTRY[operator.opcode]
+        translate = REGISTRY[registry_key(operator)]
         try:
             result = translate(node)
         except ACCESS_ERRORS as error:
