@@ -1,0 +1,670 @@
+/* tl_signal.h: TFLite Micro's signal library (the audio front end of micro_speech): window,
+ * block scaling, kissfft's real FFT in fixed point (int16 Q15, int32 Q31) and float, energy,
+ * mel filterbank, square root, spectral subtraction, PCAN gain control, log; framing with state.
+ *
+ * The arithmetic is the interpreter's (tractile/ops/audio): kissfft's butterflies divide by
+ * their radix first and round every product; the FFT's tables (twiddles, factors, the
+ * digit-reversal order) are computed on the host. Fixed-point FFT values live in int32_t
+ * buffers, wrapped to 16 bits after every store for int16 transforms, as kissfft's int16
+ * kiss_fft_scalar does; products are formed in 64 bits. */
+#ifndef TL_SIGNAL_H
+#define TL_SIGNAL_H
+
+#include <string.h>
+
+#include "tl_common.h"
+
+/* --------------------------------------------------------------------------------------------
+ * integer helpers */
+
+/* position of the highest set bit, 1-based; 32 for 0 (as TFLite Micro's GCC builds) */
+static inline int32_t tl_msb32(uint32_t x) {
+  int32_t bits = 0;
+  if (x == 0) return 32;
+  while (x) {
+    x >>= 1;
+    ++bits;
+  }
+  return bits;
+}
+
+/* the square root rounded to nearest, at most 0xFFFF below 2^32 and 0xFFFFFFFF above */
+static inline uint32_t tl_sqrt_rounded(uint64_t num) {
+  uint64_t res = 0, bit = (uint64_t)1 << 62;
+  const uint64_t cap = (num >> 32) == 0 ? 0xFFFFu : 0xFFFFFFFFu;
+  while (bit > num) bit >>= 2;
+  while (bit) {
+    if (num >= res + bit) {
+      num -= res + bit;
+      res = (res >> 1) + bit;
+    } else {
+      res >>= 1;
+    }
+    bit >>= 2;
+  }
+  if (num > res && res != cap) ++res;
+  return (uint32_t)res;
+}
+
+/* --------------------------------------------------------------------------------------------
+ * window and block scaling */
+
+static inline void tl_window_i16(const int16_t *x, const int16_t *w, int16_t *y, int32_t rows, int32_t n,
+                                 int32_t shift) {
+  int32_t r, i;
+  for (r = 0; r < rows; ++r)
+    for (i = 0; i < n; ++i) {
+      const int32_t raw = ((int32_t)x[r * n + i] * TL_READ_S16(&w[i])) >> shift;
+      y[r * n + i] = (int16_t)(raw < -32768 ? -32768 : (raw > 32767 ? 32767 : raw));
+    }
+}
+
+/* MaxAbs16 step by step (-(-32768) wraps to -32768), then the shift that fills 16 bits */
+static inline void tl_fft_auto_scale_i16(const int16_t *x, int16_t *y, int32_t *scale, int32_t n) {
+  int16_t largest = 0;
+  int32_t i, bits;
+  for (i = 0; i < n; ++i) {
+    if (x[i] > largest)
+      largest = x[i];
+    else if (-x[i] > largest)
+      largest = (int16_t)-x[i];
+  }
+  bits = 15 - tl_msb32((uint32_t)(int32_t)largest);
+  if (bits < 0) bits = 0;
+  for (i = 0; i < n; ++i) y[i] = (int16_t)(uint16_t)((uint32_t)(int32_t)x[i] << bits);
+  *scale = bits;
+}
+
+/* --------------------------------------------------------------------------------------------
+ * kissfft, fixed point: interleaved (real, imaginary) int32_t values of `width` (16 or 32) bits */
+
+static inline int32_t tl_kf_wrap(int64_t v, int32_t width) { return width == 16 ? (int16_t)v : (int32_t)v; }
+
+static inline int32_t tl_kf_round(int64_t v, int32_t width) {
+  return tl_kf_wrap((v + ((int64_t)1 << (width - 2))) >> (width - 1), width);
+}
+
+static inline void tl_kf_fixdiv(int32_t *c, int32_t k, int32_t width) {
+  const int64_t factor = (int64_t)((((int64_t)1 << (width - 1)) - 1) / k);
+  c[0] = tl_kf_round(c[0] * factor, width);
+  c[1] = tl_kf_round(c[1] * factor, width);
+}
+
+static inline void tl_kf_mul(int32_t *m, const int32_t *a, const int32_t *tw, int32_t width) {
+  const int64_t br = TL_READ_S32(&tw[0]), bi = TL_READ_S32(&tw[1]);
+  const int32_t r = tl_kf_round((int64_t)a[0] * br - (int64_t)a[1] * bi, width);
+  m[1] = tl_kf_round((int64_t)a[0] * bi + (int64_t)a[1] * br, width);
+  m[0] = r;
+}
+
+/* one kf_bfly pass on a block of p * m values (p in 2..5) */
+static inline void tl_kf_bfly_fixed(int32_t *f, int32_t p, int32_t m, int32_t fstride, const int32_t *tw,
+                                    int32_t inverse, int32_t width) {
+  int32_t u, q;
+  for (u = 0; u < m; ++u) {
+    int32_t *x[5];
+    int32_t s[13][2];
+    for (q = 0; q < p; ++q) {
+      x[q] = f + 2 * (q * m + u);
+      tl_kf_fixdiv(x[q], p, width);
+    }
+    if (p == 2) {
+      tl_kf_mul(s[0], x[1], tw + 2 * u * fstride, width);
+      x[1][0] = tl_kf_wrap((int64_t)x[0][0] - s[0][0], width);
+      x[1][1] = tl_kf_wrap((int64_t)x[0][1] - s[0][1], width);
+      x[0][0] = tl_kf_wrap((int64_t)x[0][0] + s[0][0], width);
+      x[0][1] = tl_kf_wrap((int64_t)x[0][1] + s[0][1], width);
+    } else if (p == 4) {
+      int32_t plus[2], minus[2];
+      tl_kf_mul(s[0], x[1], tw + 2 * u * fstride, width);
+      tl_kf_mul(s[1], x[2], tw + 4 * u * fstride, width);
+      tl_kf_mul(s[2], x[3], tw + 6 * u * fstride, width);
+      for (q = 0; q < 2; ++q) {
+        s[5][q] = tl_kf_wrap((int64_t)x[0][q] - s[1][q], width);
+        x[0][q] = tl_kf_wrap((int64_t)x[0][q] + s[1][q], width);
+        s[3][q] = tl_kf_wrap((int64_t)s[0][q] + s[2][q], width);
+        s[4][q] = tl_kf_wrap((int64_t)s[0][q] - s[2][q], width);
+        x[2][q] = tl_kf_wrap((int64_t)x[0][q] - s[3][q], width);
+        x[0][q] = tl_kf_wrap((int64_t)x[0][q] + s[3][q], width);
+      }
+      plus[0] = tl_kf_wrap((int64_t)s[5][0] + s[4][1], width);
+      plus[1] = tl_kf_wrap((int64_t)s[5][1] - s[4][0], width);
+      minus[0] = tl_kf_wrap((int64_t)s[5][0] - s[4][1], width);
+      minus[1] = tl_kf_wrap((int64_t)s[5][1] + s[4][0], width);
+      for (q = 0; q < 2; ++q) {
+        x[1][q] = inverse ? minus[q] : plus[q];
+        x[3][q] = inverse ? plus[q] : minus[q];
+      }
+    } else if (p == 3) {
+      const int64_t epi = TL_READ_S32(&tw[2 * fstride * m + 1]);
+      tl_kf_mul(s[1], x[1], tw + 2 * u * fstride, width);
+      tl_kf_mul(s[2], x[2], tw + 4 * u * fstride, width);
+      for (q = 0; q < 2; ++q) {
+        s[3][q] = tl_kf_wrap((int64_t)s[1][q] + s[2][q], width);
+        s[0][q] = tl_kf_wrap((int64_t)s[1][q] - s[2][q], width);
+        x[1][q] = tl_kf_wrap((int64_t)x[0][q] - (s[3][q] >> 1), width);
+        s[0][q] = tl_kf_round(s[0][q] * epi, width);
+        x[0][q] = tl_kf_wrap((int64_t)x[0][q] + s[3][q], width);
+      }
+      x[2][0] = tl_kf_wrap((int64_t)x[1][0] + s[0][1], width);
+      x[2][1] = tl_kf_wrap((int64_t)x[1][1] - s[0][0], width);
+      x[1][0] = tl_kf_wrap((int64_t)x[1][0] - s[0][1], width);
+      x[1][1] = tl_kf_wrap((int64_t)x[1][1] + s[0][0], width);
+    } else {
+      const int64_t yar = TL_READ_S32(&tw[2 * fstride * m]), yai = TL_READ_S32(&tw[2 * fstride * m + 1]);
+      const int64_t ybr = TL_READ_S32(&tw[4 * fstride * m]), ybi = TL_READ_S32(&tw[4 * fstride * m + 1]);
+      for (q = 1; q < 5; ++q) tl_kf_mul(s[q], x[q], tw + 2 * q * u * fstride, width);
+      for (q = 0; q < 2; ++q) {
+        s[7][q] = tl_kf_wrap((int64_t)s[1][q] + s[4][q], width);
+        s[10][q] = tl_kf_wrap((int64_t)s[1][q] - s[4][q], width);
+        s[8][q] = tl_kf_wrap((int64_t)s[2][q] + s[3][q], width);
+        s[9][q] = tl_kf_wrap((int64_t)s[2][q] - s[3][q], width);
+        s[0][q] = x[0][q];
+        x[0][q] = tl_kf_wrap((int64_t)x[0][q] + ((int64_t)s[7][q] + s[8][q]), width);
+        s[5][q] = tl_kf_wrap((int64_t)s[0][q] + tl_kf_round(s[7][q] * yar, width) +
+                                 tl_kf_round(s[8][q] * ybr, width), width);
+        s[11][q] = tl_kf_wrap((int64_t)s[0][q] + tl_kf_round(s[7][q] * ybr, width) +
+                                  tl_kf_round(s[8][q] * yar, width), width);
+      }
+      s[6][0] = tl_kf_wrap((int64_t)tl_kf_round(s[10][1] * yai, width) + tl_kf_round(s[9][1] * ybi, width), width);
+      s[6][1] = tl_kf_wrap(-(int64_t)tl_kf_round(s[10][0] * yai, width) - tl_kf_round(s[9][0] * ybi, width), width);
+      s[12][0] = tl_kf_wrap(-(int64_t)tl_kf_round(s[10][1] * ybi, width) + tl_kf_round(s[9][1] * yai, width), width);
+      s[12][1] = tl_kf_wrap((int64_t)tl_kf_round(s[10][0] * ybi, width) - tl_kf_round(s[9][0] * yai, width), width);
+      for (q = 0; q < 2; ++q) {
+        x[1][q] = tl_kf_wrap((int64_t)s[5][q] - s[6][q], width);
+        x[4][q] = tl_kf_wrap((int64_t)s[5][q] + s[6][q], width);
+        x[2][q] = tl_kf_wrap((int64_t)s[11][q] + s[12][q], width);
+        x[3][q] = tl_kf_wrap((int64_t)s[11][q] - s[12][q], width);
+      }
+    }
+  }
+}
+
+/* the butterfly passes of a complex FFT of n values already in digit-reversed order:
+ * factors = (p, m) per stage, outermost first */
+static inline void tl_kf_passes_fixed(int32_t *f, int32_t n, const int32_t *factors, int32_t stages,
+                                      const int32_t *tw, int32_t inverse, int32_t width) {
+  int32_t stage, block;
+  for (stage = stages - 1; stage >= 0; --stage) {
+    const int32_t p = factors[2 * stage], m = factors[2 * stage + 1], blocks = n / (p * m);
+    for (block = 0; block < blocks; ++block) tl_kf_bfly_fixed(f + 2 * block * p * m, p, m, blocks, tw, inverse, width);
+  }
+}
+
+static inline void tl_kf_put(void *y, int32_t at, int32_t value, int32_t width) {
+  if (width == 16)
+    ((int16_t *)y)[at] = (int16_t)value;
+  else
+    ((int32_t *)y)[at] = value;
+}
+
+/* HALF_OF of a sum evaluated in 32 bits */
+static inline int32_t tl_kf_half(uint32_t sum, int32_t width) { return tl_kf_wrap((int32_t)sum >> 1, width); }
+
+/* kiss_fftr, fixed point: rows of `length` samples (int16 if width is 16, else int32), zero-padded
+ * to 2n, to n + 1 complex bins; work: 2n int32_t */
+static inline void tl_rfft_fixed(const void *x, void *y, int32_t rows, int32_t length, int32_t n,
+                                 const int16_t *order, const int32_t *factors, int32_t stages, const int32_t *tw,
+                                 const int32_t *super_tw, int32_t *work, int32_t width) {
+  int32_t r, k, q;
+  for (r = 0; r < rows; ++r) {
+    const int32_t base = r * 2 * (n + 1);
+    int32_t dc[2];
+    for (k = 0; k < n; ++k)
+      for (q = 0; q < 2; ++q) {
+        const int32_t idx = 2 * TL_READ_S16(&order[k]) + q;
+        const int32_t at = r * length + idx;
+        work[2 * k + q] = idx >= length ? 0 : (width == 16 ? ((const int16_t *)x)[at] : ((const int32_t *)x)[at]);
+      }
+    tl_kf_passes_fixed(work, n, factors, stages, tw, 0, width);
+    dc[0] = work[0];
+    dc[1] = work[1];
+    tl_kf_fixdiv(dc, 2, width);
+    tl_kf_put(y, base, tl_kf_wrap((int64_t)dc[0] + dc[1], width), width);
+    tl_kf_put(y, base + 1, 0, width);
+    tl_kf_put(y, base + 2 * n, tl_kf_wrap((int64_t)dc[0] - dc[1], width), width);
+    tl_kf_put(y, base + 2 * n + 1, 0, width);
+    for (k = 1; k <= n / 2; ++k) {
+      int32_t f1[2], f2[2], pk[2], pnk[2], t[2];
+      pk[0] = work[2 * k];
+      pk[1] = work[2 * k + 1];
+      pnk[0] = work[2 * (n - k)];
+      pnk[1] = tl_kf_wrap(-(int64_t)work[2 * (n - k) + 1], width);
+      tl_kf_fixdiv(pk, 2, width);
+      tl_kf_fixdiv(pnk, 2, width);
+      for (q = 0; q < 2; ++q) {
+        f1[q] = tl_kf_wrap((int64_t)pk[q] + pnk[q], width);
+        f2[q] = tl_kf_wrap((int64_t)pk[q] - pnk[q], width);
+      }
+      tl_kf_mul(t, f2, super_tw + 2 * (k - 1), width);
+      tl_kf_put(y, base + 2 * k, tl_kf_half((uint32_t)f1[0] + (uint32_t)t[0], width), width);
+      tl_kf_put(y, base + 2 * k + 1, tl_kf_half((uint32_t)f1[1] + (uint32_t)t[1], width), width);
+      tl_kf_put(y, base + 2 * (n - k), tl_kf_half((uint32_t)f1[0] - (uint32_t)t[0], width), width);
+      tl_kf_put(y, base + 2 * (n - k) + 1, tl_kf_half((uint32_t)t[1] - (uint32_t)f1[1], width), width);
+    }
+  }
+}
+
+/* kiss_fftri, fixed point: rows of `stride` values holding n + 1 complex bins (int16 if width is
+ * 16, else int32) to 2n samples, unscaled beyond kissfft's own; work: 4n int32_t */
+static inline void tl_irfft_fixed(const void *x, void *y, int32_t rows, int32_t stride, int32_t n,
+                                  const int16_t *order, const int32_t *factors, int32_t stages, const int32_t *tw,
+                                  const int32_t *super_tw, int32_t *work, int32_t width) {
+  int32_t *spectrum = work, *out = work + 2 * n;
+  int32_t r, k, q;
+  for (r = 0; r < rows; ++r) {
+#define TL_KF_IN(i) (width == 16 ? (int32_t)((const int16_t *)x)[r * stride + (i)] : ((const int32_t *)x)[r * stride + (i)])
+    spectrum[0] = tl_kf_wrap((int64_t)TL_KF_IN(0) + TL_KF_IN(2 * n), width);
+    spectrum[1] = tl_kf_wrap((int64_t)TL_KF_IN(0) - TL_KF_IN(2 * n), width);
+    tl_kf_fixdiv(spectrum, 2, width);
+    for (k = 1; k <= n / 2; ++k) {
+      int32_t fk[2], fnkc[2], ek[2], d[2], ok[2];
+      fk[0] = TL_KF_IN(2 * k);
+      fk[1] = TL_KF_IN(2 * k + 1);
+      fnkc[0] = TL_KF_IN(2 * (n - k));
+      fnkc[1] = tl_kf_wrap(-(int64_t)TL_KF_IN(2 * (n - k) + 1), width);
+      tl_kf_fixdiv(fk, 2, width);
+      tl_kf_fixdiv(fnkc, 2, width);
+      for (q = 0; q < 2; ++q) {
+        ek[q] = tl_kf_wrap((int64_t)fk[q] + fnkc[q], width);
+        d[q] = tl_kf_wrap((int64_t)fk[q] - fnkc[q], width);
+      }
+      tl_kf_mul(ok, d, super_tw + 2 * (k - 1), width);
+      spectrum[2 * k] = tl_kf_wrap((int64_t)ek[0] + ok[0], width);
+      spectrum[2 * k + 1] = tl_kf_wrap((int64_t)ek[1] + ok[1], width);
+      spectrum[2 * (n - k)] = tl_kf_wrap((int64_t)ek[0] - ok[0], width);
+      spectrum[2 * (n - k) + 1] = tl_kf_wrap(-(int64_t)tl_kf_wrap((int64_t)ek[1] - ok[1], width), width);
+    }
+#undef TL_KF_IN
+    for (k = 0; k < n; ++k) {
+      const int32_t from = TL_READ_S16(&order[k]);
+      out[2 * k] = spectrum[2 * from];
+      out[2 * k + 1] = spectrum[2 * from + 1];
+    }
+    tl_kf_passes_fixed(out, n, factors, stages, tw, 1, width);
+    for (k = 0; k < 2 * n; ++k) tl_kf_put(y, r * 2 * n + k, out[k], width);
+  }
+}
+
+/* --------------------------------------------------------------------------------------------
+ * kissfft, float */
+
+static inline void tl_kf_mul_f32(float *m, const float *a, const float *tw) {
+  const float br = TL_READ_F32(&tw[0]), bi = TL_READ_F32(&tw[1]);
+  const float r = a[0] * br - a[1] * bi;
+  m[1] = a[0] * bi + a[1] * br;
+  m[0] = r;
+}
+
+static inline void tl_kf_bfly_f32(float *f, int32_t p, int32_t m, int32_t fstride, const float *tw, int32_t inverse) {
+  int32_t u, q;
+  for (u = 0; u < m; ++u) {
+    float *x[5];
+    float s[13][2];
+    for (q = 0; q < p; ++q) x[q] = f + 2 * (q * m + u);
+    if (p == 2) {
+      tl_kf_mul_f32(s[0], x[1], tw + 2 * u * fstride);
+      for (q = 0; q < 2; ++q) {
+        x[1][q] = x[0][q] - s[0][q];
+        x[0][q] += s[0][q];
+      }
+    } else if (p == 4) {
+      float plus[2], minus[2];
+      tl_kf_mul_f32(s[0], x[1], tw + 2 * u * fstride);
+      tl_kf_mul_f32(s[1], x[2], tw + 4 * u * fstride);
+      tl_kf_mul_f32(s[2], x[3], tw + 6 * u * fstride);
+      for (q = 0; q < 2; ++q) {
+        s[5][q] = x[0][q] - s[1][q];
+        x[0][q] += s[1][q];
+        s[3][q] = s[0][q] + s[2][q];
+        s[4][q] = s[0][q] - s[2][q];
+        x[2][q] = x[0][q] - s[3][q];
+        x[0][q] += s[3][q];
+      }
+      plus[0] = s[5][0] + s[4][1];
+      plus[1] = s[5][1] - s[4][0];
+      minus[0] = s[5][0] - s[4][1];
+      minus[1] = s[5][1] + s[4][0];
+      for (q = 0; q < 2; ++q) {
+        x[1][q] = inverse ? minus[q] : plus[q];
+        x[3][q] = inverse ? plus[q] : minus[q];
+      }
+    } else if (p == 3) {
+      const float epi = TL_READ_F32(&tw[2 * fstride * m + 1]);
+      tl_kf_mul_f32(s[1], x[1], tw + 2 * u * fstride);
+      tl_kf_mul_f32(s[2], x[2], tw + 4 * u * fstride);
+      for (q = 0; q < 2; ++q) {
+        s[3][q] = s[1][q] + s[2][q];
+        s[0][q] = s[1][q] - s[2][q];
+        x[1][q] = x[0][q] - s[3][q] * 0.5f;
+        s[0][q] *= epi;
+        x[0][q] += s[3][q];
+      }
+      x[2][0] = x[1][0] + s[0][1];
+      x[2][1] = x[1][1] - s[0][0];
+      x[1][0] -= s[0][1];
+      x[1][1] += s[0][0];
+    } else {
+      const float yar = TL_READ_F32(&tw[2 * fstride * m]), yai = TL_READ_F32(&tw[2 * fstride * m + 1]);
+      const float ybr = TL_READ_F32(&tw[4 * fstride * m]), ybi = TL_READ_F32(&tw[4 * fstride * m + 1]);
+      for (q = 1; q < 5; ++q) tl_kf_mul_f32(s[q], x[q], tw + 2 * q * u * fstride);
+      for (q = 0; q < 2; ++q) {
+        s[7][q] = s[1][q] + s[4][q];
+        s[10][q] = s[1][q] - s[4][q];
+        s[8][q] = s[2][q] + s[3][q];
+        s[9][q] = s[2][q] - s[3][q];
+        s[0][q] = x[0][q];
+        x[0][q] += s[7][q] + s[8][q];
+        s[5][q] = s[0][q] + s[7][q] * yar + s[8][q] * ybr;
+        s[11][q] = s[0][q] + s[7][q] * ybr + s[8][q] * yar;
+      }
+      s[6][0] = s[10][1] * yai + s[9][1] * ybi;
+      s[6][1] = -(s[10][0] * yai) - s[9][0] * ybi;
+      s[12][0] = -(s[10][1] * ybi) + s[9][1] * yai;
+      s[12][1] = s[10][0] * ybi - s[9][0] * yai;
+      for (q = 0; q < 2; ++q) {
+        x[1][q] = s[5][q] - s[6][q];
+        x[4][q] = s[5][q] + s[6][q];
+        x[2][q] = s[11][q] + s[12][q];
+        x[3][q] = s[11][q] - s[12][q];
+      }
+    }
+  }
+}
+
+static inline void tl_kf_passes_f32(float *f, int32_t n, const int32_t *factors, int32_t stages, const float *tw,
+                                    int32_t inverse) {
+  int32_t stage, block;
+  for (stage = stages - 1; stage >= 0; --stage) {
+    const int32_t p = factors[2 * stage], m = factors[2 * stage + 1], blocks = n / (p * m);
+    for (block = 0; block < blocks; ++block) tl_kf_bfly_f32(f + 2 * block * p * m, p, m, blocks, tw, inverse);
+  }
+}
+
+/* kiss_fftr, float; work: 2n floats */
+static inline void tl_rfft_f32(const float *x, float *y, int32_t rows, int32_t length, int32_t n, const int16_t *order,
+                               const int32_t *factors, int32_t stages, const float *tw, const float *super_tw,
+                               float *work) {
+  int32_t r, k, q;
+  for (r = 0; r < rows; ++r) {
+    float *row = y + r * 2 * (n + 1);
+    for (k = 0; k < n; ++k)
+      for (q = 0; q < 2; ++q) {
+        const int32_t idx = 2 * TL_READ_S16(&order[k]) + q;
+        work[2 * k + q] = idx >= length ? 0.0f : x[r * length + idx];
+      }
+    tl_kf_passes_f32(work, n, factors, stages, tw, 0);
+    row[0] = work[0] + work[1];
+    row[1] = 0.0f;
+    row[2 * n] = work[0] - work[1];
+    row[2 * n + 1] = 0.0f;
+    for (k = 1; k <= n / 2; ++k) {
+      float f1[2], f2[2], t[2];
+      const float pk[2] = {work[2 * k], work[2 * k + 1]};
+      const float pnk[2] = {work[2 * (n - k)], -work[2 * (n - k) + 1]};
+      for (q = 0; q < 2; ++q) {
+        f1[q] = pk[q] + pnk[q];
+        f2[q] = pk[q] - pnk[q];
+      }
+      tl_kf_mul_f32(t, f2, super_tw + 2 * (k - 1));
+      row[2 * k] = (f1[0] + t[0]) * 0.5f;
+      row[2 * k + 1] = (f1[1] + t[1]) * 0.5f;
+      row[2 * (n - k)] = (f1[0] - t[0]) * 0.5f;
+      row[2 * (n - k) + 1] = (t[1] - f1[1]) * 0.5f;
+    }
+  }
+}
+
+/* kiss_fftri, float, divided by the FFT length as TFLite Micro does; work: 4n floats */
+static inline void tl_irfft_f32(const float *x, float *y, int32_t rows, int32_t stride, int32_t n,
+                                const int16_t *order, const int32_t *factors, int32_t stages, const float *tw,
+                                const float *super_tw, float *work) {
+  float *spectrum = work, *out = work + 2 * n;
+  int32_t r, k, q;
+  for (r = 0; r < rows; ++r) {
+    const float *in = x + r * stride;
+    spectrum[0] = in[0] + in[2 * n];
+    spectrum[1] = in[0] - in[2 * n];
+    for (k = 1; k <= n / 2; ++k) {
+      float ek[2], d[2], ok[2];
+      const float fnkc[2] = {in[2 * (n - k)], -in[2 * (n - k) + 1]};
+      for (q = 0; q < 2; ++q) {
+        ek[q] = in[2 * k + q] + fnkc[q];
+        d[q] = in[2 * k + q] - fnkc[q];
+      }
+      tl_kf_mul_f32(ok, d, super_tw + 2 * (k - 1));
+      spectrum[2 * k] = ek[0] + ok[0];
+      spectrum[2 * k + 1] = ek[1] + ok[1];
+      spectrum[2 * (n - k)] = ek[0] - ok[0];
+      spectrum[2 * (n - k) + 1] = -(ek[1] - ok[1]);
+    }
+    for (k = 0; k < n; ++k) {
+      const int32_t from = TL_READ_S16(&order[k]);
+      out[2 * k] = spectrum[2 * from];
+      out[2 * k + 1] = spectrum[2 * from + 1];
+    }
+    tl_kf_passes_f32(out, n, factors, stages, tw, 1);
+    for (k = 0; k < 2 * n; ++k) y[r * 2 * n + k] = out[k] / (float)(2 * n);
+  }
+}
+
+/* --------------------------------------------------------------------------------------------
+ * from the spectrum to log filterbank features */
+
+/* re^2 + im^2 of the bins start..end-1 (uint32 wrapping as TFLite Micro's int32 sum); 0 elsewhere */
+static inline void tl_energy_i16(const int16_t *x, uint32_t *y, int32_t bins, int32_t start, int32_t end) {
+  int32_t k;
+  for (k = 0; k < bins; ++k) {
+    const int32_t re = x[2 * k], im = x[2 * k + 1];
+    y[k] = k < start || k >= end ? 0u : (uint32_t)(re * re) + (uint32_t)(im * im);
+  }
+}
+
+/* channel i sums weights[ws[i] + j] * x[fs[i] + j] and passes its unweights' sum to channel i + 1;
+ * channels + 1 channels, the first dropped */
+static inline void tl_filter_bank(const uint32_t *x, uint64_t *y, int32_t channels, const int16_t *weights,
+                                  const int16_t *unweights, const int16_t *starts, const int16_t *weight_starts,
+                                  const int16_t *widths) {
+  uint64_t weighted = 0, unweighted = 0;
+  int32_t i, j;
+  for (i = 0; i <= channels; ++i) {
+    const int32_t start = TL_READ_S16(&starts[i]), weight_start = TL_READ_S16(&weight_starts[i]);
+    const int32_t width = TL_READ_S16(&widths[i]);
+    for (j = 0; j < width; ++j) {
+      const uint64_t value = x[start + j];
+      weighted += (uint64_t)(int64_t)TL_READ_S16(&weights[weight_start + j]) * value;
+      unweighted += (uint64_t)(int64_t)TL_READ_S16(&unweights[weight_start + j]) * value;
+    }
+    if (i > 0) y[i - 1] = weighted;
+    weighted = unweighted;
+    unweighted = 0;
+  }
+}
+
+/* returns nonzero when the shift is outside 0..31 */
+static inline int tl_filter_bank_sqrt(const uint64_t *x, const int32_t *shift, uint32_t *y, int32_t n) {
+  int32_t i;
+  if (*shift < 0 || *shift > 31) return 1;
+  for (i = 0; i < n; ++i) y[i] = tl_sqrt_rounded(x[i]) >> *shift;
+  return 0;
+}
+
+/* smoothing[2]: (even, odd) channels' smoothing, one_minus[2] likewise; noise: the state */
+static inline void tl_spectral_subtraction(const uint32_t *x, uint32_t *y, uint32_t *noise_out, uint32_t *noise,
+                                           int32_t n, const uint32_t *smoothing, const uint32_t *one_minus,
+                                           int32_t smoothing_bits, uint32_t min_signal_remaining,
+                                           int32_t subtraction_bits, int32_t clamping) {
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    const uint32_t scaled = x[i] << smoothing_bits;
+    uint32_t estimate, minimum, subtracted;
+    noise[i] = (uint32_t)(((uint64_t)scaled * smoothing[i & 1] + (uint64_t)noise[i] * one_minus[i & 1]) >>
+                          subtraction_bits);
+    estimate = noise[i];
+    if (estimate > scaled) {
+      estimate = scaled;
+      if (clamping) noise[i] = scaled;
+    }
+    minimum = (uint32_t)(((uint64_t)x[i] * min_signal_remaining) >> subtraction_bits);
+    subtracted = (scaled - estimate) >> smoothing_bits;
+    y[i] = subtracted > minimum ? subtracted : minimum;
+  }
+  memcpy(noise_out, noise, (size_t)n * sizeof *noise);
+}
+
+static inline int16_t tl_pcan_gain(uint32_t x, const int16_t *lut) {
+  int32_t interval, frac, result;
+  if (x <= 2) return TL_READ_S16(&lut[x]);
+  interval = tl_msb32(x);
+  lut += 4 * interval - 6;
+  frac = (int32_t)((interval < 11 ? x << (11 - interval) : x >> (interval - 11)) & 0x3FF);
+  result = ((int32_t)TL_READ_S16(&lut[2]) * frac) >> 5;
+  result = (int32_t)((uint32_t)result + ((uint32_t)(int32_t)TL_READ_S16(&lut[1]) << 5));
+  result = (int32_t)((uint32_t)result * (uint32_t)frac);
+  result = (int32_t)((uint32_t)result + (1u << 14)) >> 15;
+  result = (int32_t)((uint32_t)result + (uint32_t)(int32_t)TL_READ_S16(&lut[0]));
+  return (int16_t)result;
+}
+
+static inline void tl_pcan(const uint32_t *x, const uint32_t *noise, const int16_t *lut, uint32_t *y, int32_t n,
+                           int32_t snr_shift) {
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    const uint32_t gain = (uint32_t)(int32_t)tl_pcan_gain(noise[i], lut);
+    const uint32_t snr = (uint32_t)(((uint64_t)x[i] * gain) >> snr_shift);
+    y[i] = snr < (2u << 12) ? (snr * snr) >> 20 : (snr >> 6) - (1u << 6);
+  }
+}
+
+/* out_scale * ln(x << correction) in int16, with a 129-entry log2 correction table */
+static inline void tl_filter_bank_log(const uint32_t *x, int16_t *y, int32_t n, uint32_t out_scale,
+                                      int32_t correction_bits, const int16_t *lut) {
+  int32_t i;
+  for (i = 0; i < n; ++i) {
+    const uint32_t scaled = x[i] << correction_bits;
+    uint32_t integer, fraction, log_2, log_e, value;
+    int32_t frac, segment, c0, c1;
+    if (scaled <= 1) {
+      y[i] = 0;
+      continue;
+    }
+    integer = (uint32_t)tl_msb32(scaled) - 1;
+    frac = (int32_t)(scaled - ((uint32_t)1 << integer));
+    frac = integer < 16 ? frac << (16 - integer) : frac >> (integer - 16);
+    segment = frac >> 9;
+    c0 = TL_READ_S16(&lut[segment]);
+    c1 = TL_READ_S16(&lut[segment + 1]);
+    fraction = (uint32_t)(frac + c0 + (((c1 - c0) * (frac - segment * 512)) >> 16));
+    log_2 = (integer << 16) + fraction;
+    log_e = (uint32_t)(((uint64_t)45426 * log_2 + 32768) >> 16);
+    value = (out_scale * log_e + 32768u) >> 16;
+    y[i] = (int16_t)(value < 32767u ? value : 32767u);
+  }
+}
+
+/* --------------------------------------------------------------------------------------------
+ * framing with state */
+
+/* per row a buffer of `capacity` samples holding `*count` not yet framed; frames not complete
+ * are zero and clear *valid */
+static inline void tl_framer_i16(const int16_t *x, int16_t *y, uint8_t *valid, int16_t *buffer, int32_t *count,
+                                 int32_t rows, int32_t frames, int32_t size, int32_t step, int32_t capacity) {
+  int32_t r, f, held = *count;
+  *valid = 1;
+  for (r = 0; r < rows; ++r) {
+    int16_t *line = buffer + r * capacity;
+    held = *count;
+    for (f = 0; f < frames; ++f) {
+      int16_t *out = y + ((size_t)r * frames + f) * size;
+      memcpy(line + held, x + ((size_t)r * frames + f) * step, (size_t)step * sizeof *x);
+      held += step;
+      if (held >= size) {
+        memcpy(out, line, (size_t)size * sizeof *out);
+        memmove(line, line + step, (size_t)(held - step) * sizeof *line);
+        held -= step;
+      } else {
+        memset(out, 0, (size_t)size * sizeof *out);
+        *valid = 0;
+      }
+    }
+  }
+  *count = held;
+}
+
+static inline void tl_stacker_i16(const int16_t *x, int16_t *y, uint8_t *valid, int16_t *buffer, int32_t *count,
+                                  int32_t *started, int32_t channels, int32_t size, int32_t left, int32_t step) {
+  int32_t i;
+  memcpy(buffer + *count, x, (size_t)channels * sizeof *x);
+  *count += channels;
+  if (!*started) {
+    for (i = 0; i < left; ++i) {
+      memcpy(buffer + *count, x, (size_t)channels * sizeof *x);
+      *count += channels;
+    }
+    *started = 1;
+  }
+  if (*count < size) {
+    memset(y, 0, (size_t)size * sizeof *y);
+    *valid = 0;
+    return;
+  }
+  memcpy(y, buffer, (size_t)size * sizeof *y);
+  memmove(buffer, buffer + step * channels, (size_t)(size - step * channels) * sizeof *buffer);
+  *count -= step * channels;
+  *valid = 1;
+}
+
+static inline void tl_overlap_add_i16(const int16_t *x, int16_t *y, int16_t *buffer, int32_t rows, int32_t frames,
+                                      int32_t size, int32_t step) {
+  int32_t r, f, i;
+  for (r = 0; r < rows; ++r) {
+    int16_t *line = buffer + r * size;
+    for (f = 0; f < frames; ++f) {
+      const int16_t *in = x + ((size_t)r * frames + f) * size;
+      for (i = 0; i < size; ++i) {
+        const int32_t sum = (int32_t)line[i] + in[i];
+        line[i] = (int16_t)(sum < -32768 ? -32768 : (sum > 32767 ? 32767 : sum));
+      }
+      memcpy(y + ((size_t)r * frames + f) * step, line, (size_t)step * sizeof *y);
+      memmove(line, line + step, (size_t)(size - step) * sizeof *line);
+      memset(line + size - step, 0, (size_t)step * sizeof *line);
+    }
+  }
+}
+
+static inline void tl_overlap_add_f32(const float *x, float *y, float *buffer, int32_t rows, int32_t frames,
+                                      int32_t size, int32_t step) {
+  int32_t r, f, i;
+  for (r = 0; r < rows; ++r) {
+    float *line = buffer + r * size;
+    for (f = 0; f < frames; ++f) {
+      const float *in = x + ((size_t)r * frames + f) * size;
+      for (i = 0; i < size; ++i) line[i] += in[i];
+      memcpy(y + ((size_t)r * frames + f) * step, line, (size_t)step * sizeof *y);
+      memmove(line, line + step, (size_t)(size - step) * sizeof *line);
+      for (i = size - step; i < size; ++i) line[i] = 0.0f;
+    }
+  }
+}
+
+/* each row delayed by `delay` samples: history holds the last `delay` of each row */
+static inline void tl_frame_delay_i16(const int16_t *x, int16_t *y, int16_t *history, int32_t rows, int32_t n,
+                                      int32_t delay) {
+  int32_t r;
+  for (r = 0; r < rows; ++r) {
+    int16_t *past = history + r * delay;
+    const int16_t *in = x + r * n;
+    int16_t *out = y + r * n;
+    if (n >= delay) {
+      memcpy(out, past, (size_t)delay * sizeof *out);
+      memcpy(out + delay, in, (size_t)(n - delay) * sizeof *out);
+      memcpy(past, in + n - delay, (size_t)delay * sizeof *past);
+    } else {
+      memcpy(out, past, (size_t)n * sizeof *out);
+      memmove(past, past + n, (size_t)(delay - n) * sizeof *past);
+      memcpy(past + delay - n, in, (size_t)n * sizeof *past);
+    }
+  }
+}
+
+#endif /* TL_SIGNAL_H */
