@@ -76,109 +76,152 @@ static inline void tl_fft_auto_scale_i16(const int16_t *x, int16_t *y, int32_t *
 }
 
 /* --------------------------------------------------------------------------------------------
- * kissfft, fixed point: interleaved (real, imaginary) int32_t values of `width` (16 or 32) bits */
+ * kissfft, fixed point: interleaved (real, imaginary) int32_t values of `width` (16 or 32) bits.
+ * Products are formed in 32 bits for 16-bit values (kissfft's SAMPPROD; they cannot overflow
+ * with twiddles of magnitude below 1), in 64 bits for 32-bit values. */
 
 static inline int32_t tl_kf_wrap(int64_t v, int32_t width) { return width == 16 ? (int16_t)v : (int32_t)v; }
 
-static inline int32_t tl_kf_round(int64_t v, int32_t width) {
-  return tl_kf_wrap((v + ((int64_t)1 << (width - 2))) >> (width - 1), width);
+/* sround(a * b) */
+static inline int32_t tl_kf_smul(int32_t a, int32_t b, int32_t width) {
+  if (width == 16) return (int16_t)((a * b + (1 << 14)) >> 15);
+  return (int32_t)(((int64_t)a * b + ((int64_t)1 << 30)) >> 31);
 }
 
+/* C_MUL by the twiddle at tw */
+static inline void tl_kf_cmul(int32_t *m, int32_t ar, int32_t ai, const int32_t *tw, int32_t width) {
+  const int32_t br = TL_READ_S32(&tw[0]), bi = TL_READ_S32(&tw[1]);
+  if (width == 16) {
+    m[0] = (int16_t)((ar * br - ai * bi + (1 << 14)) >> 15);
+    m[1] = (int16_t)((ar * bi + ai * br + (1 << 14)) >> 15);
+  } else {
+    m[0] = (int32_t)(((int64_t)ar * br - (int64_t)ai * bi + ((int64_t)1 << 30)) >> 31);
+    m[1] = (int32_t)(((int64_t)ar * bi + (int64_t)ai * br + ((int64_t)1 << 30)) >> 31);
+  }
+}
+
+/* C_FIXDIV: both parts times (SAMP_MAX / k), rounded */
 static inline void tl_kf_fixdiv(int32_t *c, int32_t k, int32_t width) {
-  const int64_t factor = (int64_t)((((int64_t)1 << (width - 1)) - 1) / k);
-  c[0] = tl_kf_round(c[0] * factor, width);
-  c[1] = tl_kf_round(c[1] * factor, width);
+  const int32_t factor = (width == 16 ? 32767 : 2147483647) / k;
+  c[0] = tl_kf_smul(c[0], factor, width);
+  c[1] = tl_kf_smul(c[1], factor, width);
 }
 
-static inline void tl_kf_mul(int32_t *m, const int32_t *a, const int32_t *tw, int32_t width) {
-  const int64_t br = TL_READ_S32(&tw[0]), bi = TL_READ_S32(&tw[1]);
-  const int32_t r = tl_kf_round((int64_t)a[0] * br - (int64_t)a[1] * bi, width);
-  m[1] = tl_kf_round((int64_t)a[0] * bi + (int64_t)a[1] * br, width);
-  m[0] = r;
+#define TL_KF_ADD(a, b) tl_kf_wrap((int64_t)(a) + (b), width)
+#define TL_KF_SUB(a, b) tl_kf_wrap((int64_t)(a) - (b), width)
+
+static inline void tl_kf_bfly2(int32_t *f, int32_t m, int32_t fstride, const int32_t *tw, int32_t width) {
+  int32_t u;
+  for (u = 0; u < m; ++u) {
+    int32_t *a = f + 2 * u, *b = f + 2 * (u + m);
+    int32_t t[2];
+    tl_kf_fixdiv(a, 2, width);
+    tl_kf_fixdiv(b, 2, width);
+    tl_kf_cmul(t, b[0], b[1], tw + 2 * u * fstride, width);
+    b[0] = TL_KF_SUB(a[0], t[0]);
+    b[1] = TL_KF_SUB(a[1], t[1]);
+    a[0] = TL_KF_ADD(a[0], t[0]);
+    a[1] = TL_KF_ADD(a[1], t[1]);
+  }
 }
 
-/* one kf_bfly pass on a block of p * m values (p in 2..5) */
-static inline void tl_kf_bfly_fixed(int32_t *f, int32_t p, int32_t m, int32_t fstride, const int32_t *tw,
-                                    int32_t inverse, int32_t width) {
+static inline void tl_kf_bfly3(int32_t *f, int32_t m, int32_t fstride, const int32_t *tw, int32_t width) {
+  const int32_t epi = TL_READ_S32(&tw[2 * fstride * m + 1]);
+  int32_t u, q;
+  for (u = 0; u < m; ++u) {
+    int32_t *x0 = f + 2 * u, *x1 = f + 2 * (u + m), *x2 = f + 2 * (u + 2 * m);
+    int32_t s0[2], s1[2], s2[2], s3[2];
+    tl_kf_fixdiv(x0, 3, width);
+    tl_kf_fixdiv(x1, 3, width);
+    tl_kf_fixdiv(x2, 3, width);
+    tl_kf_cmul(s1, x1[0], x1[1], tw + 2 * u * fstride, width);
+    tl_kf_cmul(s2, x2[0], x2[1], tw + 4 * u * fstride, width);
+    for (q = 0; q < 2; ++q) {
+      s3[q] = TL_KF_ADD(s1[q], s2[q]);
+      s0[q] = TL_KF_SUB(s1[q], s2[q]);
+      x1[q] = TL_KF_SUB(x0[q], s3[q] >> 1);
+      s0[q] = tl_kf_smul(s0[q], epi, width);
+      x0[q] = TL_KF_ADD(x0[q], s3[q]);
+    }
+    x2[0] = TL_KF_ADD(x1[0], s0[1]);
+    x2[1] = TL_KF_SUB(x1[1], s0[0]);
+    x1[0] = TL_KF_SUB(x1[0], s0[1]);
+    x1[1] = TL_KF_ADD(x1[1], s0[0]);
+  }
+}
+
+static inline void tl_kf_bfly4(int32_t *f, int32_t m, int32_t fstride, const int32_t *tw, int32_t inverse,
+                               int32_t width) {
+  int32_t u, q;
+  for (u = 0; u < m; ++u) {
+    int32_t *x0 = f + 2 * u, *x1 = f + 2 * (u + m), *x2 = f + 2 * (u + 2 * m), *x3 = f + 2 * (u + 3 * m);
+    int32_t s0[2], s1[2], s2[2], s3[2], s4[2], s5[2];
+    tl_kf_fixdiv(x0, 4, width);
+    tl_kf_fixdiv(x1, 4, width);
+    tl_kf_fixdiv(x2, 4, width);
+    tl_kf_fixdiv(x3, 4, width);
+    tl_kf_cmul(s0, x1[0], x1[1], tw + 2 * u * fstride, width);
+    tl_kf_cmul(s1, x2[0], x2[1], tw + 4 * u * fstride, width);
+    tl_kf_cmul(s2, x3[0], x3[1], tw + 6 * u * fstride, width);
+    for (q = 0; q < 2; ++q) {
+      s5[q] = TL_KF_SUB(x0[q], s1[q]);
+      x0[q] = TL_KF_ADD(x0[q], s1[q]);
+      s3[q] = TL_KF_ADD(s0[q], s2[q]);
+      s4[q] = TL_KF_SUB(s0[q], s2[q]);
+      x2[q] = TL_KF_SUB(x0[q], s3[q]);
+      x0[q] = TL_KF_ADD(x0[q], s3[q]);
+    }
+    if (inverse) {
+      x1[0] = TL_KF_SUB(s5[0], s4[1]);
+      x1[1] = TL_KF_ADD(s5[1], s4[0]);
+      x3[0] = TL_KF_ADD(s5[0], s4[1]);
+      x3[1] = TL_KF_SUB(s5[1], s4[0]);
+    } else {
+      x1[0] = TL_KF_ADD(s5[0], s4[1]);
+      x1[1] = TL_KF_SUB(s5[1], s4[0]);
+      x3[0] = TL_KF_SUB(s5[0], s4[1]);
+      x3[1] = TL_KF_ADD(s5[1], s4[0]);
+    }
+  }
+}
+
+static inline void tl_kf_bfly5(int32_t *f, int32_t m, int32_t fstride, const int32_t *tw, int32_t width) {
+  const int32_t yar = TL_READ_S32(&tw[2 * fstride * m]), yai = TL_READ_S32(&tw[2 * fstride * m + 1]);
+  const int32_t ybr = TL_READ_S32(&tw[4 * fstride * m]), ybi = TL_READ_S32(&tw[4 * fstride * m + 1]);
   int32_t u, q;
   for (u = 0; u < m; ++u) {
     int32_t *x[5];
     int32_t s[13][2];
-    for (q = 0; q < p; ++q) {
-      x[q] = f + 2 * (q * m + u);
-      tl_kf_fixdiv(x[q], p, width);
+    for (q = 0; q < 5; ++q) {
+      x[q] = f + 2 * (u + q * m);
+      tl_kf_fixdiv(x[q], 5, width);
     }
-    if (p == 2) {
-      tl_kf_mul(s[0], x[1], tw + 2 * u * fstride, width);
-      x[1][0] = tl_kf_wrap((int64_t)x[0][0] - s[0][0], width);
-      x[1][1] = tl_kf_wrap((int64_t)x[0][1] - s[0][1], width);
-      x[0][0] = tl_kf_wrap((int64_t)x[0][0] + s[0][0], width);
-      x[0][1] = tl_kf_wrap((int64_t)x[0][1] + s[0][1], width);
-    } else if (p == 4) {
-      int32_t plus[2], minus[2];
-      tl_kf_mul(s[0], x[1], tw + 2 * u * fstride, width);
-      tl_kf_mul(s[1], x[2], tw + 4 * u * fstride, width);
-      tl_kf_mul(s[2], x[3], tw + 6 * u * fstride, width);
-      for (q = 0; q < 2; ++q) {
-        s[5][q] = tl_kf_wrap((int64_t)x[0][q] - s[1][q], width);
-        x[0][q] = tl_kf_wrap((int64_t)x[0][q] + s[1][q], width);
-        s[3][q] = tl_kf_wrap((int64_t)s[0][q] + s[2][q], width);
-        s[4][q] = tl_kf_wrap((int64_t)s[0][q] - s[2][q], width);
-        x[2][q] = tl_kf_wrap((int64_t)x[0][q] - s[3][q], width);
-        x[0][q] = tl_kf_wrap((int64_t)x[0][q] + s[3][q], width);
-      }
-      plus[0] = tl_kf_wrap((int64_t)s[5][0] + s[4][1], width);
-      plus[1] = tl_kf_wrap((int64_t)s[5][1] - s[4][0], width);
-      minus[0] = tl_kf_wrap((int64_t)s[5][0] - s[4][1], width);
-      minus[1] = tl_kf_wrap((int64_t)s[5][1] + s[4][0], width);
-      for (q = 0; q < 2; ++q) {
-        x[1][q] = inverse ? minus[q] : plus[q];
-        x[3][q] = inverse ? plus[q] : minus[q];
-      }
-    } else if (p == 3) {
-      const int64_t epi = TL_READ_S32(&tw[2 * fstride * m + 1]);
-      tl_kf_mul(s[1], x[1], tw + 2 * u * fstride, width);
-      tl_kf_mul(s[2], x[2], tw + 4 * u * fstride, width);
-      for (q = 0; q < 2; ++q) {
-        s[3][q] = tl_kf_wrap((int64_t)s[1][q] + s[2][q], width);
-        s[0][q] = tl_kf_wrap((int64_t)s[1][q] - s[2][q], width);
-        x[1][q] = tl_kf_wrap((int64_t)x[0][q] - (s[3][q] >> 1), width);
-        s[0][q] = tl_kf_round(s[0][q] * epi, width);
-        x[0][q] = tl_kf_wrap((int64_t)x[0][q] + s[3][q], width);
-      }
-      x[2][0] = tl_kf_wrap((int64_t)x[1][0] + s[0][1], width);
-      x[2][1] = tl_kf_wrap((int64_t)x[1][1] - s[0][0], width);
-      x[1][0] = tl_kf_wrap((int64_t)x[1][0] - s[0][1], width);
-      x[1][1] = tl_kf_wrap((int64_t)x[1][1] + s[0][0], width);
-    } else {
-      const int64_t yar = TL_READ_S32(&tw[2 * fstride * m]), yai = TL_READ_S32(&tw[2 * fstride * m + 1]);
-      const int64_t ybr = TL_READ_S32(&tw[4 * fstride * m]), ybi = TL_READ_S32(&tw[4 * fstride * m + 1]);
-      for (q = 1; q < 5; ++q) tl_kf_mul(s[q], x[q], tw + 2 * q * u * fstride, width);
-      for (q = 0; q < 2; ++q) {
-        s[7][q] = tl_kf_wrap((int64_t)s[1][q] + s[4][q], width);
-        s[10][q] = tl_kf_wrap((int64_t)s[1][q] - s[4][q], width);
-        s[8][q] = tl_kf_wrap((int64_t)s[2][q] + s[3][q], width);
-        s[9][q] = tl_kf_wrap((int64_t)s[2][q] - s[3][q], width);
-        s[0][q] = x[0][q];
-        x[0][q] = tl_kf_wrap((int64_t)x[0][q] + ((int64_t)s[7][q] + s[8][q]), width);
-        s[5][q] = tl_kf_wrap((int64_t)s[0][q] + tl_kf_round(s[7][q] * yar, width) +
-                                 tl_kf_round(s[8][q] * ybr, width), width);
-        s[11][q] = tl_kf_wrap((int64_t)s[0][q] + tl_kf_round(s[7][q] * ybr, width) +
-                                  tl_kf_round(s[8][q] * yar, width), width);
-      }
-      s[6][0] = tl_kf_wrap((int64_t)tl_kf_round(s[10][1] * yai, width) + tl_kf_round(s[9][1] * ybi, width), width);
-      s[6][1] = tl_kf_wrap(-(int64_t)tl_kf_round(s[10][0] * yai, width) - tl_kf_round(s[9][0] * ybi, width), width);
-      s[12][0] = tl_kf_wrap(-(int64_t)tl_kf_round(s[10][1] * ybi, width) + tl_kf_round(s[9][1] * yai, width), width);
-      s[12][1] = tl_kf_wrap((int64_t)tl_kf_round(s[10][0] * ybi, width) - tl_kf_round(s[9][0] * yai, width), width);
-      for (q = 0; q < 2; ++q) {
-        x[1][q] = tl_kf_wrap((int64_t)s[5][q] - s[6][q], width);
-        x[4][q] = tl_kf_wrap((int64_t)s[5][q] + s[6][q], width);
-        x[2][q] = tl_kf_wrap((int64_t)s[11][q] + s[12][q], width);
-        x[3][q] = tl_kf_wrap((int64_t)s[11][q] - s[12][q], width);
-      }
+    for (q = 1; q < 5; ++q) tl_kf_cmul(s[q], x[q][0], x[q][1], tw + 2 * q * u * fstride, width);
+    for (q = 0; q < 2; ++q) {
+      s[7][q] = TL_KF_ADD(s[1][q], s[4][q]);
+      s[10][q] = TL_KF_SUB(s[1][q], s[4][q]);
+      s[8][q] = TL_KF_ADD(s[2][q], s[3][q]);
+      s[9][q] = TL_KF_SUB(s[2][q], s[3][q]);
+      s[0][q] = x[0][q];
+      x[0][q] = tl_kf_wrap((int64_t)x[0][q] + ((int64_t)s[7][q] + s[8][q]), width);
+      s[5][q] = tl_kf_wrap((int64_t)s[0][q] + tl_kf_smul(s[7][q], yar, width) + tl_kf_smul(s[8][q], ybr, width), width);
+      s[11][q] = tl_kf_wrap((int64_t)s[0][q] + tl_kf_smul(s[7][q], ybr, width) + tl_kf_smul(s[8][q], yar, width), width);
+    }
+    s[6][0] = TL_KF_ADD(tl_kf_smul(s[10][1], yai, width), tl_kf_smul(s[9][1], ybi, width));
+    s[6][1] = TL_KF_SUB(-(int64_t)tl_kf_smul(s[10][0], yai, width), tl_kf_smul(s[9][0], ybi, width));
+    s[12][0] = TL_KF_ADD(-(int64_t)tl_kf_smul(s[10][1], ybi, width), tl_kf_smul(s[9][1], yai, width));
+    s[12][1] = TL_KF_SUB(tl_kf_smul(s[10][0], ybi, width), tl_kf_smul(s[9][0], yai, width));
+    for (q = 0; q < 2; ++q) {
+      x[1][q] = TL_KF_SUB(s[5][q], s[6][q]);
+      x[4][q] = TL_KF_ADD(s[5][q], s[6][q]);
+      x[2][q] = TL_KF_ADD(s[11][q], s[12][q]);
+      x[3][q] = TL_KF_SUB(s[11][q], s[12][q]);
     }
   }
 }
+
+#undef TL_KF_ADD
+#undef TL_KF_SUB
 
 /* the butterfly passes of a complex FFT of n values already in digit-reversed order:
  * factors = (p, m) per stage, outermost first */
@@ -187,7 +230,17 @@ static inline void tl_kf_passes_fixed(int32_t *f, int32_t n, const int32_t *fact
   int32_t stage, block;
   for (stage = stages - 1; stage >= 0; --stage) {
     const int32_t p = factors[2 * stage], m = factors[2 * stage + 1], blocks = n / (p * m);
-    for (block = 0; block < blocks; ++block) tl_kf_bfly_fixed(f + 2 * block * p * m, p, m, blocks, tw, inverse, width);
+    for (block = 0; block < blocks; ++block) {
+      int32_t *at = f + 2 * block * p * m;
+      if (p == 4)
+        tl_kf_bfly4(at, m, blocks, tw, inverse, width);
+      else if (p == 2)
+        tl_kf_bfly2(at, m, blocks, tw, width);
+      else if (p == 3)
+        tl_kf_bfly3(at, m, blocks, tw, width);
+      else
+        tl_kf_bfly5(at, m, blocks, tw, width);
+    }
   }
 }
 
@@ -236,7 +289,7 @@ static inline void tl_rfft_fixed(const void *x, void *y, int32_t rows, int32_t l
         f1[q] = tl_kf_wrap((int64_t)pk[q] + pnk[q], width);
         f2[q] = tl_kf_wrap((int64_t)pk[q] - pnk[q], width);
       }
-      tl_kf_mul(t, f2, super_tw + 2 * (k - 1), width);
+      tl_kf_cmul(t, f2[0], f2[1], super_tw + 2 * (k - 1), width);
       tl_kf_put(y, base + 2 * k, tl_kf_half((uint32_t)f1[0] + (uint32_t)t[0], width), width);
       tl_kf_put(y, base + 2 * k + 1, tl_kf_half((uint32_t)f1[1] + (uint32_t)t[1], width), width);
       tl_kf_put(y, base + 2 * (n - k), tl_kf_half((uint32_t)f1[0] - (uint32_t)t[0], width), width);
@@ -269,7 +322,7 @@ static inline void tl_irfft_fixed(const void *x, void *y, int32_t rows, int32_t 
         ek[q] = tl_kf_wrap((int64_t)fk[q] + fnkc[q], width);
         d[q] = tl_kf_wrap((int64_t)fk[q] - fnkc[q], width);
       }
-      tl_kf_mul(ok, d, super_tw + 2 * (k - 1), width);
+      tl_kf_cmul(ok, d[0], d[1], super_tw + 2 * (k - 1), width);
       spectrum[2 * k] = tl_kf_wrap((int64_t)ek[0] + ok[0], width);
       spectrum[2 * k + 1] = tl_kf_wrap((int64_t)ek[1] + ok[1], width);
       spectrum[2 * (n - k)] = tl_kf_wrap((int64_t)ek[0] - ok[0], width);
