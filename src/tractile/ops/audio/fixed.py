@@ -29,10 +29,14 @@ PCAN_SNR_BITS = 12
 PCAN_OUTPUT_BITS = 6
 
 U32 = (1 << 32) - 1
+#: NumPy's integer conversions wrap as C's do on two's complement machines
+_NARROW = {8: np.int8, 16: np.int16, 32: np.int32}
 
 
 def wrap(values, bits: int) -> np.ndarray:
     """``values`` (int64) wrapped to signed ``bits``-bit integers, as C's conversions do."""
+    if bits in _NARROW:
+        return np.asarray(values).astype(_NARROW[bits]).astype(np.int64)
     half = 1 << (bits - 1)
     return ((np.asarray(values, dtype=np.int64) + half) & ((1 << bits) - 1)) - half
 

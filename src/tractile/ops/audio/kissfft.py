@@ -105,7 +105,8 @@ def fft_plan(kind: str, fft_length: int, inverse: bool) -> FftPlan:
 
 
 class _Arith:
-    """kissfft's scalar macros for one type, on int64 (fixed point) or float32 arrays."""
+    """kissfft's macros for one scalar type, on complex values stored as [..., 2] (real,
+    imaginary) int64 (fixed point) or float32 arrays."""
 
     def __init__(self, kind: str):
         self.fixed = kind != "f32"
@@ -113,105 +114,104 @@ class _Arith:
         self.width = 16 if kind == "i16" else 32
 
     def store(self, x):
-        """Assignment to a kiss_fft_scalar."""
+        """Assignment to kiss_fft_scalars."""
         return wrap(x, self.width) if self.fixed else x
 
     def sround(self, x):
         return wrap((x + (1 << (self.bits - 1))) >> self.bits, self.width)
 
     def smul(self, a, b):
+        """S_MUL / C_MULBYSCALAR."""
         return self.sround(a * b) if self.fixed else a * b
 
-    def cmul(self, ar, ai, br, bi):
-        if self.fixed:
-            return self.sround(ar * br - ai * bi), self.sround(ar * bi + ai * br)
-        return ar * br - ai * bi, ar * bi + ai * br
+    def cmul(self, a, b):
+        """C_MUL of complex arrays (broadcasting)."""
+        ar, ai, br, bi = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+        product = np.stack([ar * br - ai * bi, ar * bi + ai * br], axis=-1)
+        return self.sround(product) if self.fixed else product
 
-    def fixdiv(self, r, i, k: int):
+    def fixdiv(self, c, k: int):
+        """C_FIXDIV: times SAMP_MAX / k, rounded (nothing in float)."""
         if not self.fixed:
-            return r, i
-        factor = ((1 << self.bits) - 1) // k
-        return self.sround(r * factor), self.sround(i * factor)
+            return c
+        return self.sround(c * (((1 << self.bits) - 1) // k))
 
     def half(self, x):
         """HALF_OF of an int expression (which C evaluates in 32 bits)."""
         return wrap(x, 32) >> 1 if self.fixed else x * np.float32(0.5)
 
 
-def _butterfly(a: _Arith, re, im, plan: FftPlan, p: int, m: int, fstride: int):
-    """One kf_bfly pass on every block of p*m values; re/im are [batch, blocks, p, m]."""
+def _rot(z):
+    """(z.i, -z.r): z times -j."""
+    return np.stack([z[..., 1], -z[..., 0]], axis=-1)
+
+
+def _conj(a: _Arith, z):
+    return np.stack([z[..., 0], a.store(-z[..., 1])], axis=-1)
+
+
+def _butterfly(a: _Arith, x, plan: FftPlan, p: int, m: int, fstride: int):
+    """One kf_bfly pass on every block of p*m values; x is [batch, blocks, p, m, 2]."""
     tw = plan.twiddles
     u = np.arange(m)
-    fr = [re[:, :, q, :] for q in range(p)]
-    fi = [im[:, :, q, :] for q in range(p)]
-    for q in range(p):
-        fr[q], fi[q] = a.fixdiv(fr[q], fi[q], p)
+    x = a.fixdiv(x, p)
     store = a.store
+    f = [x[:, :, q] for q in range(p)]
     if p == 2:
-        tr, ti = a.cmul(fr[1], fi[1], *tw[u * fstride].T)
-        out = [(store(fr[0] + tr), store(fi[0] + ti)), (store(fr[0] - tr), store(fi[0] - ti))]
+        t = a.cmul(f[1], tw[u * fstride])
+        out = [store(f[0] + t), store(f[0] - t)]
     elif p == 4:
-        s0 = a.cmul(fr[1], fi[1], *tw[u * fstride].T)
-        s1 = a.cmul(fr[2], fi[2], *tw[2 * u * fstride].T)
-        s2 = a.cmul(fr[3], fi[3], *tw[3 * u * fstride].T)
-        s5 = store(fr[0] - s1[0]), store(fi[0] - s1[1])
-        f0 = store(fr[0] + s1[0]), store(fi[0] + s1[1])
-        s3 = store(s0[0] + s2[0]), store(s0[1] + s2[1])
-        s4 = store(s0[0] - s2[0]), store(s0[1] - s2[1])
-        f2 = store(f0[0] - s3[0]), store(f0[1] - s3[1])
-        f0 = store(f0[0] + s3[0]), store(f0[1] + s3[1])
-        plus = store(s5[0] + s4[1]), store(s5[1] - s4[0])
-        minus = store(s5[0] - s4[1]), store(s5[1] + s4[0])
-        f1, f3 = (minus, plus) if plan.inverse else (plus, minus)
-        out = [f0, f1, f2, f3]
+        s = a.cmul(x[:, :, 1:], tw[np.outer(np.arange(1, 4), u * fstride)])
+        s0, s1, s2 = s[:, :, 0], s[:, :, 1], s[:, :, 2]
+        s5 = store(f[0] - s1)
+        f0 = store(f[0] + s1)
+        s3, s4 = store(s0 + s2), store(s0 - s2)
+        f2 = store(f0 - s3)
+        f0 = store(f0 + s3)
+        turned = _rot(s4)
+        plus, minus = store(s5 + turned), store(s5 - turned)
+        out = [f0, minus, f2, plus] if plan.inverse else [f0, plus, f2, minus]
     elif p == 3:
-        epi = tw[fstride * m]
-        s1 = a.cmul(fr[1], fi[1], *tw[u * fstride].T)
-        s2 = a.cmul(fr[2], fi[2], *tw[2 * u * fstride].T)
-        s3 = store(s1[0] + s2[0]), store(s1[1] + s2[1])
-        s0 = store(s1[0] - s2[0]), store(s1[1] - s2[1])
-        f1 = store(fr[0] - a.half(s3[0])), store(fi[0] - a.half(s3[1]))
-        s0 = a.smul(s0[0], epi[1]), a.smul(s0[1], epi[1])
-        f0 = store(fr[0] + s3[0]), store(fi[0] + s3[1])
-        f2 = store(f1[0] + s0[1]), store(f1[1] - s0[0])
-        f1 = store(f1[0] - s0[1]), store(f1[1] + s0[0])
-        out = [f0, f1, f2]
+        epi = tw[fstride * m][1]
+        s = a.cmul(x[:, :, 1:], tw[np.outer(np.arange(1, 3), u * fstride)])
+        s3 = store(s[:, :, 0] + s[:, :, 1])
+        s0 = store(s[:, :, 0] - s[:, :, 1])
+        f1 = store(f[0] - a.half(s3))
+        s0 = a.smul(s0, epi)
+        f0 = store(f[0] + s3)
+        turned = _rot(s0)
+        out = [f0, store(f1 - turned), store(f1 + turned)]
     elif p == 5:
         ya, yb = tw[fstride * m], tw[2 * fstride * m]
-        s = [a.cmul(fr[q], fi[q], *tw[q * u * fstride].T) for q in range(1, 5)]
-        s7 = store(s[0][0] + s[3][0]), store(s[0][1] + s[3][1])
-        s10 = store(s[0][0] - s[3][0]), store(s[0][1] - s[3][1])
-        s8 = store(s[1][0] + s[2][0]), store(s[1][1] + s[2][1])
-        s9 = store(s[1][0] - s[2][0]), store(s[1][1] - s[2][1])
-        f0 = store(fr[0] + (s7[0] + s8[0])), store(fi[0] + (s7[1] + s8[1]))
+        s = a.cmul(x[:, :, 1:], tw[np.outer(np.arange(1, 5), u * fstride)])
+        s7, s10 = store(s[:, :, 0] + s[:, :, 3]), store(s[:, :, 0] - s[:, :, 3])
+        s8, s9 = store(s[:, :, 1] + s[:, :, 2]), store(s[:, :, 1] - s[:, :, 2])
+        f0 = store(f[0] + (s7 + s8))
         mul = a.smul
-        s5 = (store(fr[0] + mul(s7[0], ya[0]) + mul(s8[0], yb[0])),
-              store(fi[0] + mul(s7[1], ya[0]) + mul(s8[1], yb[0])))
-        s6 = store(mul(s10[1], ya[1]) + mul(s9[1], yb[1])), store(-mul(s10[0], ya[1]) - mul(s9[0], yb[1]))
-        s11 = (store(fr[0] + mul(s7[0], yb[0]) + mul(s8[0], ya[0])),
-               store(fi[0] + mul(s7[1], yb[0]) + mul(s8[1], ya[0])))
-        s12 = store(-mul(s10[1], yb[1]) + mul(s9[1], ya[1])), store(mul(s10[0], yb[1]) - mul(s9[0], ya[1]))
-        out = [f0, (store(s5[0] - s6[0]), store(s5[1] - s6[1])), (store(s11[0] + s12[0]), store(s11[1] + s12[1])),
-               (store(s11[0] - s12[0]), store(s11[1] - s12[1])), (store(s5[0] + s6[0]), store(s5[1] + s6[1]))]
+        s5 = store(f[0] + mul(s7, ya[0]) + mul(s8, yb[0]))
+        s11 = store(f[0] + mul(s7, yb[0]) + mul(s8, ya[0]))
+        s6 = store(np.stack([mul(s10[..., 1], ya[1]) + mul(s9[..., 1], yb[1]),
+                             -mul(s10[..., 0], ya[1]) - mul(s9[..., 0], yb[1])], axis=-1))
+        s12 = store(np.stack([-mul(s10[..., 1], yb[1]) + mul(s9[..., 1], ya[1]),
+                              mul(s10[..., 0], yb[1]) - mul(s9[..., 0], ya[1])], axis=-1))
+        out = [f0, store(s5 - s6), store(s11 + s12), store(s11 - s12), store(s5 + s6)]
     else:  # pragma: no cover - refused by supported_length
         raise ValueError(f"radix {p}")
-    return np.stack([o[0] for o in out], axis=2), np.stack([o[1] for o in out], axis=2)
+    return np.stack(out, axis=2)
 
 
-def complex_fft(plan: FftPlan, re: np.ndarray, im: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """kiss_fft on [batch, n] real and imaginary parts (int64 or float32)."""
+def complex_fft(plan: FftPlan, z: np.ndarray) -> np.ndarray:
+    """kiss_fft on [batch, n, 2] complex values (int64 or float32)."""
     a = _Arith(plan.kind)
     n = plan.half
-    re, im = re[:, plan.order], im[:, plan.order]
-    batch = re.shape[0]
+    z = z[:, plan.order]
+    batch = z.shape[0]
     strides = [1]
     for p, _ in plan.factors[:-1]:
         strides.append(strides[-1] * p)
     for (p, m), fstride in reversed(list(zip(plan.factors, strides))):
-        shape = (batch, fstride, p, m)
-        re, im = _butterfly(a, re.reshape(shape), im.reshape(shape), plan, p, m, fstride)
-        re, im = re.reshape(batch, n), im.reshape(batch, n)
-    return re, im
+        z = _butterfly(a, z.reshape(batch, fstride, p, m, 2), plan, p, m, fstride).reshape(batch, n, 2)
+    return z
 
 
 def rfft(plan: FftPlan, x: np.ndarray) -> np.ndarray:
@@ -219,21 +219,19 @@ def rfft(plan: FftPlan, x: np.ndarray) -> np.ndarray:
     a = _Arith(plan.kind)
     n = plan.half
     work = x.astype(np.float32 if plan.kind == "f32" else np.int64)
-    tr, ti = complex_fft(plan, work[:, 0::2], work[:, 1::2])
+    t = complex_fft(plan, work.reshape(x.shape[0], n, 2))
     out = np.zeros((x.shape[0], n + 1, 2), dtype=work.dtype)
-    dr, di = a.fixdiv(tr[:, 0], ti[:, 0], 2)
-    out[:, 0, 0] = a.store(dr + di)
-    out[:, n, 0] = a.store(dr - di)
+    dc = a.fixdiv(t[:, 0], 2)
+    out[:, 0, 0] = a.store(dc[:, 0] + dc[:, 1])
+    out[:, n, 0] = a.store(dc[:, 0] - dc[:, 1])
     k = np.arange(1, n // 2 + 1)
-    pr, pi = a.fixdiv(tr[:, k], ti[:, k], 2)
-    nr, ni = a.fixdiv(tr[:, n - k], a.store(-ti[:, n - k]), 2)
-    f1 = a.store(pr + nr), a.store(pi + ni)
-    f2 = a.store(pr - nr), a.store(pi - ni)
-    twr, twi = a.cmul(f2[0], f2[1], *plan.super_twiddles[k - 1].T)
-    out[:, k, 0] = a.store(a.half(f1[0] + twr))
-    out[:, k, 1] = a.store(a.half(f1[1] + twi))
-    out[:, n - k, 0] = a.store(a.half(f1[0] - twr))
-    out[:, n - k, 1] = a.store(a.half(twi - f1[1]))
+    pk = a.fixdiv(t[:, k], 2)
+    pnk = a.fixdiv(_conj(a, t[:, n - k]), 2)
+    f1, f2 = a.store(pk + pnk), a.store(pk - pnk)
+    tw = a.cmul(f2, plan.super_twiddles[k - 1])
+    out[:, k] = a.store(a.half(f1 + tw))
+    out[:, n - k, 0] = a.store(a.half(f1[..., 0] - tw[..., 0]))
+    out[:, n - k, 1] = a.store(a.half(tw[..., 1] - f1[..., 1]))
     return out
 
 
@@ -242,16 +240,13 @@ def irfft(plan: FftPlan, spectrum: np.ndarray) -> np.ndarray:
     a = _Arith(plan.kind)
     n = plan.half
     f = spectrum.astype(np.float32 if plan.kind == "f32" else np.int64)
-    tr = np.zeros((f.shape[0], n), dtype=f.dtype)
-    ti = np.zeros_like(tr)
-    tr[:, 0], ti[:, 0] = a.fixdiv(a.store(f[:, 0, 0] + f[:, n, 0]), a.store(f[:, 0, 0] - f[:, n, 0]), 2)
+    t = np.zeros((f.shape[0], n, 2), dtype=f.dtype)
+    t[:, 0] = a.fixdiv(a.store(np.stack([f[:, 0, 0] + f[:, n, 0], f[:, 0, 0] - f[:, n, 0]], axis=-1)), 2)
     k = np.arange(1, n // 2 + 1)
-    kr, ki = a.fixdiv(f[:, k, 0], f[:, k, 1], 2)
-    cr, ci = a.fixdiv(f[:, n - k, 0], a.store(-f[:, n - k, 1]), 2)
-    ek = a.store(kr + cr), a.store(ki + ci)
-    dr, di = a.store(kr - cr), a.store(ki - ci)
-    ok = a.cmul(dr, di, *plan.super_twiddles[k - 1].T)
-    tr[:, k], ti[:, k] = a.store(ek[0] + ok[0]), a.store(ek[1] + ok[1])
-    tr[:, n - k], ti[:, n - k] = a.store(ek[0] - ok[0]), a.store(-a.store(ek[1] - ok[1]))
-    re, im = complex_fft(plan, tr, ti)
-    return np.stack([re, im], axis=2).reshape(f.shape[0], 2 * n)
+    fk = a.fixdiv(f[:, k], 2)
+    fnkc = a.fixdiv(_conj(a, f[:, n - k]), 2)
+    ek, d = a.store(fk + fnkc), a.store(fk - fnkc)
+    ok = a.cmul(d, plan.super_twiddles[k - 1])
+    t[:, k] = a.store(ek + ok)
+    t[:, n - k] = _conj(a, a.store(ek - ok))
+    return complex_fft(plan, t).reshape(f.shape[0], 2 * n)
