@@ -88,7 +88,8 @@ def audio_header(recordings: list[np.ndarray]) -> str:
     for index, samples in enumerate(recordings):
         lines.append(f"static const int16_t audio_{index}[{samples.size}] = "
                      f"{array_initializer(samples, DatumType.I16)};")
-    lines.append(f"static const int16_t *const audio_samples[] = {{{', '.join(f'audio_{i}' for i in range(len(recordings)))}}};")
+    names = ", ".join(f"audio_{i}" for i in range(len(recordings)))
+    lines.append(f"static const int16_t *const audio_samples[] = {{{names}}};")
     lines.append(f"static const int32_t audio_lengths[] = {{{', '.join(str(r.size) for r in recordings)}}};")
     return "\n".join(lines) + "\n"
 
@@ -176,9 +177,10 @@ def report(result: Result, front, speech, names, expected: list[str] | None) -> 
     front_hop = result.front_ticks * per_tick / max(result.hops, 1)
     speech_run = result.speech_ticks * per_tick / max(result.runs, 1)
     every = 4
+    together = front_hop + speech_run / every
     lines.append(f"instructions per 20 ms hop: front end {front_hop:,.0f}; keyword model {speech_run:,.0f} per run "
-                 f"(every {every} frames: {speech_run / every:,.0f} per hop); together {front_hop + speech_run / every:,.0f}"
-                 f" = {(front_hop + speech_run / every) / BUDGET_CYCLES:.1%} of the hop at 64 MHz "
+                 f"(every {every} frames: {speech_run / every:,.0f} per hop); together {together:,.0f}"
+                 f" = {together / BUDGET_CYCLES:.1%} of the hop at 64 MHz "
                  f"({BUDGET_CYCLES:,} cycles, one instruction per cycle)")
     front_ctx, speech_ctx, ring = result.sizes
     lines.append(f"RAM: front end context {front_ctx} B (arena {front.plan.arena_bytes} B, state "
