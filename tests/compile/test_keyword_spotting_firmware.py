@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ def test_keyword_spotting_firmware_gives_tflite_micros_labels(tmp_path):
     models = shared_model("tflite/audio_preprocessor_int8.tflite").parent
     spec = importlib.util.spec_from_file_location("keyword_spotting_build", EXAMPLE)
     example = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = example  # its dataclass looks its module up
     spec.loader.exec_module(example)
     recordings = [example.read_wav(models / "testdata" / f"{name}.wav") for name in example.RECORDINGS]
     front, speech = example.sources(models)
