@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     if args.compiled:
         from .stream_compiled import stream_compiled
 
-        return stream_compiled(out, args, model, pulsed, inputs, axis, length)
+        reference = (lambda: run_frames(model, inputs[0], pulse)) if framed else None
+        return stream_compiled(out, args, model, pulsed, inputs, axis, length, reference)
     state = pulsed.start()
     out.print(f"state  {state.memory_bytes()} bytes of buffers and recurrent state; "
               f"{len(pulsed.model.nodes)} nodes")
