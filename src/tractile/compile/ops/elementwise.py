@@ -219,7 +219,7 @@ def binary_op(e: Emit) -> None:
 #: INT_MIN / -1 wraps), for integers of at most 32 bits
 _SIGNED_DIV = "(vb == 0 ? (va < 0) : (vb == -1 ? (int32_t)(0u - (uint32_t)va) : va / vb))"
 INTEGER_DIV = {DatumType.I8: _SIGNED_DIV, DatumType.I16: _SIGNED_DIV, DatumType.I32: _SIGNED_DIV,
-               DatumType.U8: "(vb == 0 ? 0 : va / vb)", DatumType.U16: "(vb == 0 ? 0 : va / vb)"}
+               DatumType.U8: "(vb == 0 ? 0 : va / vb)"}
 #: integer ops wrap around as NumPy's do: computed on uint32_t, then narrowed
 INTEGER_BINARY = {"Add": "(int32_t)((uint32_t)va + (uint32_t)vb)", "Sub": "(int32_t)((uint32_t)va - (uint32_t)vb)",
                   "Mul": "(int32_t)((uint32_t)va * (uint32_t)vb)", "Max": "va > vb ? va : vb",
