@@ -8,7 +8,7 @@ import wave
 import numpy as np
 import pytest
 
-from tests.compile.harness import check_against_interpreter
+from tests.compile.harness import assert_builds_without_warnings, check_against_interpreter, generate
 from tests.conftest import shared_model
 from tractile.datum import DatumType
 from tractile.fact import TypedFact
@@ -143,3 +143,43 @@ def test_preprocessor_compiled(kind, compile_cache):
         audio_samples = np.frombuffer(handle.readframes(handle.getnframes()), dtype=np.int16)
     frames = [[audio_samples[None, k * 320:k * 320 + 480]] for k in range(0, 49, 3)]
     check_against_interpreter(model, compile_cache, inputs=frames, stateful=True, name=f"preprocessor_{kind}")
+
+
+def test_every_signal_kernel_builds_without_warnings(tmp_path):
+    """One model using every kernel of tl_signal.h and tl_fft.h, built alone with gcc and clang
+    under strict C99 warnings."""
+    rng = np.random.default_rng(7)
+    model = TypedModel()
+
+    def source(name, dtype, shape):
+        return model.add_source(name, TypedFact(DatumType(dtype), shape))
+
+    def const(name, value):
+        return model.wire_node(name, Const(np.asarray(value)), [])[0]
+
+    def wire(name, op, inputs):
+        return model.wire_node(name, op, inputs)
+
+    x = source("x", "i16", (64,))
+    windowed = wire("window", audio.ApplyWindow(12), [x, const("w", ints(rng, np.int16, (64,), 0))])[0]
+    scaled = wire("scale", audio.FftAutoScale(), [windowed])[0]
+    energy = wire("energy", audio.Energy(1, 30), wire("rfft", audio.Rfft(64), [scaled]))[0]
+    widths = np.array([2, 3, 3, 2], np.int16)
+    tables = [const(f"t{i}", v) for i, v in enumerate([np.full(10, 2048, np.int16), np.full(10, 2048, np.int16),
+                                                       np.array([1, 3, 6, 9], np.int16),
+                                                       np.array([0, 2, 5, 8], np.int16), widths])]
+    bank = wire("bank", audio.FilterBank(3), [energy, *tables])[0]
+    root = wire("root", audio.FilterBankSquareRoot(), [bank, const("shift", np.array(2, np.int32))])[0]
+    clean, noise = wire("subtract", audio.FilterBankSpectralSubtraction(3, 409, 15975, 983, 15401, 10, 819, 14),
+                        [root])
+    gain = wire("pcan", audio.Pcan(6), [clean, noise, const("lut", ints(rng, np.int16, (125,)))])[0]
+    outputs = [wire("log", audio.FilterBankLog(3, 64), [gain])[0]]
+    outputs.append(wire("irfft_f32", audio.Irfft(30), [source("s", "f32", (32,))])[0])
+    outputs.append(wire("rfft_i32", audio.Rfft(20), [source("r", "i32", (20,))])[0])
+    outputs += wire("framer", audio.Framer(6, 2, True), [source("f", "i16", (2, 4))])
+    outputs += wire("stacker", audio.Stacker(3, 1, 1, 1), [source("k", "i16", (3,))])
+    outputs.append(wire("overlap", audio.OverlapAdd(2), [source("o", "f32", (2, 4))])[0])
+    outputs.append(wire("overlap_i16", audio.OverlapAdd(3), [source("p", "i16", (2, 4))])[0])
+    outputs.append(wire("delay", audio.FrameDelay(5), [source("d", "i16", (3,))])[0])
+    model.outputs = outputs
+    assert_builds_without_warnings(generate(model, name="signal_kernels"), tmp_path)

@@ -8,7 +8,7 @@ import pytest
 
 from tests.tflite.builder import GraphBuilder
 from tests.tflite.oracle import assert_float_close, micro_interpreter, run_micro
-from tractile.errors import AnalysisError
+from tractile.errors import AnalysisError, ModelFormatError, UnsupportedOpError
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.writer import write_model
 from tractile.ops import audio
@@ -230,3 +230,28 @@ def test_delay(delay):
     model = single(audio.FrameDelay(delay), [("i16", (2, 5))])
     results = check_micro(model, [[ints(rng, np.int16, (2, 5))] for _ in range(4)])
     assert not results[0][0][:, :min(delay, 5)].any()
+
+
+def test_unknown_custom_ops_are_listed_at_load():
+    g = GraphBuilder()
+    x = g.input("x", "i16", (16,))
+    spectrum = g.op("rfft", audio.Rfft(16), [x])
+    data = write_model(g.outputs(g.op("energy", audio.Energy(0, 9), [spectrum])))
+    data = data.replace(b"SignalRfft", b"SignalRfxt").replace(b"SignalEnergy", b"SignalEnxrgy")
+    with pytest.raises(UnsupportedOpError) as info:
+        load_tflite(data)
+    assert "custom ops SignalEnxrgy, SignalRfxt" in str(info.value)
+    assert {op[1] for op in info.value.ops} == {"CUSTOM:SignalRfxt", "CUSTOM:SignalEnxrgy"}
+
+
+def test_missing_custom_option_is_a_format_error(monkeypatch):
+    from tractile.formats.tflite import registry
+
+    g = GraphBuilder()
+    window = g.op("window", audio.ApplyWindow(3), [g.input("x", "i16", (4,)), g.const("w", np.ones(4, np.int16))])
+    model = g.outputs(window)
+    monkeypatch.setitem(registry.WRITERS, audio.ApplyWindow,
+                        lambda op, ctx: registry.OpSpec("CUSTOM:SignalWindow", custom_options={"shifts": 3}))
+    data = write_model(model)
+    with pytest.raises(ModelFormatError, match="custom option 'shift' should be an integer"):
+        load_tflite(data)

@@ -1,6 +1,6 @@
-"""The audio front end's ops (``tl_signal.h``): TFLite Micro's signal library. The FFT's
-tables come from the interpreter's plan (ops/audio/kissfft.py); the noise estimate and the
-framing buffers live in the context, and ``NAME_reset`` clears them.
+"""The audio front end's ops (``tl_signal.h``; the FFT in ``tl_fft.h``): TFLite Micro's signal
+library. The FFT's tables come from the interpreter's plan (ops/audio/kissfft.py); the noise
+estimate and the framing buffers live in the context, and ``NAME_reset`` clears them.
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def fft(e: Emit) -> None:
     rows = _rows(x.count, length)
     float_kind = kind == "f32"
     work = e.scratch("fft_work", DatumType.F32 if float_kind else DatumType.I32, (4 if inverse else 2) * plan.half)
-    e.use(HEADER)
+    e.use("tl_fft.h")
     name = ("tl_irfft" if inverse else "tl_rfft") + ("_f32" if float_kind else "_fixed")
     args = [x, y, rows, length, plan.half, order, factors, len(plan.factors), twiddles, supers, work]
     if not float_kind:
