@@ -241,6 +241,7 @@ def test_unknown_custom_ops_are_listed_at_load():
     with pytest.raises(UnsupportedOpError) as info:
         load_tflite(data)
     assert "custom ops SignalEnxrgy, SignalRfxt" in str(info.value)
+    assert "the custom ops SignalDelay, SignalEnergy," in str(info.value)
     assert {op[1] for op in info.value.ops} == {"CUSTOM:SignalRfxt", "CUSTOM:SignalEnxrgy"}
 
 

@@ -82,8 +82,10 @@ def check_supported(info: ModelInfo) -> None:
     if builtin:
         parts.append(f"builtin ops {', '.join(builtin)}")
     supported = ", ".join(sorted(name for name in REGISTRY if not name.startswith("CUSTOM:")))
+    customs = ", ".join(sorted(name.split(":", 1)[1] for name in REGISTRY if name.startswith("CUSTOM:")))
     raise UnsupportedOpError(
-        f"the model uses unsupported {' and '.join(parts)} (tractile supports the builtin ops {supported})",
+        f"the model uses unsupported {' and '.join(parts)} (tractile supports the builtin ops {supported} "
+        f"and the custom ops {customs})",
         [("tflite", name, version, nodes) for (name, version), nodes in sorted(missing.items())])
 
 
