@@ -3,9 +3,15 @@ each in a worker process with a time limit and an address-space cap; every case 
 a result or a TractileError (never another exception, a crash or a hang)."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
-from tractile.tools.fuzz import cases, run_cases
+import numpy as np
+import pytest
+
+import tractile
+from tractile.compile import render
+from tractile.tools.fuzz import cases, check_generated_c, names_case, run_cases
 
 from ..conftest import SHARED_MODELS
 
@@ -18,6 +24,22 @@ def test_hostile_models_end_in_a_result_or_a_tractile_error():
     escaped = {name: verdict for name, verdict in verdicts.items() if verdict not in ("ok", "refused")}
     assert not escaped, escaped
     assert sum(v == "refused" for v in verdicts.values()) > 100 and sum(v == "ok" for v in verdicts.values()) > 10
+    names = [name for name, _ in made if name.startswith("names#")]
+    assert len(names) >= 20 and all(verdicts[name] == "ok" for name in names)
+
+
+def test_a_name_escaping_into_c_is_caught(monkeypatch, tmp_path):
+    """The names cases' check fails when a name reaches C unescaped (the issue's bug, put back)."""
+    pytest.importorskip("onnx")
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(5)
+    model = tractile.load(names_case(rng, tmp_path / "marker"))
+    assert check_generated_c(model, tmp_path / "marker") is None
+    monkeypatch.setattr(render, "c_string", lambda text: '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    found = [check_generated_c(tractile.load(names_case(rng, tmp_path / "marker")), tmp_path / "marker")
+             for _ in range(3)]
+    assert any(problem and "does not build" in problem for problem in found), found
 
 
 FAKE_WORKER = """

@@ -84,10 +84,10 @@ def write_report_page(source, args, verification: dict | None = None) -> Path:
 def run(args) -> int:
     from .. import load
     from ..compile import generate
-    from ..compile.ctext import identifier
+    from ..compile.ctext import program_name
     from ..compile.report import report_table, summary_lines
 
-    name = identifier(args.name or Path(args.model).stem, 60)
+    name = program_name(args.name or Path(args.model).stem)
     model = load(args.model, inputs=parse_fact_args(args.input_fact), values=parse_value_args(args.value))
     macros = None
     if args.pulse:

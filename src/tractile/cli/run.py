@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 
 def _load_arrays(path: str, names: list[str], what: str) -> list[np.ndarray]:
     if path.endswith(".npy"):
-        return [np.load(path)]
+        return [np.load(path, allow_pickle=False)]
     with np.load(path, allow_pickle=False) as data:
         keys = list(data.keys())
         if all(name in keys for name in names):

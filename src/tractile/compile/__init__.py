@@ -17,7 +17,8 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import TractileError
-from .ctext import identifier
+from .ctext import program_name
+from .files import write_file
 from .lower import lower
 from .memory import MemoryPlan, plan_memory
 from .program import Program
@@ -40,18 +41,14 @@ class CSource:
     report: dict = field(default_factory=dict)
 
     def write(self, directory: str | os.PathLike) -> list[Path]:
-        """Write every file into ``directory`` (created if needed); the paths written."""
+        """Write every file into ``directory`` (created if needed; links in it are replaced, not
+        followed); the paths written."""
         folder = Path(directory)
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise TractileError(f"cannot create the output folder {folder}: {error.strerror}") from None
-        written = []
-        for filename, text in self.files.items():
-            path = folder / filename
-            path.write_text(text)
-            written.append(path)
-        return written
+        return [write_file(folder, filename, text) for filename, text in self.files.items()]
 
     def report_html(self, path: str | os.PathLike, verification: dict | None = None,
                     tflite: str | os.PathLike | None = None, origin: str | None = None):
@@ -110,7 +107,7 @@ def generate(model, name: str = "model", target: str | Target = "host", inputs: 
     Raises UnsupportedOpError naming every node that cannot be lowered (nothing is
     written), or a TractileError naming the symbols left unbound.
     """
-    c_name = identifier(name, 60)
+    c_name = program_name(name)
     target = find_target(target)
     typed = prepare(model, inputs, optimize)
     program = lower(typed, c_name, target, chains, inputs_in_arena)

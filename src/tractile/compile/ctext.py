@@ -9,8 +9,9 @@ import numpy as np
 from ..datum import DatumType
 
 #: words a generated identifier must not be: C99/C11/C23 and C++ keywords (headers are included from
-#: C++), the functions and types of the standard headers the generated code includes, and names the
-#: generated code and its harnesses use for themselves
+#: C++); what the headers the generated code includes declare (string.h, math.h, time.h, stdint.h,
+#: stddef.h, also in their POSIX and GNU modes, newlib's, avr-libc's with avr/io.h); the locals of the
+#: generated code, of its harnesses and the members of its context
 _RESERVED_WORDS = frozenset("""
 auto break case char const continue default do double else enum extern float for goto if inline int long
 register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
@@ -24,7 +25,12 @@ memcpy memmove memset memcmp memchr strcpy strncpy strcat strncat strcmp strncmp
 strtok strerror strcoll strxfrm strcspn strspn strpbrk abs labs llabs div ldiv malloc calloc realloc free exit
 abort atexit qsort bsearch rand srand main errno assert offsetof size_t ptrdiff_t max_align_t float_t double_t
 printf puts putchar fputs fprintf sprintf snprintf stdin stdout stderr FILE
-ctx arena run status part peak ticks start top floor paint node sample
+ctx arena run status part peak ticks start top floor paint node sample profile_ticks align_int align_float
+i j k n o r v va vb acc band rows first skip count scale
+asctime ctime difftime gmtime localtime mktime time clock timespec tm tzname tzset timezone daylight dysize timegm
+timelocal nanosleep itimerspec sigevent asctime_r ctime_r gmtime_r localtime_r lgamma_r lgammaf_r lgammal_r signgam
+bcmp bcopy bzero explicit_bzero ffs ffsl ffsll index rindex stpcpy stpncpy timespec_get math_errhandling linux unix i386
+cli sei reti
 """.split())
 
 #: the math.h functions, each also with its ``f`` and ``l`` forms
@@ -32,37 +38,38 @@ _MATH_FUNCTIONS = """acos asin atan atan2 cos sin tan acosh asinh atanh cosh sin
 ldexp log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf erfc lgamma tgamma ceil floor
 nearbyint rint lrint llrint round lround llround trunc fmod remainder remquo copysign nan nextafter nexttoward
 fdim fmax fmin fma fpclassify isfinite isinf isnan isnormal signbit isgreater isgreaterequal isless
-islessequal islessgreater isunordered""".split()
+islessequal islessgreater isunordered drem finite gamma j0 j1 jn y0 y1 yn scalb significand infinity exp10 pow10
+square""".split()
 
 _RESERVED = _RESERVED_WORDS | frozenset(f"{f}{suffix}" for f in _MATH_FUNCTIONS for suffix in ("", "f", "l"))
 
-#: macro and type names of the standard headers (stdint.h, stddef.h, math.h, limits.h, errno.h), and
-#: the prefixes tractile's kernels and platform code use
+#: families of the same: POSIX's ``_t`` types, the names C reserves for string.h, time.h's POSIX
+#: functions, inttypes.h's formats, avr-libc's vectors and program-memory functions, the generated
+#: code's numbered locals, tractile's ``tl_``/``TL_`` names and what C reserves to implementations
 _RESERVED_PATTERN = re.compile(
-    r"(u?int(8|16|32|64|ptr|max|_least\d+|_fast\d+)_t|U?INT\w*|SIZE_\w+|PTRDIFF_\w+|WCHAR_\w+|WINT_\w+"
-    r"|SIG_ATOMIC_\w+|NULL|NAN|INFINITY|HUGE_VAL\w*|FP_\w+|MATH_\w+|M_\w+|E[A-Z0-9]+|[A-Z]+_(MIN|MAX|BIT)"
-    r"|tl_\w*|TL_\w*|__\w*|_[A-Z]\w*)")
+    r"(\w+_t|(str|mem|wcs)[a-z]\w*|clock_\w+|timer_\w+|(PRI|SCN)[a-zA-Z]\w*|\w+_vect(_num)?|pgm_\w+|bit_is_\w+"
+    r"|loop_until_\w+|(source|sources|in|out|sample|i)\d+|tl_\w*|TL_\w*|__\w*|_[A-Z]\w*)")
+
+#: a name without a lower-case letter looks like a macro: the standard and platform headers (AVR's
+#: avr/io.h alone defines about a thousand: ``ADC``, ``SP``, ``PB0``...) and the model's own
+#: header (``NAME_INPUT0_NAME``) define such names, so a generated identifier never is one
+_MACRO_LIKE = re.compile(r"[A-Z0-9_]+")
 
 #: the longest identifier made from a model's text (C99 guarantees 63 significant characters)
 IDENTIFIER_LIMIT = 60
 
 
 def is_reserved(name: str) -> bool:
-    """Whether ``name`` collides with the language, the standard headers or tractile's own C."""
-    return name in _RESERVED or _RESERVED_PATTERN.fullmatch(name) is not None
+    """Whether ``name`` may collide with the language, the standard or platform headers, the
+    locals of the generated code or tractile's own C (``tl_``, ``TL_``), or looks like a macro.
 
-
-def identifier(text: str, limit: int = 40) -> str:
-    """A C identifier resembling ``text`` (``sequential/dense_1/MatMul`` -> ``sequential_dense_1_MatMul``).
-
-    Only ``[A-Za-z0-9_]`` survive (runs of anything else, and of underscores, become one
-    underscore); the result never starts with a digit or an underscore, is at most ``limit``
-    characters (long names keep their last path components) and is never a keyword or a name
-    of the standard headers or of tractile's C (those get a trailing ``_``). TFLite's fused
-    names (``a/MatMul;a/Relu;a/BiasAdd``) keep their first part.
+    None of those names ends with an underscore, so appending one makes a name safe.
     """
+    return name in _RESERVED or _RESERVED_PATTERN.fullmatch(name) is not None or _MACRO_LIKE.fullmatch(name) is not None
+
+
+def _sanitised(text: str, limit: int) -> str:
     limit = max(8, min(limit, IDENTIFIER_LIMIT))
-    text = text.split(";")[0]
     name = re.sub(r"[^0-9A-Za-z]+", "_", text).strip("_")
     if len(name) > limit - 1:
         tail = name[-(limit - 1):]
@@ -70,9 +77,39 @@ def identifier(text: str, limit: int = 40) -> str:
         name = tail[cut + 1:] if 0 <= cut < len(tail) - 8 else tail.strip("_")
     if not name or name[0].isdigit():
         name = "n" + name
-    if is_reserved(name):
-        name += "_" if not name.endswith("_") else "x"
     return name
+
+
+def identifier(text: str, limit: int = 40) -> str:
+    """A C identifier resembling ``text`` (``sequential/dense_1/MatMul`` -> ``sequential_dense_1_MatMul``).
+
+    Only ``[A-Za-z0-9_]`` survive (runs of anything else, and of underscores, become one
+    underscore); the result never starts with a digit or an underscore, is at most ``limit``
+    characters (long names keep their last path components) and never collides with the
+    language, the headers the generated code includes or tractile's C (:func:`is_reserved`
+    names get a trailing ``_``: ``exp_``, ``X_``). TFLite's fused names
+    (``a/MatMul;a/Relu;a/BiasAdd``) keep their first part.
+    """
+    name = _sanitised(text.split(";")[0], limit)
+    return name + "_" if is_reserved(name) else name
+
+
+#: stems of the files beside a model's own in the folders tractile writes (harness, project, the
+#: headers the generated code includes; compared in lower case, for case-insensitive file systems)
+_FILE_STEMS = frozenset("""main startup inputs link makefile firmware assert complex ctype errno fenv float inttypes
+iso646 limits locale math setjmp signal stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn
+string tgmath threads time uchar wchar wctype arm_acle""".split())
+
+
+def program_name(text: str) -> str:
+    """The C prefix of a compiled model (``NAME_invoke``, ``NAME_H``, ``NAME.h``) made from a file
+    stem or a user's choice: ``[A-Za-z0-9_]``, not starting with a digit or an underscore,
+    length-capped; upper case is kept (``NET_invoke``). Never the stem of another file of the
+    folder (``main``, ``inputs``, ``math``...) nor in tractile's ``tl_`` family (a ``tl_common``
+    model's include guard would be the kernels'): those get a trailing ``_``."""
+    name = _sanitised(text, IDENTIFIER_LIMIT)
+    lowered = name.lower()
+    return name + "_" if lowered in _FILE_STEMS or lowered.startswith("tl_") else name
 
 
 class Names:
@@ -82,11 +119,14 @@ class Names:
         self.taken: set[str] = set(reserved)
 
     def unique(self, text: str, limit: int = 40) -> str:
-        base = identifier(text, limit)
-        name, index = base, 1
+        """An :func:`identifier` for ``text`` not handed out before (``x``, ``x_2``, ``x_3``...)."""
+        name, index = identifier(text, limit), 1
+        base = name.rstrip("_")
         while name in self.taken:
             index += 1
             name = f"{base}_{index}"
+            if is_reserved(name):
+                name += "_"
         self.taken.add(name)
         return name
 

@@ -89,7 +89,8 @@ class Emit:
         var = self._lowering.node_var(self.node.name, role)
         if initial is not None and needs_math(np.asarray(initial)):
             self.uses_math()
-        self._lowering.program.state.append(StateField(var, dtype, int(count), initial))
+        initial_var = "" if initial is None else self._lowering.node_var(self.node.name, f"{role}_initial")
+        self._lowering.program.state.append(StateField(var, dtype, int(count), initial, initial_var))
         return f"ctx->{var}"
 
     def scratch(self, role: str, dtype: DatumType, count: int) -> str:

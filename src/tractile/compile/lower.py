@@ -24,6 +24,8 @@ from .target import Target
 
 #: identifiers the generated code uses for itself
 RESERVED = ("ctx", "arena", "memcpy", "memset", "size_t")
+#: what the generated header declares after the model's name (``model_invoke``...)
+DECLARED = ("ctx", "init", "reset", "invoke", "context_bytes", "profile_offset")
 
 
 def concrete_shape(fact: TypedFact, where: str) -> tuple[int, ...]:
@@ -53,7 +55,7 @@ class Lowering:
         self.chains = {chain.nodes[0]: chain for chain in chains}
         self._banded = {node for chain in chains for node in chain.nodes}
         self.target = target
-        self.names = Names((*RESERVED, name))
+        self.names = Names((*RESERVED, name, *(f"{name}_{suffix}" for suffix in DECLARED)))
         self.program = Program(name, chains=list(chains), inputs_in_arena=inputs_in_arena)
         self.tensors: dict[OutletId, CTensor] = {}
         self._constants: dict[tuple, CTensor] = {}

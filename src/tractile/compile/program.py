@@ -132,6 +132,8 @@ class StateField:
     dtype: DatumType
     count: int
     initial: np.ndarray | None = None
+    #: the C name of the constant array ``initial`` is copied from by reset
+    initial_var: str = ""
 
     @property
     def nbytes(self) -> int:

@@ -162,7 +162,7 @@ def _reset_functions(program: Program) -> list[str]:
         if field.initial is None or not np.any(field.initial):
             lines.append(f"  memset(ctx->{field.var}, 0, sizeof ctx->{field.var});")
         else:
-            init = f"{field.var}_initial"
+            init = field.initial_var
             initial_arrays.append(f"static const {_ctype(field)} {init}[{field.count}] = "
                                   f"{array_initializer(field.initial, field.dtype)};")
             lines.append(f"  memcpy(ctx->{field.var}, {init}, sizeof ctx->{field.var});")

@@ -2,6 +2,10 @@
 (and run when its inputs are concrete) in a worker process with a time limit per case and a
 cap on its address space. A case passes when it ends in a result or a ``TractileError``.
 
+Names cases are valid ONNX models whose every name is hostile (``hostile_names``): the worker
+also generates their C and, when a C compiler is there, builds it under strict warnings and
+checks that the object defines exactly the model's functions (a name that escaped into C fails).
+
     python -m tractile.tools.fuzz [--cases 300] [--seed 0] [--timeout 5] [--memory-mb 4096]
 
 The test suite runs a few hundred cases; ``make fuzz`` runs the coverage-guided campaign of
@@ -11,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +30,11 @@ SHAPED = ["Reshape", "Transpose", "Concat", "Gather", "Slice", "Pad", "Tile", "E
           "MaxPool", "AveragePool", "Squeeze", "Unsqueeze", "Split", "TopK", "Resize", "Range", "ConstantOfShape",
           "Where", "Cast", "Loop", "If", "Scan", "LSTM", "Einsum"]
 DTYPES = [1, 2, 3, 5, 6, 7, 9, 10, 11, 16]  # float, uint8, int8, int16, int32, int64, bool, f16, double, bf16
+#: ops of the names cases (all compiled to C)
+COMPILED_UNARY = ["Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Exp"]
+COMPILED_BINARY = ["Add", "Sub", "Mul", "Max", "Min"]
+#: the file a names case's constructor payload would create
+MARKER = Path(tempfile.gettempdir()) / "tractile-fuzz-names-marker"
 
 
 def onnx_case(rng: np.random.Generator) -> bytes:
@@ -68,6 +80,75 @@ def onnx_case(rng: np.random.Generator) -> bytes:
     return model.SerializeToString()
 
 
+def names_case(rng: np.random.Generator, marker: Path = MARKER) -> bytes:
+    """A valid ONNX model of compiled ops on one concrete shape, every name of it hostile."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from .hostile_names import random_hostile_name
+
+    used: set[str] = set()
+
+    def name() -> str:
+        text = random_hostile_name(rng, str(marker))
+        while text in used:
+            text += "#"
+        used.add(text)
+        return text
+
+    shape = [int(d) for d in rng.integers(1, 4, int(rng.integers(1, 3)))]
+    inputs = [helper.make_tensor_value_info(name(), TensorProto.FLOAT, shape) for _ in range(int(rng.integers(1, 3)))]
+    values, nodes, initializers = [i.name for i in inputs], [], []
+    for _ in range(int(rng.integers(1, 5))):
+        binary = rng.random() < 0.5
+        op = str(rng.choice(COMPILED_BINARY if binary else COMPILED_UNARY))
+        operands = [values[int(rng.integers(0, len(values)))]]  # (NumPy's strings would lose trailing NULs)
+        if binary:
+            if rng.random() < 0.5:
+                initializers.append(numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name()))
+                operands.append(initializers[-1].name)
+            else:
+                operands.append(values[int(rng.integers(0, len(values)))])
+        out = name()
+        nodes.append(helper.make_node(op, operands, [out], name=random_hostile_name(rng, str(marker))))
+        values.append(out)
+    outputs = [helper.make_tensor_value_info(v, TensorProto.FLOAT, shape) for v in values[len(inputs):]
+               if rng.random() < 0.5 or v == values[-1]]
+    graph = helper.make_graph(nodes, random_hostile_name(rng, str(marker)), inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    return model.SerializeToString()
+
+
+def check_generated_c(model, marker: Path = MARKER) -> str | None:
+    """What is wrong with the C generated for ``model`` (None: nothing, or no C compiler to tell):
+    built under strict C99 warnings, its object must define exactly the model's four functions."""
+    from ..compile import generate
+    from ..compile.host import find_c_compiler
+    from ..errors import TractileError
+
+    source = generate(model, name="fuzz")
+    try:
+        cc = find_c_compiler()
+    except TractileError:
+        return None
+    nm = shutil.which("nm")
+    with tempfile.TemporaryDirectory(prefix="tractile-fuzz-") as folder:
+        source.write(folder)
+        done = subprocess.run([*cc.split(), "-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic",
+                               "-Wno-overlength-strings", "-O0", "-c", "fuzz.c", "-o", "fuzz.o"], cwd=folder,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            return f"the generated C does not build: {done.stderr.strip()[-300:]}"
+        if nm is not None:
+            listed = subprocess.run([nm, "-P", "fuzz.o"], cwd=folder, capture_output=True, text=True).stdout
+            defined = {f[0] for f in map(str.split, listed.splitlines()) if len(f) > 1 and f[1] not in "Uabdrt"}
+            expected = {f"fuzz_{what}" for what in ("init", "reset", "invoke", "context_bytes")}
+            if defined != expected:
+                return f"the object defines {sorted(defined ^ expected)} beyond or instead of the model's functions"
+    if os.path.exists(marker):
+        return f"a payload ran: {marker} exists"
+    return None
+
+
 def _attribute(rng: np.random.Generator, key: str):
     if key in ("perm", "kernel_shape", "pads", "strides"):
         return [int(v) for v in rng.integers(-2, 5, int(rng.integers(0, 5)))]
@@ -100,13 +181,16 @@ def mutated(data: bytes, rng: np.random.Generator) -> bytes:
 
 
 def cases(count: int, seed: int, tflite_files: list[Path]) -> list[tuple[str, bytes]]:
-    """``count`` cases: generated ONNX models, their byte mutations, and mutated TFLite files."""
+    """``count`` cases: generated ONNX models, their byte mutations, names cases, and mutated TFLite
+    files."""
     rng = np.random.default_rng(seed)
     tflite = [path.read_bytes() for path in tflite_files]
     made = []
     for index in range(count):
         kind = rng.random()
-        if kind < 0.5 or not tflite:
+        if kind < 0.1:
+            made.append((f"names#{index}", names_case(rng)))
+        elif kind < 0.5 or not tflite:
             data = onnx_case(rng)
             made.append((f"onnx#{index}", data if rng.random() < 0.7 else mutated(data, rng)))
         else:
@@ -141,6 +225,9 @@ def worker(timeout: float, memory_mb: int) -> None:
                     all(np.prod([int(d) for d in f.shape], dtype=float) <= 1e6 for f in facts):
                 model.run([np.ones([int(d) for d in f.shape], f.dtype.np) if f.dtype.np.kind != "O"
                            else np.array("", dtype=object) for f in facts])
+            problem = check_generated_c(model) if name.startswith("names#") else None
+            if problem is not None:
+                verdict = f"ESCAPED {problem}"
         except TractileError:
             verdict = "refused"
         except BaseException as error:

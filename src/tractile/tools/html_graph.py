@@ -81,10 +81,14 @@ def _width(*texts: str) -> float:
     return float(min(NODE_MAX_WIDTH, max(NODE_MIN_WIDTH, longest * CHAR_WIDTH + 18)))
 
 
+#: the deepest scope drawn as nested groups (deeper parts of a name stay in its deepest group)
+MAX_SCOPE_DEPTH = 32
+
+
 def scope_of(node) -> list[str]:
     """The name scope of a node: the ``/``-separated parts of its name but the last (TFLite's
-    fused names ``a/b/MatMul;a/b/Relu`` count by their first name)."""
-    return [part for part in node.name.split(";")[0].split("/")[:-1] if part]
+    fused names ``a/b/MatMul;a/b/Relu`` count by their first name), at most MAX_SCOPE_DEPTH."""
+    return [part for part in node.name.split(";")[0].split("/")[:-1] if part][:MAX_SCOPE_DEPTH]
 
 
 class _Group:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import TractileError
+from ..files import write_file
 from .boards import Board
 from .harness import CORTEX_M_STARTUP, inputs_header, linker_script, main_source, platform_header
 
@@ -118,12 +119,13 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
     """Write and build the firmware for ``source`` (a CSource) running ``runs`` on ``board``."""
     compiler = require_tool(board.toolchain)
     size_tool = require_tool(board.size_tool)
+    folder = Path(folder).resolve()  # the tools run inside it: paths relative to the caller would not resolve
     folder.mkdir(parents=True, exist_ok=True)
     source.write(folder)
     program = source.program
-    (folder / "inputs.h").write_text(inputs_header(program, runs))
-    (folder / "tl_platform.h").write_text(platform_header(board))
-    (folder / "main.c").write_text(main_source(program, profile))
+    write_file(folder, "inputs.h", inputs_header(program, runs))
+    write_file(folder, "tl_platform.h", platform_header(board))
+    write_file(folder, "main.c", main_source(program, profile))
     flags = _compiler_flags(board, opt)
     if profile:
         flags += ["-DTL_PROFILE", "-DTL_PROFILE_CLOCK=tl_firmware_clock"]
@@ -137,8 +139,8 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
     if board.emulator == "simavr":
         link = [compiler, *flags, *sources, "-o", elf.name, "-Wl,--gc-sections", "-lm"]
     else:
-        (folder / "startup.c").write_text(CORTEX_M_STARTUP)
-        (folder / "link.ld").write_text(linker_script(board))
+        write_file(folder, "startup.c", CORTEX_M_STARTUP)
+        write_file(folder, "link.ld", linker_script(board))
         link = [compiler, *flags, "--specs=nano.specs", "-nostartfiles", "-T", "link.ld", "startup.c", *sources,
                 "-o", elf.name, "-Wl,--gc-sections", "-lm"]
     model_flash = flash_of(model_sections)

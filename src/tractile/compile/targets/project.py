@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import TractileError
 from ..ctext import array_initializer, comment_text
+from ..files import write_file
 from .boards import Board
 from .cmake import cmake_lists, toolchain_file
 from .harness import CORTEX_M_STARTUP, linker_script, platform_header
@@ -132,10 +133,12 @@ def write_project(source, board: Board | None, folder: str | Path, sample: list[
     else:
         files.update(_board_makefile(source, board))
     for filename, text in files.items():
-        path = folder / filename
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        written.append(path)
+        subfolder, _, plain = filename.rpartition("/")
+        where = folder / subfolder if subfolder else folder
+        if where.is_symlink():
+            raise TractileError(f"refusing to write into {where}: it is a symbolic link")
+        where.mkdir(parents=True, exist_ok=True)
+        written.append(write_file(where, plain, text))
     return written
 
 

@@ -77,3 +77,13 @@ def load_external_data(proto, base_dir: str) -> None:
     from onnx.external_data_helper import load_external_data_for_model
 
     load_external_data_for_model(proto, base_dir)
+
+
+def refuse_external_data(proto, where: str) -> None:
+    """ModelFormatError when a model given without its folder (bytes, a ModelProto) still has
+    tensors in other files: there is no folder to read them from safely (not the current one)."""
+    tensors = external_tensors(proto)
+    if tensors:
+        names = ", ".join(repr(t.name) for t in tensors[:3]) + (" ..." if len(tensors) > 3 else "")
+        raise ModelFormatError(f"{where} keeps tensor data in other files ({names}); load the model from its path "
+                               "so that the data is read from its folder")

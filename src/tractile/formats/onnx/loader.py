@@ -13,7 +13,7 @@ from ...model import InferenceModel
 from ..detect import check_model_proto
 from .checks import check_function_calls, check_text, sparse_to_dense
 from .checks import subgraphs as _subgraphs
-from .external import load_external_data
+from .external import load_external_data, refuse_external_data
 from .registry import OnnxNode, Translated, lookup, supported_ops
 from .types import (
     _onnx,
@@ -47,10 +47,12 @@ def read_model(source):
     """A ModelProto from a path, bytes or a ModelProto; ModelFormatError if it is not ONNX."""
     onnx = _onnx()
     if isinstance(source, onnx.ModelProto):
+        refuse_external_data(source, "a ModelProto")
         return source, None
     try:
         if isinstance(source, (bytes, bytearray, memoryview)):
             proto, base_dir, where = onnx.load_from_string(bytes(source)), None, "the model bytes"
+            refuse_external_data(proto, where)
         else:
             path = os.fspath(source)
             proto, where = onnx.load(path, load_external_data=False), path
