@@ -115,6 +115,21 @@ def test_onnx_integer_binary_wraps_as_numpy(op, dtype, compile_cache):
     check_against_interpreter(model, compile_cache, runs=4, name="int_binary")
 
 
+
+@pytest.mark.parametrize("dtype", [TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.INT32])
+def test_integer_division_truncates_as_the_interpreter(dtype, compile_cache):
+    """Toward zero, with the interpreter's results for a zero divisor and for INT_MIN / -1."""
+    graph = helper.make_graph([helper.make_node("Div", ["a", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("a", dtype, [5, 1]),
+                               helper.make_tensor_value_info("b", dtype, [1, 6])],
+                              [helper.make_tensor_value_info("y", dtype, None)])
+    model = tractile.load(helper.make_model(graph, opset_imports=OPSET))
+    np_type = helper.tensor_dtype_to_np_dtype(dtype)
+    info = np.iinfo(np_type)
+    a = np.array([[info.min], [info.max], [7], [0], [info.min + 1]]).astype(np_type)
+    b = np.array([[0, 1, 3, 2, info.max, -1 if info.min else 5]]).astype(np_type)
+    check_against_interpreter(model, compile_cache, inputs=[[a, b]], name="int_div")
+
 @pytest.mark.parametrize("op,axes,keepdims", [("ReduceMean", [1], 1), ("ReduceSum", [0, 2], 0),
                                               ("ReduceMax", [2], 1), ("ReduceMin", None, 0), ("ReduceL2", [1, 2], 1),
                                               ("ReduceSumSquare", [0], 0), ("ReduceProd", [2], 0),

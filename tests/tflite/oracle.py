@@ -29,7 +29,8 @@ def run_reference(interpreter, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def micro_interpreter(model: bytes, arena_size: int | None = None):
-    """A TFLite Micro interpreter (the tflite-micro package)."""
+    """A TFLite Micro interpreter (the tflite-micro package); ``arena_size`` in bytes (default:
+    the package's guess, ten times the model's size, too small for tiny models)."""
     runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
     return runtime.Interpreter.from_bytes(bytes(model), arena_size=arena_size)
 

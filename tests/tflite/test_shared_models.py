@@ -15,7 +15,6 @@ from tests.tflite.oracle import (
     run_micro,
     run_reference,
 )
-from tractile.errors import UnsupportedOpError
 from tractile.fact import TypedFact
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.writer import write_model
@@ -169,19 +168,6 @@ def test_micro_flavour_matches_tflite_micro(name):
     model = load_tflite(path, flavour="micro").into_optimized()
     interpreter = micro_interpreter(path.read_bytes())
     assert compare_sequence(model, interpreter, np.random.default_rng(7), runs=50, runner=run_micro) == 50
-
-
-@pytest.mark.parametrize("name", ["audio_preprocessor_int8", "audio_preprocessor_float"])
-def test_custom_ops_fail_at_load_listing_every_name(name):
-    path = shared_model(f"tflite/{name}.tflite")
-    with pytest.raises(UnsupportedOpError) as info:
-        load_tflite(path)
-    message = str(info.value)
-    for custom in ("SignalWindow", "SignalFftAutoScale", "SignalRfft", "SignalEnergy", "SignalFilterBank",
-                   "SignalFilterBankSquareRoot", "SignalFilterBankSpectralSubtraction", "SignalPCAN",
-                   "SignalFilterBankLog"):
-        assert custom in message
-    assert {op[1] for op in info.value.ops} >= {"CUSTOM:SignalWindow", "CUSTOM:SignalPCAN"}
 
 
 def test_batching_with_a_text_spec_keeps_the_input_quantization():

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..dim import TDim
 from ..errors import TractileError
+from ..pulse.frames import pulse_frames, run_frames
 from ..pulse.symbol import stream_symbol
 from .common import (
     add_model_arguments,
@@ -28,7 +29,11 @@ def register(subparsers) -> None:
         description="Pulse the optimized model along its streamed axis (the input axis whose length is a "
                     "symbol, T by default: give it with -i, e.g. -i 1,40,T,f32), then feed it the whole "
                     "input (--input, or random frames) --pulse frames at a time, as a real-time stream "
-                    "would. Prints the output delay (how many frames late each output is), the state "
+                    "would. A model without a symbol whose one input is a window of samples (an audio "
+                    "front end, e.g. TFLite Micro's micro_speech preprocessor) streams over its samples "
+                    "instead: each chunk is --pulse samples (the hop), the model runs once per chunk on the "
+                    "last window, and its outputs gain a leading axis of frames. Prints the output delay "
+                    "(how many frames late each output is), the state "
                     "the stream keeps, and the time each chunk took. The last chunk may be shorter; the "
                     "stream is then finished, which flushes the frames still owed. With --check, the "
                     "streamed outputs (minus the delay) are compared with the batch model's on the whole "
@@ -41,7 +46,9 @@ def register(subparsers) -> None:
                              "only they need, e.g. an LSTM's final states hn,cn")
     parser.add_argument("--symbol", metavar="SYM",
                         help="the streamed symbol (default: T, or the only symbol in the input facts)")
-    parser.add_argument("--input", metavar="NPY", help="input values (.npy for a single input, .npz by name)")
+    parser.add_argument("--input", metavar="FILE",
+                        help="input values (.npy for a single input, .npz by name; .wav/.flac/.ogg audio, mono, "
+                             "read as the input's type, e.g. int16 samples, on its last axis)")
     parser.add_argument("--length", type=int, default=100, metavar="FRAMES",
                         help="frames of the random input when --input is not given (default 100)")
     parser.add_argument("--set", action="append", default=[], metavar="SYM=N",
@@ -59,6 +66,38 @@ def register(subparsers) -> None:
                              "compiler). A compiled stream never ends: the input is padded with zero frames to "
                              "flush the delay")
     parser.set_defaults(handler=run)
+
+
+AUDIO = (".wav", ".flac", ".ogg")
+
+
+def _read_inputs(path: str, model, names: list[str]) -> list[np.ndarray]:
+    """Arrays from .npy/.npz, or a recording's samples on the only input's last axis, in its type."""
+    if not path.lower().endswith(AUDIO):
+        return _load_arrays(path, names, "inputs")
+    if len(names) != 1:
+        raise TractileError(f"{path}: a recording feeds a model of one input, this one has {len(names)}")
+    try:
+        import soundfile
+    except ImportError:
+        raise TractileError("reading audio needs soundfile: pip install 'tractile[audio]'") from None
+    fact = model.input_facts[0]
+    kind = {"int16": "int16", "int32": "int32"}.get(fact.dtype.np.name, "float32")
+    try:
+        samples, _ = soundfile.read(path, dtype=kind, always_2d=True)
+    except (RuntimeError, OSError) as error:  # soundfile's LibsndfileError is a RuntimeError
+        raise TractileError(f"{path}: not readable audio ({error})") from None
+    if samples.shape[1] > 1:
+        raise TractileError(f"{path}: {samples.shape[1]} channels; stream one channel (mono audio)")
+    return [samples[:, 0].astype(fact.dtype.np).reshape((1,) * (fact.rank - 1) + (-1,))]
+
+
+def _random_samples(fact, length: int, rng: np.random.Generator) -> np.ndarray:
+    shape = tuple(int(d) for d in fact.concrete_shape()[:-1]) + (length,)
+    if fact.dtype.is_float:
+        return rng.standard_normal(shape).astype(fact.dtype.np)
+    info = np.iinfo(fact.dtype.np)
+    return rng.integers(int(info.min), int(info.max), shape, endpoint=True).astype(fact.dtype.np)
 
 
 def _pulse_option(text: str, symbol: str | None) -> tuple[str | None, int]:
@@ -93,10 +132,16 @@ def run(args: argparse.Namespace) -> int:
     symbol, pulse = _pulse_option(args.pulse, args.symbol)
     symbol = stream_symbol(model, symbol)
     kept = [name.strip() for name in args.outputs.split(",") if name.strip()] if args.outputs else None
-    pulsed = model.pulse(symbol, pulse, outputs=kept)
+    framed = all(fact.concrete_shape() is not None for fact in model.input_facts)
+    if framed and kept:
+        raise TractileError("--outputs applies to models with a streamed symbol, not to a window model")
+    pulsed = pulse_frames(model, pulse, symbol) if framed else model.pulse(symbol, pulse, outputs=kept)
     names = model.input_names()
     if args.input:
-        inputs = _load_arrays(args.input, names, "inputs")
+        inputs = _read_inputs(args.input, model, names)
+    elif framed:
+        rng = np.random.default_rng(args.seed)
+        inputs = [_random_samples(model.input_facts[0], args.length * pulse, rng)]
     else:
         bindings = parse_bindings(args.set)
         bindings.setdefault(symbol, args.length)
@@ -115,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     if args.compiled:
         from .stream_compiled import stream_compiled
 
-        return stream_compiled(out, args, model, pulsed, inputs, axis, length)
+        reference = (lambda: run_frames(model, inputs[0], pulse)) if framed else None
+        return stream_compiled(out, args, model, pulsed, inputs, axis, length, reference)
     state = pulsed.start()
     out.print(f"state  {state.memory_bytes()} bytes of buffers and recurrent state; "
               f"{len(pulsed.model.nodes)} nodes")
@@ -151,8 +197,11 @@ def run(args: argparse.Namespace) -> int:
         np.savez(args.save_output, **dict(zip(out_names, results)))
     if not args.check:
         return 0
-    batch = model.run(dict(zip(names, inputs)))
-    expected = [batch[name] for name in out_names]
+    if framed:
+        expected = run_frames(model, inputs[0], pulse)
+    else:
+        batch = model.run(dict(zip(names, inputs)))
+        expected = [batch[name] for name in out_names]
     for name, value, reference in zip(out_names, results, expected):
         if value.shape == reference.shape and value.dtype.kind in "fiub":
             largest = float(np.max(np.abs(value.astype(np.float64) - reference.astype(np.float64)), initial=0.0))

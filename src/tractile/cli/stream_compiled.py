@@ -10,9 +10,11 @@ from .common import escape, report_mismatches, summarize
 from .run import compare_outputs
 
 
-def stream_compiled(out, args, model, pulsed, inputs: list[np.ndarray], axis: int, length: int) -> int:
+def stream_compiled(out, args, model, pulsed, inputs: list[np.ndarray], axis: int, length: int,
+                    reference=None) -> int:
     """Push ``inputs`` through ``pulsed`` compiled, padded with zero frames until every output
-    frame is out; print latencies, state size and (with --check) the comparison."""
+    frame is out; print latencies, state size and (with --check) the comparison with the batch
+    model, or with ``reference()`` (the expected outputs) when given."""
     from .stream import _latency_table
 
     compiled = pulsed.compile(name="stream")
@@ -54,8 +56,11 @@ def stream_compiled(out, args, model, pulsed, inputs: list[np.ndarray], axis: in
         np.savez(args.save_output, **dict(zip(names, results)))
     if not args.check:
         return 0
-    batch = model.run(dict(zip(model.input_names(), inputs)))
-    expected = [batch[name] for name in names]
+    if reference is not None:
+        expected = reference()
+    else:
+        batch = model.run(dict(zip(model.input_names(), inputs)))
+        expected = [batch[name] for name in names]
     for name, value, reference in zip(names, results, expected):
         if value.shape == reference.shape and value.dtype.kind in "fiub":
             largest = float(np.max(np.abs(value.astype(np.float64) - reference.astype(np.float64)), initial=0.0))

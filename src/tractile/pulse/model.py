@@ -216,7 +216,7 @@ class StreamState:
 
     def memory_bytes(self) -> int:
         """Bytes held by the stream's buffers and recurrent states (the weights excluded)."""
-        return sum(s.memory_bytes() for s in self._op_states)
+        return sum(s.memory_bytes() for s in self._state.op_states.values() if hasattr(s, "memory_bytes"))
 
     def __repr__(self) -> str:
         return (f"StreamState({self.frames_pushed} frames pushed, {self.memory_bytes()} bytes of state"

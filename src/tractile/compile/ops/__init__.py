@@ -5,13 +5,14 @@ from . import (  # noqa: F401
     dense,
     elementwise,
     fused,
-    logic,  # noqa: F401
+    logic,
     pool,
     quantize,
     recurrent,
     reduce,
     rnn,
     shape,
+    signal,
     softmax,
     stream,
 )

@@ -286,9 +286,9 @@ def binary_op(e: Emit) -> None:
         if activation is not None:
             finish_activation(e, activation, y)
         return
-    if a.dtype not in C_TYPES or op.name not in INTEGER_BINARY:
+    if a.dtype not in C_TYPES or op.name not in INTEGER_BINARY and not (op.name == "Div" and a.dtype in INTEGER_DIV):
         raise Unsupported(f"{op.name} on {a.dtype}")
-    body = INTEGER_BINARY[op.name]
+    body = INTEGER_DIV[a.dtype] if op.name == "Div" else INTEGER_BINARY[op.name]
     if activation is not None:
         bounds = clamp_bounds(activation)
         if bounds is None:
@@ -300,6 +300,11 @@ def binary_op(e: Emit) -> None:
     broadcast_loop(e, a, b, y, f"({C_TYPES[y.dtype]})({body})")
 
 
+#: integer division truncates toward zero as the interpreter's does (x / 0 gives 1 for x < 0, else 0;
+#: INT_MIN / -1 wraps), for integers of at most 32 bits
+_SIGNED_DIV = "(vb == 0 ? (va < 0) : (vb == -1 ? (int32_t)(0u - (uint32_t)va) : va / vb))"
+INTEGER_DIV = {DatumType.I8: _SIGNED_DIV, DatumType.I16: _SIGNED_DIV, DatumType.I32: _SIGNED_DIV,
+               DatumType.U8: "(vb == 0 ? 0 : va / vb)"}
 #: integer ops wrap around as NumPy's do: computed on uint32_t, then narrowed
 INTEGER_BINARY = {"Add": "(int32_t)((uint32_t)va + (uint32_t)vb)", "Sub": "(int32_t)((uint32_t)va - (uint32_t)vb)",
                   "Mul": "(int32_t)((uint32_t)va * (uint32_t)vb)", "Max": "va > vb ? va : vb",

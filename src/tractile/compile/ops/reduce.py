@@ -34,6 +34,8 @@ INTEGER_REDUCERS: dict[str, tuple[str | None, str, str]] = {
 }
 C_TYPES = {DatumType.F32: "float", DatumType.I8: "int8_t", DatumType.U8: "uint8_t", DatumType.I16: "int16_t",
            DatumType.I32: "int32_t", DatumType.I64: "int64_t", DatumType.BOOL: "uint8_t"}
+#: Cast also converts between unsigned types (the audio front end's uint32 energies)
+CAST_TYPES = {**C_TYPES, DatumType.U16: "uint16_t", DatumType.U32: "uint32_t", DatumType.U64: "uint64_t"}
 
 
 def offsets(shape: tuple, axes: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -105,16 +107,16 @@ def quantized_finish(e: Emit, op: Reduce, count: int, dtype: DatumType) -> str:
 @emitter(Cast)
 def cast(e: Emit) -> None:
     x, y = e.input(0), e.output(0)
-    if x.dtype not in C_TYPES or y.dtype not in C_TYPES:
+    if x.dtype not in CAST_TYPES or y.dtype not in CAST_TYPES:
         raise Unsupported(f"Cast from {x.dtype} to {y.dtype}")
     value = f"{x.var}[i]"
     if y.dtype == DatumType.BOOL:
         converted = f"(uint8_t)({value} != 0)"
     elif x.dtype == DatumType.F32 and y.dtype != DatumType.F32:
         e.uses_math()  # NaN and out-of-range values have no defined integer: NumPy's and C's may differ
-        converted = f"({C_TYPES[y.dtype]})truncf({value})"
+        converted = f"({CAST_TYPES[y.dtype]})truncf({value})"
     else:
-        converted = f"({C_TYPES[y.dtype]}){value}"
+        converted = f"({CAST_TYPES[y.dtype]}){value}"
     e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {y.var}[i] = {converted};")
     x.used = y.used = True
     e.set_kernel("(loop)")

@@ -28,7 +28,7 @@ from ...ops.relabel import SetQuantization
 from ...ops.resource import OWN_OUTPUTS, Program, VarHandle, effectful, real_outputs
 from ...ops.shape import Reshape, Squeeze, Unsqueeze
 from .reader import ACCESS_ERRORS, ModelInfo, buffer_value, read_model
-from .registry import REGISTRY, Reshaped, TflNode, Translated
+from .registry import REGISTRY, Reshaped, TflNode, Translated, registry_key
 
 FLAVOURS = ("reference", "micro")
 #: the core ops that only move values
@@ -73,12 +73,10 @@ def check_supported(info: ModelInfo) -> None:
     missing: dict[tuple[str, int], list[str]] = {}
     for subgraph in info.subgraphs:
         for operator in subgraph.operators:
-            if operator.opcode == "CUSTOM":
-                key = (f"CUSTOM:{operator.custom_code or '?'}", operator.version)
-            elif operator.opcode not in REGISTRY:
-                key = (operator.opcode, operator.version)
-            else:
+            name = registry_key(operator)
+            if name in REGISTRY:
                 continue
+            key = (name, operator.version)
             names = [subgraph.tensors[t].name for t in operator.outputs if 0 <= t < len(subgraph.tensors)]
             missing.setdefault(key, []).append(names[0] if names else f"operator {operator.index}")
     if not missing:
@@ -90,9 +88,11 @@ def check_supported(info: ModelInfo) -> None:
         parts.append(f"custom ops {', '.join(custom)}")
     if builtin:
         parts.append(f"builtin ops {', '.join(builtin)}")
-    supported = ", ".join(sorted(REGISTRY))
+    supported = ", ".join(sorted(name for name in REGISTRY if not name.startswith("CUSTOM:")))
+    customs = ", ".join(sorted(name.split(":", 1)[1] for name in REGISTRY if name.startswith("CUSTOM:")))
     raise UnsupportedOpError(
-        f"the model uses unsupported {' and '.join(parts)} (tractile supports the builtin ops {supported})",
+        f"the model uses unsupported {' and '.join(parts)} (tractile supports the builtin ops {supported} "
+        f"and the custom ops {customs})",
         [("tflite", name, version, nodes) for (name, version), nodes in sorted(missing.items())])
 
 
@@ -206,7 +206,7 @@ class TfliteLoader:
 
     def _wire_operator(self, model, subgraph, operator, outlets) -> None:
         node = TflNode(self, subgraph, operator, model, outlets)
-        translate = REGISTRY[operator.opcode]
+        translate = REGISTRY[registry_key(operator)]
         op = activation = None
         via: dict = {}
         try:

@@ -27,12 +27,19 @@ WRITERS: dict[type, Callable] = {}
 
 
 def tflite_op(*names: str):
-    """Register a translation for the named builtin operators."""
+    """Register a translation for the named builtin operators (``CUSTOM:code`` for custom ones)."""
     def register(function):
         for name in names:
             REGISTRY[name] = function
         return function
     return register
+
+
+def registry_key(operator: OperatorInfo) -> str:
+    """The name a translation is registered under: the builtin's, or ``CUSTOM:code``."""
+    if operator.opcode == "CUSTOM":
+        return f"CUSTOM:{operator.custom_code or '?'}"
+    return operator.opcode
 
 
 def tflite_writer(*op_types: type):
@@ -72,7 +79,8 @@ class Reshaped:
 
 @dataclass
 class OpSpec:
-    """How to write one op: builtin name, options (class name, fields), input wires (None: absent)."""
+    """How to write one op: builtin name (``CUSTOM:code`` for a custom operator), options (class
+    name, fields) or custom options (a dict, written as a FlexBuffers map), input wires (None: absent)."""
 
     opcode: str
     options: tuple[str, dict] | None = None
@@ -85,6 +93,7 @@ class OpSpec:
     output_types: dict = field(default_factory=dict)
     #: the operator version (None: the lowest the tensor types need, see ``versions.py``)
     version: int | None = None
+    custom_options: dict | None = None
 
 
 class TflNode:
@@ -185,6 +194,21 @@ class TflNode:
             return None
         options = schema(name)()
         options.Init(table.Bytes, table.Pos)
+        return options
+
+    def custom_options(self) -> dict:
+        """A custom operator's options (its FlexBuffers map) as a dict; empty when absent."""
+        data = self.operator.custom_options
+        if not data:
+            return {}
+        from flatbuffers import flexbuffers
+
+        try:
+            options = flexbuffers.Loads(data)
+        except Exception as error:  # a damaged buffer raises anything from struct to recursion errors
+            raise ModelFormatError(f"{self.where}: damaged custom options ({type(error).__name__}: {error})") from None
+        if not isinstance(options, dict):
+            raise ModelFormatError(f"{self.where}: custom options should be a map, got {type(options).__name__}")
         return options
 
     def output_quant(self, slot: int = 0):

@@ -49,11 +49,12 @@ class _Tensor:
 
 
 class _Operator:
-    __slots__ = ("opcode", "inputs", "outputs", "intermediates", "options", "version")
+    __slots__ = ("opcode", "inputs", "outputs", "intermediates", "options", "version", "custom_options")
 
-    def __init__(self, opcode, inputs, outputs, intermediates, options, version):
+    def __init__(self, opcode, inputs, outputs, intermediates, options, version, custom_options=None):
         self.opcode, self.inputs, self.outputs = opcode, inputs, outputs
         self.intermediates, self.options, self.version = intermediates, options, version
+        self.custom_options = custom_options
 
 
 class TensorRef(int):
@@ -192,7 +193,7 @@ class _GraphWriter:
                 [(self.tensors[i].dtype, len(self.tensors[i].shape)) for i in outputs],
                 spec.options[1] if spec.options else {}))
             self.operators.append(_Operator(spec.opcode, inputs, outputs, [int(i) for i in spec.intermediates],
-                                            spec.options, version))
+                                            spec.options, version, spec.custom_options))
         for outlet in model.outputs[:real_outputs(model)]:
             self.outputs.append(self.tensor_of(outlet))
 
@@ -234,8 +235,11 @@ class _ModelWriter:
         subgraph_offsets = [self._subgraph(b, tfl, graph, opcodes) for graph in self.graphs]
         opcode_offsets = []
         for name, version in opcodes:
-            code = getattr(tfl.BuiltinOperator, name)
+            custom = b.CreateString(name.split(":", 1)[1]) if name.startswith("CUSTOM:") else None
+            code = tfl.BuiltinOperator.CUSTOM if custom is not None else getattr(tfl.BuiltinOperator, name)
             tfl.OperatorCodeStart(b)
+            if custom is not None:
+                tfl.OperatorCodeAddCustomCode(b, custom)
             tfl.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
             tfl.OperatorCodeAddBuiltinCode(b, code)
             tfl.OperatorCodeAddVersion(b, version)
@@ -321,6 +325,11 @@ class _ModelWriter:
         outputs = _int_vector(b, tfl.OperatorStartOutputsVector, op.outputs)
         intermediates = _int_vector(b, tfl.OperatorStartIntermediatesVector, op.intermediates) \
             if op.intermediates else None
+        custom = None
+        if op.custom_options is not None:
+            from flatbuffers import flexbuffers
+
+            custom = b.CreateNumpyVector(np.frombuffer(flexbuffers.Dumps(op.custom_options), dtype=np.uint8))
         tfl.OperatorStart(b)
         tfl.OperatorAddOpcodeIndex(b, opcode_index)
         tfl.OperatorAddInputs(b, inputs)
@@ -330,6 +339,8 @@ class _ModelWriter:
         if options_offset is not None:
             tfl.OperatorAddBuiltinOptionsType(b, options_type)
             tfl.OperatorAddBuiltinOptions(b, options_offset)
+        if custom is not None:
+            tfl.OperatorAddCustomOptions(b, custom)
         return tfl.OperatorEnd(b)
 
 

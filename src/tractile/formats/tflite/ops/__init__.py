@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     resize,
     resource,
     shape,
+    signal,
     slicing,
     softmax,
 )
