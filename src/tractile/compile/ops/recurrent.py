@@ -9,6 +9,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ...ops.tfl.common import integer_limits, zero_of
+from ...ops.tfl.fixedpoint import wrap32
 from ...ops.tfl.fixedpoint_functions import int16_table
 from ...ops.tfl.lstm import SLOTS, UnidirectionalSequenceLstm, _LstmState
 from ...ops.tfl.svdf import Svdf
@@ -61,18 +62,20 @@ def svdf(e: Emit) -> None:
     x_zero, m_zero = zero_of(op.iq(0)), zero_of(op.state_q)
     features = features.astype(np.int64)
     times = times.astype(np.int64)
-    m_low, m_high = integer_limits(memory_dtype)
-    fbias = -x_zero * features.sum(axis=1)
-    ubias = (bias.astype(np.int64) if bias is not None else np.zeros(units, np.int64)) \
-        - m_zero * times.sum(axis=1).reshape(units, op.rank).sum(axis=1)
-    fits_int32(int(np.abs(fbias).max()) + depth * 128 * 128, "the feature projection")
-    fits_int32(int(np.abs(ubias).max()) + op.rank * frames * 128 * max(-m_low, m_high), "the time reduction")
+    times_dtype = DatumType.I8 if memory_dtype == DatumType.I8 else DatumType.I16
+    t_low, t_high = integer_limits(times_dtype)
+    if times.min(initial=0) < t_low or times.max(initial=0) > t_high:
+        raise Unsupported(f"time weights beyond {times_dtype} with an {memory_dtype} memory")
+    # TFLite's int32 sums wrap: the folded constants are taken modulo 2^32, as the C sums are
+    fbias = wrap32(-x_zero * features.sum(axis=1))
+    ubias = wrap32((bias.astype(np.int64) if bias is not None else np.zeros(units, np.int64))
+                   - m_zero * times.sum(axis=1).reshape(units, op.rank).sum(axis=1))
     first, second = (requant_pair(r) for r in op._scales)
     low, high = integer_limits(y.dtype)
     memory = e.state("memory", memory_dtype, initial.size, initial)
     kernel = "tl_svdf_s8" if memory_dtype == DatumType.I8 else "tl_svdf_s8_s16"
     e.call(kernel, x, e.constant("features", features, DatumType.I8), e.constant("fbias", fbias, DatumType.I32),
-           e.constant("times", times, DatumType.I8), e.constant("ubias", ubias, DatumType.I32), memory, y,
+           e.constant("times", times, times_dtype), e.constant("ubias", ubias, DatumType.I32), memory, y,
            batches, depth, filters, frames, op.rank, *first, m_zero, *second, zero_of(op.oq(0)), low, high)
 
 

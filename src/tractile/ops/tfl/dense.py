@@ -29,7 +29,7 @@ from .common import (
     scales_of,
     zero_of,
 )
-from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier, round_half_away
+from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier, round_half_away, wrap32
 from .output import OutputStage
 
 FLAVOURS = ("reference", "micro")
@@ -87,7 +87,9 @@ class IntegerDense:
     The matmul runs on the raw input and the offset weights in an exact float type; the
     input zero-point correction (``x_zero * sum(weights)``) is folded into the bias. The
     reference flavour then rescales in double precision (one add, one multiply, a rounding
-    of halves away from zero); the micro flavour requantizes in fixed point.
+    of halves away from zero); the micro flavour requantizes in fixed point. 8-bit inputs
+    accumulate in int32 in TFLite, which wraps modulo 2^32: when the accumulator's bound
+    (products and bias) leaves int32, the exact sum is wrapped the same way first.
     """
 
     def __init__(self, op: FullyConnected, dtype: DatumType, w: np.ndarray, bias):
@@ -110,11 +112,15 @@ class IntegerDense:
                                       op.flavour, dtype == DatumType.I16)
         self.bias = total_bias
         self.bias_f = total_bias.astype(np.float64)
+        self.wraps = dtype != DatumType.I16 and bound + float(np.abs(total_bias).max(initial=0)) >= (1 << 31)
         if op.flavour != "reference" and dtype != DatumType.I16:
             self.output = OutputStage(self.rescale.requant, total_bias, self.zero, self.low, self.high, self.dtype,
                                       units, acc_bound=bound)
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
+        if self.wraps:
+            total = wrap32(np.rint(rows.astype(self.work) @ self.weights_t).astype(np.int64) + self.bias)
+            return np.clip(self.rescale(total) + self.zero, self.low, self.high).astype(self.dtype)
         if self.flavour == "reference":
             scaled = np.matmul(rows, self.weights_t)
             scaled += self.bias_f

@@ -3,7 +3,9 @@
 The memory is the op's state (TFLite's variable tensor): each run shifts it by one
 frame, writes the feature projection of the new input, and reduces it against the
 time weights. Integer SVDF follows TFLite's kernels: int16 memory as in TFLite, int8
-memory (with a zero point) as in TFLite Micro, which keyword models use.
+memory (with a zero point) as in TFLite Micro, which keyword models use. Their sums are
+int32 accumulators, which wrap (modulo 2^32) where a large bias or a long memory leaves
+the int32 range: so do the sums here.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from ...errors import AnalysisError
 from ...fact import QParams
 from ..base import expect_inputs
 from .common import TflOp, apply_float_activation, check_activation, integer_limits, scale_of, zero_of
-from .fixedpoint import Requantizer, wrap_bits
+from .fixedpoint import Requantizer, wrap32, wrap_bits
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +96,7 @@ class _SvdfState:
         state_dtype = DatumType.from_numpy(memory.dtype)
         state_zero = zero_of(op.state_q)
         offset = x.astype(np.float64) - zero_of(op.iq(0))
-        dots = np.rint(offset @ features.T.astype(np.float64)).astype(np.int64)
+        dots = wrap32(np.rint(offset @ features.T.astype(np.float64)).astype(np.int64))
         low, high = integer_limits(state_dtype)
         projected = np.clip(first(dots), low, high) + state_zero
         memory[:, :, -1] = wrap_bits(projected, 8 * memory.dtype.itemsize).astype(memory.dtype)
@@ -103,6 +105,7 @@ class _SvdfState:
         acc = scratch.reshape(batch, units, op.rank).sum(axis=2)
         if bias is not None:
             acc = acc + bias.astype(np.int64)
+        acc = wrap32(acc)
         out_dtype = op.out_dtype(0, DatumType.I8)
         lo, hi = integer_limits(out_dtype)
         return [np.clip(second(acc) + zero_of(op.oq(0)), lo, hi).astype(out_dtype.np)]
