@@ -16,7 +16,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ...dim import SymbolFactory, TDim, fresh_symbol
-from ...errors import AnalysisError, RunError
+from ...errors import AnalysisError, RunError, rewrapped
 from ...fact import TypedFact
 from ..base import Limits, check_deadline
 from .common import TflOp
@@ -68,7 +68,7 @@ class Subgraph:
                 try:
                     typed.refresh_facts()
                 except AnalysisError as error:
-                    raise AnalysisError(f"{what}: {error}") from None
+                    raise rewrapped(error, f"{what}: {error}") from None
             self._variants[key] = [typed, None]
         return self._variants[key][0]
 
