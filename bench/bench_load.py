@@ -2,6 +2,9 @@
 onnxruntime's session creation, on graphs of 1k to 10k nodes and on DenseNet121.
 
     python bench/bench_load.py [--sizes 1000,2000,4000,10000] [--families add_mul_chain,...] [--no-densenet]
+                               [--no-onnxruntime] [--src ../main/src]
+
+``--src`` times the tractile of another checkout (its ``src`` folder) on the same graphs.
 
 Graph families (built here): an alternating Add/Mul-by-constant chain (what declutter rewrites
 most), the same chain on a [2,4] input by [4] constants (broadcast), a chain of unary ops, a
@@ -93,11 +96,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--families", default=",".join(f.__name__ for f in FAMILIES),
                         help="graph families to time (comma-separated)")
     parser.add_argument("--no-densenet", action="store_true")
+    parser.add_argument("--no-onnxruntime", action="store_true", help="time tractile only")
+    parser.add_argument("--src", help="the src folder of another tractile checkout to time instead")
     args = parser.parse_args(argv)
+    if args.src:
+        sys.path.insert(0, str(Path(args.src).resolve()))
     import onnx
     import onnxruntime as ort
 
     import tractile
+
+    print(f"tractile from {Path(tractile.__file__).parent}")
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -108,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             proto = family(size)
             data = proto.SerializeToString()
             ours = timed(lambda: tractile.load(proto))
-            theirs = timed(lambda: ort.InferenceSession(data, options, providers=["CPUExecutionProvider"]))
+            theirs = (float("nan"), float("nan")) if args.no_onnxruntime else \
+                timed(lambda: ort.InferenceSession(data, options, providers=["CPUExecutionProvider"]))
             rows.append((family.__name__, len(proto.graph.node), ours, theirs))
     if not args.no_densenet:
         path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_densenet121.onnx"

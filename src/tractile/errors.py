@@ -65,8 +65,12 @@ def with_node_context(error: AnalysisError, node, input_facts=None) -> AnalysisE
     return enriched
 
 
+def error_kind(error: AnalysisError) -> type[AnalysisError]:
+    """``error``'s class when it means something to callers (a run-time fact is needed), else
+    AnalysisError: what an error wrapping it in context should be."""
+    return type(error) if isinstance(error, RunTimeFactsError) else AnalysisError
+
+
 def rewrapped(error: AnalysisError, message: str, node: str | None = None) -> AnalysisError:
-    """An AnalysisError saying ``message``, of ``error``'s kind when that is one of the kinds
-    that mean something to callers (a run-time fact is needed)."""
-    kind = type(error) if isinstance(error, RunTimeFactsError) else AnalysisError
-    return kind(message, node=node)
+    """An AnalysisError saying ``message``, of ``error``'s kind (:func:`error_kind`)."""
+    return error_kind(error)(message, node=node)

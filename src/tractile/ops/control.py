@@ -18,7 +18,7 @@ import numpy as np
 
 from ..datum import DatumType
 from ..dim import TDim, fresh_symbol
-from ..errors import AnalysisError, RunError, TractileError, rewrapped
+from ..errors import AnalysisError, RunError, TractileError, error_kind, rewrapped
 from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact
 from ..fact_unify import generalize
 from ..graph import InletId
@@ -85,7 +85,7 @@ class Body:
             try:
                 entry["typed"] = self._type_for(facts)
             except AnalysisError as error:
-                entry["error"] = (error.message, type(rewrapped(error, "")))
+                entry["error"] = (error.message, error_kind(error))
                 raise
         return entry["typed"].output_facts
 
@@ -96,7 +96,7 @@ class Body:
             return self.specialized(facts)
         except AnalysisError as error:
             failed = Body(self.source, self.label, None, failure=str(error))
-            failed.failure_kind = type(rewrapped(error, ""))
+            failed.failure_kind = error_kind(error)
             failed._origin = self._origin
             return failed
 
