@@ -152,3 +152,5 @@ def test_the_command_line_runs_it_without_facts(tmp_path, capsys):
     assert "dims   N=1 chosen for the random inputs" in out, out
     assert "typed  for these inputs (cond=" in out and "; 1,1,f32)" in out, out
     assert "output r: 1 float32" in out, out  # x[:, 0] when cond, transposed
+    assert main(["compile", str(path), "-o", str(tmp_path / "c")]) == 2
+    assert "compiling needs the model typed when loading" in capsys.readouterr().err

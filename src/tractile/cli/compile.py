@@ -5,7 +5,9 @@ import argparse
 import json
 from pathlib import Path
 
+from ..errors import TractileError
 from ..formats.detect import FORMATS
+from ..runtime.dynamic import DynamicModel
 from .common import add_value_argument, console, parse_fact_args, parse_value_args
 
 DESCRIPTION = """\
@@ -70,6 +72,9 @@ def run(args) -> int:
 
     name = identifier(args.name or Path(args.model).stem, 60)
     model = load(args.model, inputs=parse_fact_args(args.input_fact), values=parse_value_args(args.value))
+    if isinstance(model, DynamicModel):
+        raise TractileError(f"compiling needs the model typed when loading, and {model.reason}: give the inputs' "
+                            "facts with -i NAME=FACT (and --value NAME=VALUE for inputs that decide an If)")
     macros = None
     if args.pulse:
         from .stream import _pulse_option, _stream_symbol
