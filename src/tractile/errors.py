@@ -34,7 +34,13 @@ class AnalysisError(TractileError):
         self.node = node
 
 
-class UnknownRankError(AnalysisError):
+class RunTimeFactsError(AnalysisError):
+    """Analysis needs facts that only a run's inputs give (an input without a shape, a rank
+    that depends on data): ``tractile.load`` then types and plans the model at its first run.
+    Wrapping the error in context (:func:`with_node_context`, :func:`rewrapped`) keeps its class."""
+
+
+class UnknownRankError(RunTimeFactsError):
     """An op needs the rank of a value whose rank is only known at run time."""
 
 
@@ -54,6 +60,17 @@ def with_node_context(error: AnalysisError, node, input_facts=None) -> AnalysisE
     message = error.message
     if input_facts:
         message += " (inputs: " + "; ".join(str(f) for f in input_facts) + ")"
-    enriched = AnalysisError(message, node=node_label(node))
+    enriched = rewrapped(error, message, node=node_label(node))
     enriched.__cause__ = error.__cause__ or error
     return enriched
+
+
+def error_kind(error: AnalysisError) -> type[AnalysisError]:
+    """``error``'s class when it means something to callers (a run-time fact is needed), else
+    AnalysisError: what an error wrapping it in context should be."""
+    return type(error) if isinstance(error, RunTimeFactsError) else AnalysisError
+
+
+def rewrapped(error: AnalysisError, message: str, node: str | None = None) -> AnalysisError:
+    """An AnalysisError saying ``message``, of ``error``'s kind (:func:`error_kind`)."""
+    return error_kind(error)(message, node=node)

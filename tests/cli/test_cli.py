@@ -55,10 +55,13 @@ def test_run_with_given_inputs(demo_model, tmp_path, capsys):
     assert "input  image: 1x1x28x28 float32" in capsys.readouterr().out
 
 
-def test_symbol_without_value_is_a_clear_error(demo_model, capsys):
-    assert main(["run", str(demo_model)]) == 2
-    err = capsys.readouterr().err
-    assert "dims N need values" in err and "-i image=1,1,28,28,f32" in err
+def test_symbols_without_values_get_example_values_and_say_so(demo_model, capsys):
+    assert main(["run", str(demo_model)]) == 0
+    out = capsys.readouterr().out
+    assert "dims   N=1 chosen for the random inputs" in out and "input  image: 1x1x28x28 float32" in out
+    assert main(["run", str(demo_model), "--set", "N=3"]) == 0
+    out = capsys.readouterr().out
+    assert "chosen" not in out and "input  image: 3x1x28x28 float32" in out
 
 
 def test_errors_are_reported_not_raised(tmp_path, capsys):

@@ -202,3 +202,16 @@ def test_a_ram_budget_is_met_or_refused_with_the_smallest_reached(capsys):
     assert cli_main(["compile", path, "--max-ram", str(needed - 1)]) != 0
     assert f"Raise --max-ram to {needed}" in capsys.readouterr().err
     assert cli_main(["compile", path, "--max-ram", str(needed), "--json"]) == 0
+
+
+def test_supported_ops_lists_every_lowered_op_class_by_name():
+    """Op classes whose ``name`` depends on the instance (a property) are listed by class name."""
+    from tractile.compile.registry import supported_ops
+
+    names = supported_ops()
+    assert all(isinstance(name, str) and name.isidentifier() for name in names), names
+    assert names == sorted(set(names))
+    for expected in ("Conv", "MatMul", "LSTM", "TflFullyConnected", "TflSvdf", "TflBinary", "TflActivation",
+                     "TflPool2D", "Reduce"):
+        assert expected in names, names
+    assert not any("property" in name for name in names)

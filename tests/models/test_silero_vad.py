@@ -2,7 +2,8 @@
 
 The files hold If nodes on the sample rate and on run-time shapes (squeeze-if-size-1 patterns
 whose branches differ in rank). With the chunk shape given they load as they are (``sr`` a
-run-time input); with ``values={"sr": 16000}`` the sample-rate If folds away as well.
+run-time input); with ``values={"sr": 16000}`` the sample-rate If folds away as well. With no
+facts at all they load as dynamic models, typed at the first chunk of each signature.
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 ort = pytest.importorskip("onnxruntime")
 
 import tractile  # noqa: E402
-from tractile import AnalysisError  # noqa: E402
+from tractile import AnalysisError, DatumType, RunError  # noqa: E402
+from tractile.runtime.dynamic import DynamicModel  # noqa: E402
 
 from ..speech import CHUNK, CONTEXT, chunks, silero_vad_files, speech_like  # noqa: E402
 
@@ -76,12 +78,43 @@ def test_8k_chunks_of_the_multi_rate_file():
         np.testing.assert_allclose(state, expected_state, **STATE_TOLERANCE)
 
 
-def test_without_shapes_the_rank_dependent_branch_is_named():
+@pytest.mark.parametrize("name", ["silero_vad.onnx", "silero_vad_16k_op15.onnx"])
+def test_loaded_as_it_comes(name: str):
+    """``tractile.load(path)`` with no facts, as onnxruntime users open it: the first chunk of
+    each sample rate types and plans the model for its signature, later chunks reuse that plan."""
+    path = model_path(name)
+    model = tractile.load(path)
+    assert isinstance(model, DynamicModel) and "LSTM" in model.reason and "depends on data" in model.reason
+    assert model.input_names() == ["input", "state", "sr"] and model.output_fact(0).dtype == DatumType.F32
+    reference = reference_session(path)
+    ours = model.state(check_facts=True)
+    rates = [(16000, CHUNK, CONTEXT)] + ([(8000, 256, 32)] if name == "silero_vad.onnx" else [])
+    for planned, (rate, chunk, context) in enumerate(rates, 1):
+        sr = np.array(rate, np.int64)
+        state = expected_state = np.zeros((2, 1, 128), np.float32)
+        for count, x in enumerate(chunks(speech_like(3.0, rate=rate), chunk, context), 1):
+            prob, state = ours.run([x, state, sr])
+            expected, expected_state = reference.run(None, {"input": x, "state": expected_state, "sr": sr})
+            np.testing.assert_allclose(prob, expected, rtol=0, atol=1e-5, err_msg=f"{rate} Hz, chunk {count}")
+            np.testing.assert_allclose(state, expected_state, **STATE_TOLERANCE, err_msg=f"{rate} Hz, chunk {count}")
+        assert count >= 90 and len(model.plans) == planned  # one plan per signature, reused
+    for signature, typed in model.plans:
+        if name == "silero_vad.onnx":  # the sample rate decides the outer If: folded in each plan
+            assert f"sr={16000 if '576' in signature else 8000}" in signature
+            assert "sr" not in typed.input_names() and not any(n.name == "If_0" for n in typed.nodes)
+        assert all(isinstance(d, int) for f in typed.input_facts for d in f.shape)
+    # a truly wrong input is still named
+    with pytest.raises(RunError, match='input "state"'):
+        ours.run([np.zeros((1, CONTEXT + CHUNK), np.float32), np.zeros((2, 1, 128), np.float64),
+                  np.array(16000, np.int64)])
+
+
+def test_the_explicit_pipeline_names_the_rank_dependent_branch():
     path = model_path("silero_vad_16k_op15.onnx")
     # the squeeze-if-one-frame If yields rank 2 or 3 depending on the chunk length: the LSTM
-    # after it needs to know which, and the error says so and where
+    # after it needs to know which, and typing without the inputs says so and where
     with pytest.raises(AnalysisError, match=r"LSTM.*depends on data"):
-        tractile.load(path)
+        tractile.load(path, optimize=False).into_typed()
 
 
 @pytest.mark.parametrize("name,compile", [("silero_vad.onnx", None), ("silero_vad_16k_op15.onnx", "auto"),

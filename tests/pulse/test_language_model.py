@@ -59,8 +59,12 @@ def test_the_logits_stream_token_by_token(language_model):
 
 def test_final_states_are_refused_with_the_way_to_drop_them(language_model):
     model = tractile.load(language_model, inputs={"tokens": "T,1,i64"})
-    with pytest.raises(tractile.AnalysisError, match=r"describes the end of the sequence.*outputs=\['logits'"):
+    with pytest.raises(tractile.AnalysisError, match=r"describes the end of the sequence") as refused:
         model.pulse("T", 1)
+    # only the outputs that can stream are suggested: hn and cn both describe the end of the sequence
+    message = str(refused.value)
+    assert "outputs=['logits'])" in message and "--outputs logits " in message, message
+    assert "'cn'" not in message and "'hn'" not in message.split("keep the other outputs")[1], message
     with pytest.raises(tractile.TractileError, match="no output named 'h0'.*logits, hn, cn"):
         model.pulse("T", 1, outputs=["h0"])
 

@@ -100,7 +100,11 @@ def test_conv_channel_mismatch_names_node_and_facts():
 def test_incomplete_input_fact_says_what_to_do():
     proto = model([node("Relu", ["x"], ["y"])], [value("x", None)], [value("y", None)])
     with pytest.raises(AnalysisError, match=r'input "x".*inputs=\{"x"'):
-        tractile.load(proto)
+        tractile.load(proto, optimize=False).into_typed()
+    # load() keeps it for its first run, whose input gives the missing fact, and says why
+    loaded = tractile.load(proto)
+    assert 'input "x"' in loaded.reason
+    np.testing.assert_array_equal(loaded.run([np.array([-1, 2], np.int32)])[0], [0, 2])
 
 
 def test_user_input_fact_overrides_the_file():

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import TractileError
+from ..fact import InferenceFact
 
 AUDIO = {".wav", ".flac", ".ogg"}
 IMAGES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp"}
@@ -94,8 +95,14 @@ def _read_image(path: Path) -> np.ndarray:
 
 
 def fit(array: np.ndarray, fact, name: str, path: Path) -> np.ndarray:
-    """``array`` with leading axes of 1 up to the input's rank, in the input's datum type."""
-    rank = len(fact.shape)
+    """``array`` with leading axes of 1 up to the input's rank, in the input's datum type (a
+    model typed at its first run may not know the rank: the array stays as it is)."""
+    if isinstance(fact, InferenceFact):
+        if fact.shape.open:
+            return array.astype(fact.dtype.np, copy=False) if fact.dtype is not None else array
+        rank = len(fact.shape.dims)
+    else:
+        rank = len(fact.shape)
     if array.ndim > rank:
         raise TractileError(f"{path}: input {name!r} has {array.ndim} dims, the model wants {rank} ({fact})")
     array = array.reshape((1,) * (rank - array.ndim) + array.shape)

@@ -48,6 +48,11 @@ class Runner:
         self.pulsed = None
         if job.pulse:
             from ..pulse.symbol import stream_symbol
+            from ..runtime.dynamic import DynamicModel
+
+            if isinstance(self.model, DynamicModel):
+                raise TractileError(f"streaming needs the model typed when loading ({self.model.reason}): give "
+                                    "the inputs' facts")
 
             self.pulsed = self.model.pulse(stream_symbol(self.model, job.symbol), job.pulse)
         self.state = self.model.state()

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from ..errors import TractileError
+from ..fact import InferenceFact
 from ..formats.detect import FORMATS
 
 STAGES = ("load", "analyse", "typed", "declutter", "optimize")
@@ -126,16 +127,20 @@ def facts_from_input_file(path: str | None) -> dict | list:
     return [arrays[key] for key in positional] if set(arrays) == set(positional) else arrays
 
 
-def load_at_stage(args, stage: str = "optimize"):
-    """Load the model and run the pipeline up to ``stage``."""
+def load_at_stage(args, stage: str = "optimize", dynamic: bool = False):
+    """Load the model and run the pipeline up to ``stage``. With ``dynamic``, a model that
+    analysis cannot type before its inputs are seen comes back as a ``DynamicModel`` (typed
+    at its first run), as ``tractile.load`` gives it."""
     from .. import load, set_threads
 
     if getattr(args, "threads", None) is not None:
         set_threads(args.threads)
     facts = parse_fact_args(args.input_fact) or facts_from_input_file(getattr(args, "input", None))
-    model = load(args.model, inputs=facts,
-                 outputs=parse_fact_args(args.output_fact), optimize=False,
-                 values=parse_value_args(getattr(args, "value", [])))
+    options = dict(inputs=facts, outputs=parse_fact_args(args.output_fact),
+                   values=parse_value_args(getattr(args, "value", [])))
+    if dynamic and stage == "optimize":
+        return load(args.model, **options)
+    model = load(args.model, optimize=False, **options)
     if stage == "load":
         return model
     model = model.analyse()
@@ -150,14 +155,23 @@ def load_at_stage(args, stage: str = "optimize"):
     return model.optimize()
 
 
-def random_inputs(model, rng: np.random.Generator, bindings: dict[str, int]) -> list[np.ndarray]:
-    """Random tensors for every input; when symbols have no value, one error naming all of them
-    with an example built from the model's own inputs."""
+def random_inputs(model, rng: np.random.Generator, bindings: dict[str, int],
+                  chosen: dict[str, int] | None = None) -> list[np.ndarray]:
+    """Random tensors for every input. When symbols have no value: with ``chosen`` (a dict),
+    they get example values (1 for a batch or inner dim, 256 for a length), recorded there; without it, one
+    error names all of them with an example built from the model's own inputs. A model typed at
+    its first run (partial input facts) gets example values for its unknown dims too."""
     from ..dim import TDim
 
     names, facts = model.input_names(), model.input_facts
+    if facts and isinstance(facts[0], InferenceFact):
+        return _random_from_partial_facts(names, facts, rng, bindings, chosen)
     unbound = sorted({s for f in facts for d in f.shape if isinstance(d, TDim) for s in d.symbols()} - set(bindings))
-    if unbound:
+    if unbound and chosen is not None:
+        example = _example_values(unbound, [f.shape for f in facts])
+        chosen.update(example)
+        bindings = {**bindings, **example}
+    elif unbound:
         example = {s: (1 if any(f.shape and isinstance(f.shape[0], TDim) and s in f.shape[0].symbols() for f in facts)
                        else 100) for s in unbound}
         specs = []
@@ -168,6 +182,53 @@ def random_inputs(model, rng: np.random.Generator, bindings: dict[str, int]) -> 
         raise TractileError(f"the input dims {', '.join(unbound)} need values ({declared}): give them with "
                             f"{' '.join(specs)}, or with {' '.join(f'--set {s}={v}' for s, v in example.items())}")
     return [random_input(fact, rng, bindings) for fact in facts]
+
+
+def _example_values(symbols, shapes) -> dict[str, int]:
+    """Example values for symbols: 1 for a leading dim (a batch) or an inner one, 256 for a
+    symbol only found last or in a vector (a length: samples, frames)."""
+    from ..dim import TDim
+
+    def symbols_in(dims) -> set[str]:
+        return {s for d in dims if isinstance(d, TDim) for s in d.symbols()}
+
+    small = set()
+    for shape in shapes:
+        if len(shape) > 1:
+            small |= symbols_in(shape[:-1])
+    return {s: 1 if s in small else 256 for s in symbols}
+
+
+def _random_from_partial_facts(names, facts, rng, bindings, chosen) -> list[np.ndarray]:
+    """Random inputs for facts analysis could not complete: symbols and unknown dims get example
+    values (named ``input.axis`` in ``chosen`` for unknown ones)."""
+    from ..dim import TDim, eval_dim
+    from ..fact import TypedFact
+
+    symbols = sorted({s for f in facts for d in f.shape.dims if isinstance(d, TDim) for s in d.symbols()}
+                     - set(bindings))
+    example = _example_values(symbols, [f.shape.dims for f in facts])
+    if example and chosen is None:
+        raise TractileError(f"the input dims {', '.join(example)} need values: give them with -i or --set")
+    values = {**bindings, **example}
+    record = dict(example)
+    arrays = []
+    for name, fact in zip(names, facts):
+        if fact.dtype is None or fact.kind is not None or (fact.shape.open and fact.shape.dims):
+            raise TractileError(f'input "{name}" is {fact}: give it with -i {name}=... or --input')
+        dims = []
+        for axis, dim in enumerate(fact.shape.dims):
+            if dim is None:
+                dim = 256 if 0 < axis == len(fact.shape.dims) - 1 else 1
+                record[f"{name}.{axis}"] = dim
+            dims.append(eval_dim(dim, values) if isinstance(dim, TDim) else dim)
+        if fact.shape.open:  # nothing known of the shape: a vector
+            dims = [256]
+            record[f"{name}.0"] = 256
+        arrays.append(random_input(TypedFact(fact.dtype, dims), rng, {}))
+    if chosen is not None:
+        chosen.update(record)
+    return arrays
 
 
 def random_input(fact, rng: np.random.Generator, bindings: dict[str, int]) -> np.ndarray:

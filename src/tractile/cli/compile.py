@@ -5,7 +5,9 @@ import argparse
 import json
 from pathlib import Path
 
+from ..errors import TractileError
 from ..formats.detect import FORMATS
+from ..runtime.dynamic import DynamicModel
 from .common import add_value_argument, console, parse_fact_args, parse_value_args
 
 DESCRIPTION = """\
@@ -93,6 +95,9 @@ def run(args) -> int:
 
     name = program_name(args.name or Path(args.model).stem)
     model = load(args.model, inputs=parse_fact_args(args.input_fact), values=parse_value_args(args.value))
+    if isinstance(model, DynamicModel):
+        raise TractileError(f"compiling needs the model typed when loading, and {model.reason}: give the inputs' "
+                            "facts with -i NAME=FACT (and --value NAME=VALUE for inputs that decide an If)")
     macros = None
     if args.pulse:
         from ..pulse.symbol import stream_symbol

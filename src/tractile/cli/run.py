@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from ..errors import TractileError
+from ..runtime.dynamic import DynamicModel
 from .common import (
     add_compiled_argument,
     add_model_arguments,
@@ -55,13 +56,21 @@ def _load_arrays(path: str, names: list[str], what: str) -> list[np.ndarray]:
                             f"arr_0..arr_{len(names) - 1}; found {', '.join(keys)}")
 
 
-def make_inputs(model, args) -> list[np.ndarray]:
+def make_inputs(model, args, out=None) -> list[np.ndarray]:
+    """The inputs from --input, or random ones of the input facts' shapes. With ``out``, dims no
+    fact fixes (symbols without --set, unknown dims) take example values, which ``out`` is
+    told; without it, they are an error naming them."""
     names = model.input_names()
     if args.input:
         return _load_arrays(args.input, names, "inputs")
     rng = np.random.default_rng(args.seed)
     bindings = parse_bindings(args.set)
-    return random_inputs(model, rng, bindings)
+    chosen: dict[str, int] = {}
+    inputs = random_inputs(model, rng, bindings, chosen if out is not None else None)
+    if chosen and out is not None:
+        shown = ", ".join(f"{name}={value}" for name, value in chosen.items())
+        out.print(f"dims   {escape(shown)} chosen for the random inputs (others: --set SYMBOL=N, or -i NAME=FACT)")
+    return inputs
 
 
 def compare_outputs(names, got, expected, rtol, atol) -> list[str]:
@@ -89,11 +98,19 @@ def compare_outputs(names, got, expected, rtol, atol) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     out = console()
-    model = load_at_stage(args, "optimize")
-    inputs = make_inputs(model, args)
+    model = load_at_stage(args, "optimize", dynamic=True)
+    inputs = make_inputs(model, args, out)
     for name, value in zip(model.input_names(), inputs):
         out.print(f"input  [bold]{escape(name)}[/bold]: {summarize(value)}", markup=True)
-    runner = compile_for_inputs(model, inputs, args.compiled) if args.compiled else model.plan().state()
+    if isinstance(model, DynamicModel):
+        start = time.perf_counter()
+        typed = model.typed_for(inputs)
+        out.print(f"typed  for these inputs ({escape(model.plans[-1][0])}) in "
+                  f"{(time.perf_counter() - start) * 1000:.0f} ms: analysis needs them (a rank or a shape depends "
+                  "on them)")
+        runner = compile_for_inputs(typed, inputs, args.compiled) if args.compiled else model.state()
+    else:
+        runner = compile_for_inputs(model, inputs, args.compiled) if args.compiled else model.plan().state()
     start = time.perf_counter()
     outputs = runner.run(inputs)
     elapsed = time.perf_counter() - start

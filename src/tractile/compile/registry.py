@@ -53,7 +53,17 @@ def find_emitter(op) -> Emitter | None:
 def supported_ops() -> list[str]:
     """The op names the compiler lowers (for error messages and docs)."""
     _load_emitters()
-    return sorted({getattr(cls, "name", cls.__name__) for cls in _EMITTERS})
+    return sorted({_class_name(cls) for cls in _EMITTERS})
+
+
+def _class_name(cls: type) -> str:
+    """An op class's name; a class whose ``name`` depends on the instance (a property: TFLite's
+    binary ops, activations, pools; reductions) is named after the class, with its family's prefix."""
+    name = getattr(cls, "name", None)
+    if isinstance(name, str):
+        return name
+    prefix = "Tfl" if cls.__module__.startswith("tractile.ops.tfl.") else ""
+    return prefix + cls.__name__
 
 
 def _load_emitters() -> None:

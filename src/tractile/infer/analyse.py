@@ -17,7 +17,7 @@ from ..errors import AnalysisError, TractileError, with_node_context
 from ..fact import InferenceFact, ShapeFactoid, TypedFact
 from ..fact_unify import unify
 from ..graph import OutletId
-from ..ops.io import Source
+from ..ops.io import Const, Source
 from .rules import Solver
 
 #: a folded value may hold at most this many elements more than the values it reads
@@ -25,6 +25,7 @@ FOLD_ALLOWANCE = 256
 #: symbolic (int/TDim) values are only propagated while this small
 SYMBOLIC_VALUE_LIMIT = 64
 _STRING = DatumType.STRING
+_UNKNOWN = InferenceFact()
 
 
 def fold_limit(inputs: list[InferenceFact]) -> int:
@@ -54,18 +55,28 @@ def _concrete_or_symbolic(value: np.ndarray) -> np.ndarray | None:
 
 def infer_node(op, inputs: list[InferenceFact], outputs: list[InferenceFact]):
     """Apply an op's rules, typed facts and evaluation to its port facts."""
+    if op.rules_in_output_facts and all(f.is_complete() for f in inputs):
+        try:
+            return inputs, _typed_outputs(op, inputs, outputs)
+        except AnalysisError:
+            pass  # the rules say what is wrong in their words
     solver = Solver(inputs, outputs)
     op.rules(solver, solver.inputs, solver.outputs)
     solver.solve()
     inputs, outputs = solver.result()
     if not all(f.is_complete() for f in inputs):
         return inputs, outputs
+    return inputs, _typed_outputs(op, inputs, outputs)
+
+
+def _typed_outputs(op, inputs: list[InferenceFact], outputs: list[InferenceFact]) -> list[InferenceFact]:
+    """The output facts from the op's typed ``output_facts`` (inputs complete), values evaluated."""
     typed = op.output_facts([f.to_typed() for f in inputs])
     outputs = [unify(o, _forget_fresh(t)) for o, t in zip(outputs, typed)]
     if (op.is_stateless and not op.is_random and all(f.value is not None for f in inputs)
             and any(o.value is None for o in outputs) and all(o.is_tensor for o in outputs)):
         outputs = _propagate_values(op, inputs, outputs)
-    return inputs, outputs
+    return outputs
 
 
 def _propagate_values(op, inputs, outputs):
@@ -100,9 +111,15 @@ def _propagate_values(op, inputs, outputs):
 
 def analyse_node(model, node_id: int) -> bool:
     """Infer one node; write back what it learnt. Return True if any fact changed."""
-    node = model.nodes[node_id]
+    return bool(_analyse_node(model, model.nodes[node_id]))
+
+
+def _analyse_node(model, node) -> list[OutletId]:
+    """Infer one node; write back what it learnt. Return the wires whose fact changed."""
     if isinstance(node.op, Source):
-        return False
+        return []
+    if isinstance(node.op, Const):
+        return _analyse_const(model, node)
     inputs = [model.outlet_fact(o) for o in node.inputs]
     outputs = [o.fact for o in node.outputs]
     try:
@@ -113,7 +130,7 @@ def analyse_node(model, node_id: int) -> bool:
         raise
     except Exception as error:  # an op bug must still reach the user as a TractileError
         raise with_node_context(AnalysisError(f"internal error: {error!r}"), node, inputs) from error
-    changed = False
+    changed = []
     for outlet, old, new in zip(node.inputs, inputs, new_inputs):
         if new != old:
             current = model.outlet_fact(outlet)
@@ -123,28 +140,60 @@ def analyse_node(model, node_id: int) -> bool:
                 raise with_node_context(error, node, inputs) from None
             if merged != current:
                 model.set_outlet_fact(outlet, merged)
-                changed = True
+                changed.append(outlet)
     for slot, (old, new) in enumerate(zip(outputs, new_outputs)):
         if new != old:
-            model.set_outlet_fact(OutletId(node_id, slot), new)
-            changed = True
+            model.set_outlet_fact(OutletId(node.id, slot), new)
+            changed.append(OutletId(node.id, slot))
     return changed
+
+
+def _analyse_const(model, node) -> list[OutletId]:
+    """A constant's fact is its value's (what its rules say, without a solver)."""
+    outlet = node.outputs[0]
+    value = node.op.value
+    if outlet.fact.value is not None and outlet.fact.value is value:
+        return []
+    if value.dtype != object and outlet.fact == _UNKNOWN:
+        outlet.fact = InferenceFact(DatumType.from_numpy(value.dtype), ShapeFactoid(value.shape, False))
+        outlet.fact.value = value
+        return [OutletId(node.id, 0)]
+    try:
+        fact = unify(outlet.fact, InferenceFact.from_typed(node.op.output_facts([])[0]))
+    except AnalysisError as error:
+        raise with_node_context(error, node) from None
+    if fact == outlet.fact:
+        return []
+    outlet.fact = fact
+    return [OutletId(node.id, 0)]
 
 
 def analyse(model, obstinate: bool = False, max_sweeps: int = 64) -> None:
     """Alternate forward and backward sweeps over the evaluation order until no fact changes.
 
+    The first sweep infers every node; later ones only the nodes next to a wire whose fact
+    changed after they were last inferred (inferring a node again on unchanged facts would
+    learn nothing), so a graph whose facts settle in one forward sweep costs one sweep.
     With ``obstinate``, a node that fails is skipped instead of stopping the analysis
     (useful to dump a broken model as far as it can be understood).
     """
     order = model.eval_order()
+    pending = set(order)
     for sweep in range(max_sweeps):
-        changed = False
+        if not pending:
+            return
         for node_id in (order if sweep % 2 == 0 else reversed(order)):
+            if node_id not in pending:
+                continue
+            pending.discard(node_id)
+            node = model.nodes[node_id]
             try:
-                changed |= analyse_node(model, node_id)
+                changed = _analyse_node(model, node)
             except AnalysisError:
                 if not obstinate:
                     raise
-        if not changed and sweep >= 1:
-            return
+                continue
+            for outlet in changed:
+                if outlet.node != node_id:
+                    pending.add(outlet.node)
+                pending.update(inlet.node for inlet in model.outlet_successors(outlet) if inlet.node != node_id)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import AnalysisError, TractileError, node_label, with_node_context
+from ..errors import AnalysisError, RunTimeFactsError, TractileError, node_label, with_node_context
 from ..fact import InferenceFact
 from ..graph import OutletId
 from ..ops.io import Const, Source
@@ -41,7 +41,7 @@ def into_typed(model, input_facts=None) -> TypedModel:
             mapping[outlet] = typed.add_source(node.name, given)
             continue
         if not fact.is_complete():
-            raise AnalysisError(
+            raise RunTimeFactsError(
                 f'input "{node.name}": {_describe_missing(fact)}; give it when loading, e.g. '
                 f'inputs={{"{node.name}": "N,3,224,224,f32"}}'
             )

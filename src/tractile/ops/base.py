@@ -38,11 +38,18 @@ class Op:
     #: a declaration streaming relies on (the op then streams along any axis); never inherited
     #: by accident, since a base class (UnaryOp, BinaryOp) leaves it False
     elementwise: ClassVar[bool] = False
+    #: once every input fact is complete, ``output_facts`` checks and infers all the rules would
+    #: (element-wise families): the analyser then calls it without running the rules solver, and
+    #: runs the rules only when it raises (for their message). A subclass that overrides
+    #: ``rules`` or ``output_facts`` does not inherit it.
+    rules_in_output_facts: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" not in cls.__dict__:
             cls.name = cls.__name__
+        if "rules_in_output_facts" not in cls.__dict__ and ("rules" in cls.__dict__ or "output_facts" in cls.__dict__):
+            cls.rules_in_output_facts = False
 
     # required ---------------------------------------------------------------------------
     def output_facts(self, inputs: list[TypedFact]) -> list[TypedFact]:

@@ -78,6 +78,7 @@ class BinaryOp(Op):
     accepts: ClassVar[str | None] = None
     #: whether f16/bf16/f8 operands are computed in f32 (and cast back)
     widen_small_floats: ClassVar[bool] = True
+    rules_in_output_facts: ClassVar[bool] = True
 
     def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise NotImplementedError

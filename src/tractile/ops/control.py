@@ -18,7 +18,7 @@ import numpy as np
 
 from ..datum import DatumType
 from ..dim import TDim, fresh_symbol
-from ..errors import AnalysisError, RunError, TractileError
+from ..errors import AnalysisError, RunError, TractileError, error_kind, rewrapped
 from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact
 from ..fact_unify import generalize
 from ..graph import InletId
@@ -39,6 +39,8 @@ class Body:
         self.typed = typed
         #: why the body cannot run with the op's input facts (an If branch never taken)
         self.failure = failure
+        #: the class of that error (RunTimeFactsError: facts of a run would settle it)
+        self.failure_kind: type[AnalysisError] = AnalysisError
         #: the body as loaded, whose caches every specialisation shares
         self._origin: Body = self
         self._cache: dict = {}
@@ -79,12 +81,12 @@ class Body:
             return self.typed.output_facts
         entry = self._entry(facts)
         if "error" in entry:
-            raise AnalysisError(entry["error"])
+            raise entry["error"][1](entry["error"][0])
         if "typed" not in entry:
             try:
                 entry["typed"] = self._type_for(facts)
             except AnalysisError as error:
-                entry["error"] = error.message
+                entry["error"] = (error.message, error_kind(error))
                 raise
         return entry["typed"].output_facts
 
@@ -95,6 +97,7 @@ class Body:
             return self.specialized(facts)
         except AnalysisError as error:
             failed = Body(self.source, self.label, None, failure=str(error))
+            failed.failure_kind = error_kind(error)
             failed._origin = self._origin
             return failed
 
@@ -109,7 +112,7 @@ class Body:
             try:
                 optimized = typed.into_optimized()
             except AnalysisError as error:
-                raise AnalysisError(f"in {self.label}: {error}") from None
+                raise rewrapped(error, f"in {self.label}: {error}") from None
             body = Body(self.source, self.label, optimized)
             body._origin = self._origin
             entry["body"] = body
@@ -141,7 +144,7 @@ class Body:
         try:
             return clone.into_typed(input_facts=facts)
         except AnalysisError as error:
-            raise AnalysisError(f"in {self.label}: {error}") from None
+            raise rewrapped(error, f"in {self.label}: {error}") from None
 
     def runner(self, values: list) -> BodyRunner:
         """A run state for this body (typed for the values' facts if it is not typed yet)."""
@@ -343,7 +346,7 @@ class If(Op):
         then_body = self.then_body.specialized_or_failed([facts[i] for i in self.then_inputs])
         else_body = self.else_body.specialized_or_failed([facts[i] for i in self.else_inputs])
         if then_body.failure is not None and else_body.failure is not None:
-            raise AnalysisError(then_body.failure)
+            raise then_body.failure_kind(then_body.failure)
         typed = replace(self, then_body=then_body, else_body=else_body)
         return model.wire_node(name, typed, inputs)
 

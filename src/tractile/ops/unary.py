@@ -54,6 +54,7 @@ class UnaryOp(Op):
     accepts: ClassVar[str | None] = None
     #: a one-input NumPy ufunc computing the op for f32/f64 inputs, which may write in place
     ufunc: ClassVar[np.ufunc | None] = None
+    rules_in_output_facts: ClassVar[bool] = True
 
     _: KW_ONLY
     quant: QParams | None = None

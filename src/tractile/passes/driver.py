@@ -27,8 +27,12 @@ def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 
     model = model.compact()
     for _ in range(max_rounds):
         applied = 0
+        order: list[int] = []
+        order_applied = -1
         for pass_name, rewrite in passes:
-            for node_id in model.eval_order():
+            if order_applied != applied:  # the order changes only when a patch applies
+                order, order_applied = model.eval_order(), applied
+            for node_id in order:
                 node = model.nodes[node_id]
                 if isinstance(node.op, _Obliterated):
                     continue
@@ -44,11 +48,10 @@ def run_passes(model, passes: Sequence[tuple[str, NodePass]], max_rounds: int = 
                 applied += 1
                 if trace is not None:
                     trace.append((pass_name, node.name, patch.label))
-        if applied:
-            model.check_consistency()
-        model = model.compact()
         if not applied:
-            break
+            break  # the model is as the last compaction left it
+        model.check_consistency()
+        model = model.compact()
     return model
 
 

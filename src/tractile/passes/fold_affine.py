@@ -49,8 +49,7 @@ def fold_affine_chain(model, node) -> ModelPatch | None:
         return None
     chain.reverse()  # from the data's side down to ``node``
     dtype = node.outputs[0].fact.dtype.np
-    windows = [chain[i:i + WINDOW] for i in range(0, len(chain), WINDOW)]
-    folded = [_combined(window, dtype) for window in windows]
+    windows, folded = _windows(chain, dtype)
     if not any(combined is not None and len(window) > 2 for window, combined in zip(windows, folded)):
         return None  # nothing gets shorter
     patch = ModelPatch(model, f"fold the {len(chain)} Mul/Add by constants ending at {node.name}")
@@ -72,20 +71,37 @@ def fold_affine_chain(model, node) -> ModelPatch | None:
     return patch
 
 
-#: links folded together at most: long chains fold in stretches, so one that overflows as a
-#: whole still folds where it can
+#: links folded together at most: long chains fold in stretches
 WINDOW = 64
 
 
-def _combined(window, dtype):
-    """(scale, shift) with x * scale + shift equal to the window's links, or None if it overflows."""
-    scale, shift = np.ones((), dtype), np.zeros((), dtype)
-    with np.errstate(all="ignore"):
-        for _, (_, constant, kind) in window:
-            if kind == "mul":
-                scale, shift = scale * constant, shift * constant
-            else:
-                shift = shift + constant
-    if not (np.all(np.isfinite(scale)) and np.all(np.isfinite(shift))):
-        return None  # folding would turn x = 0 into 0 * inf = NaN
-    return scale.astype(dtype), shift.astype(dtype)
+def _windows(chain, dtype) -> tuple[list, list]:
+    """The chain cut into stretches of at most ``WINDOW`` links, each as long as it folds
+    without overflowing (a stretch that would overflow ends before the link that would make it
+    so, and folds where it can), with each stretch's (scale, shift), or None for a single link
+    that overflows alone (kept as it is)."""
+    windows: list = []
+    folded: list = []
+    start = 0
+    while start < len(chain):
+        scale, shift = np.ones((), dtype), np.zeros((), dtype)
+        end = start
+        with np.errstate(all="ignore"):
+            while end < len(chain) and end - start < WINDOW:
+                _, (_, constant, kind) = chain[end]
+                if kind == "mul":
+                    next_scale, next_shift = scale * constant, shift * constant
+                else:
+                    next_scale, next_shift = scale, shift + constant
+                if not (np.all(np.isfinite(next_scale)) and np.all(np.isfinite(next_shift))):
+                    break  # folding further would turn x = 0 into 0 * inf = NaN
+                scale, shift, end = next_scale, next_shift, end + 1
+        if end == start:  # this link overflows by itself
+            windows.append(chain[start:start + 1])
+            folded.append(None)
+            start += 1
+            continue
+        windows.append(chain[start:end])
+        folded.append((scale.astype(dtype), shift.astype(dtype)))
+        start = end
+    return windows, folded

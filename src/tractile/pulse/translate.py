@@ -249,10 +249,12 @@ def pulse_model(model: TypedModel, symbol: str, pulse: int, outputs: Sequence[st
             continue
         _translate_node(ctx, node)
     output_wires = []
+    streaming = [name for outlet, name in zip(model.outputs, model.output_names())
+                 if not isinstance(ctx.mapping[outlet], Unavailable) and ctx.mapping[outlet].stream is not None]
     for outlet, label in zip(model.outputs, model.output_names()):
         wire = ctx.mapping[outlet]
         if isinstance(wire, Unavailable):
-            others = [name for name in model.output_names() if name != label]
+            others = [name for name in streaming if name != label]
             if others:
                 raise AnalysisError(f'output "{label}": {wire.error}; keep the other outputs with '
                                     f"pulse(..., outputs={others!r}) (--outputs {','.join(others)} on the "

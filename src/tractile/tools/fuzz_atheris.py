@@ -21,6 +21,7 @@ def make_target(kind: str):
     import numpy as np
 
     from ..errors import TractileError
+    from .fuzz import _dims
 
     def target(data: bytes) -> None:
         try:
@@ -37,9 +38,11 @@ def make_target(kind: str):
 
                 model = tractile.load(data, format="onnx")
                 facts = model.input_facts
-                if all(f.dtype is not None and all(isinstance(d, int) for d in f.shape) for f in facts) and \
-                        all(np.prod([int(d) for d in f.shape], dtype=float) <= 1e5 for f in facts):
-                    model.run([np.zeros([int(d) for d in f.shape], f.dtype.np) for f in facts])
+                shapes = [_dims(f) for f in facts]
+                known = all(f.dtype is not None and all(isinstance(d, int) for d in dims)
+                            for f, dims in zip(facts, shapes))
+                if known and all(np.prod([int(d) for d in dims], dtype=float) <= 1e5 for dims in shapes):
+                    model.run([np.zeros([int(d) for d in dims], f.dtype.np) for f, dims in zip(facts, shapes)])
         except TractileError:
             pass
         except RecursionError as error:  # a finding, reported as such by libFuzzer

@@ -4,11 +4,23 @@
  * runs over contiguous outputs and vectorises without reassociating sums. Integer weights
  * are unit-major (w[u * depth + d]) with int32 (int64 for 16-bit inputs) accumulators.
  * The input zero point is folded into the bias on the host: bias[u] - x_zero * sum_d w[u][d].
- * Per-channel parameters are indexed u * per_channel (one value when per_channel is 0). */
+ * Per-channel parameters are indexed u * per_channel (one value when per_channel is 0).
+ *
+ * int32 accumulators wrap as TFLite's do (two's complement, modulo 2^32): sums run on
+ * uint32_t, where wrapping is defined, and come back through tl_wrap_s32; the folded bias
+ * was reduced modulo 2^32 on the host, which the sum does not notice. */
 #ifndef TL_FULLY_CONNECTED_H
 #define TL_FULLY_CONNECTED_H
 
 #include "tl_common.h"
+
+/* u as a two's complement int32_t, without C's implementation-defined conversion */
+static inline int32_t tl_wrap_s32(uint32_t u) {
+  return u <= 0x7fffffffu ? (int32_t)u : (int32_t)(u - 0x80000000u) - 0x7fffffff - 1;
+}
+
+/* a + b modulo 2^32, as int32 arithmetic wraps in TFLite (no signed overflow) */
+static inline int32_t tl_add_wrap_s32(int32_t a, int32_t b) { return tl_wrap_s32((uint32_t)a + (uint32_t)b); }
 
 /* y[b][u] = clamp(bias[u] + sum_d x[b][d] * wt[d][u], low, high); bias may be NULL */
 static inline void tl_dense_f32(const float *x, const float *wt, const float *bias, float *y, int batches,
@@ -51,7 +63,8 @@ static inline void tl_matmul_f32(const float *a, const float *bm, float *y, int 
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
 /* Cortex-M4/M7: four int8 products per two SMLAD (each pair sign-extended by one SXTB16) */
 static inline int32_t tl_dot_s8(const int8_t *x, const int8_t *w, int depth) {
-  int32_t acc = 0;
+  int32_t acc = 0; /* SMLAD wraps */
+  uint32_t tail = 0;
   int d = 0;
   for (; d + 4 <= depth; d += 4) {
     uint32_t a, b;
@@ -60,8 +73,8 @@ static inline int32_t tl_dot_s8(const int8_t *x, const int8_t *w, int depth) {
     acc = __smlad(__sxtb16(a), __sxtb16(b), acc);
     acc = __smlad(tl_sxtb16_odd(a), tl_sxtb16_odd(b), acc);
   }
-  for (; d < depth; ++d) acc += x[d] * w[d];
-  return acc;
+  for (; d < depth; ++d) tail += (uint32_t)(x[d] * w[d]);
+  return tl_wrap_s32((uint32_t)acc + tail);
 }
 /* two rows of weights against one input row: the input is loaded and widened once */
 static inline void tl_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int depth, int32_t *acc0,
@@ -80,20 +93,16 @@ static inline void tl_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t *w
     s1 = __smlad(even, __sxtb16(b1), s1);
     s1 = __smlad(odd, tl_sxtb16_odd(b1), s1);
   }
-  for (; d < depth; ++d) {
-    s0 += x[d] * w0[d];
-    s1 += x[d] * w1[d];
-  }
-  *acc0 = s0;
-  *acc1 = s1;
+  *acc0 = tl_add_wrap_s32(s0, tl_dot_s8(x + d, w0 + d, depth - d));
+  *acc1 = tl_add_wrap_s32(s1, tl_dot_s8(x + d, w1 + d, depth - d));
 }
 #else
 static inline int32_t tl_dot_s8(const int8_t *x, const int8_t *w, int depth) {
-  int32_t acc = 0;
+  uint32_t acc = 0;
   int d;
   /* int8 x int8 fits an int everywhere (16 bits on AVR, where this keeps the multiply 8-bit) */
-  for (d = 0; d < depth; ++d) acc += x[d] * TL_READ_S8(w + d);
-  return acc;
+  for (d = 0; d < depth; ++d) acc += (uint32_t)(x[d] * TL_READ_S8(w + d));
+  return tl_wrap_s32(acc);
 }
 static inline void tl_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t *w1, int depth, int32_t *acc0,
                               int32_t *acc1) {
@@ -103,10 +112,10 @@ static inline void tl_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t *w
 #endif
 
 static inline int32_t tl_dot_u8_s16(const uint8_t *x, const int16_t *w, int depth) {
-  int32_t acc = 0;
+  uint32_t acc = 0;
   int d;
-  for (d = 0; d < depth; ++d) acc += (int32_t)x[d] * (int32_t)TL_READ_S16(w + d);
-  return acc;
+  for (d = 0; d < depth; ++d) acc += (uint32_t)((int32_t)x[d] * (int32_t)TL_READ_S16(w + d));
+  return tl_wrap_s32(acc);
 }
 
 static inline int64_t tl_dot_s16_s8(const int16_t *x, const int8_t *w, int depth) {
@@ -128,7 +137,7 @@ static inline void tl_fc_s8_units(const int8_t *row, const int8_t *w, const int3
     else acc[0] = tl_dot_s8(row, w + (int32_t)u * depth, depth);
     for (k = 0; k < pair; ++k) {
       const int c = (u + k) * per_channel;
-      const int32_t v = tl_mbqm(acc[k] + TL_READ_S32(bias + u + k), TL_READ_S32(multiplier + c),
+      const int32_t v = tl_mbqm(tl_add_wrap_s32(acc[k], TL_READ_S32(bias + u + k)), TL_READ_S32(multiplier + c),
                                 TL_READ_S32(shift + c)) + y_zero;
       out[u + k] = (int8_t)tl_clamp_i32(v, low, high);
     }
@@ -159,12 +168,11 @@ static inline void tl_fc_s8(const int8_t *x, const int8_t *w, const int32_t *bia
         TL_SMLAD4(tl_load_word(w2 + d), even, odd, s2);
         TL_SMLAD4(tl_load_word(w3 + d), even, odd, s3);
       }
-      for (; d < depth; ++d) {
-        const int32_t value = row[d];
-        s0 += value * w0[d];
-        s1 += value * w1[d];
-        s2 += value * w2[d];
-        s3 += value * w3[d];
+      if (d < depth) {
+        s0 = tl_add_wrap_s32(s0, tl_dot_s8(row + d, w0 + d, depth - d));
+        s1 = tl_add_wrap_s32(s1, tl_dot_s8(row + d, w1 + d, depth - d));
+        s2 = tl_add_wrap_s32(s2, tl_dot_s8(row + d, w2 + d, depth - d));
+        s3 = tl_add_wrap_s32(s3, tl_dot_s8(row + d, w3 + d, depth - d));
       }
       out[u] = (int8_t)tl_clamp_s8(tl_mbqm(s0, multiplier[u * per_channel], shift[u * per_channel]) + y_zero, low,
                                    high);
@@ -200,7 +208,7 @@ static inline void tl_fc_s8_ref(const int8_t *x, const int8_t *w, const int32_t 
   int b, u;
   for (b = 0; b < batches; ++b) {
     for (u = 0; u < units; ++u) {
-      const int32_t acc = tl_dot_s8(x + b * depth, w + u * depth, depth) + TL_READ_S32(bias + u);
+      const int32_t acc = tl_add_wrap_s32(tl_dot_s8(x + b * depth, w + u * depth, depth), TL_READ_S32(bias + u));
       const int64_t v = tl_round_half_away((double)acc * scale[u * per_channel]) + y_zero;
       y[b * units + u] = (int8_t)(v < low ? low : (v > high ? high : v));
     }
@@ -215,7 +223,8 @@ static inline void tl_fc_u8(const uint8_t *x, const int16_t *w, const int32_t *b
   for (b = 0; b < batches; ++b) {
     for (u = 0; u < units; ++u) {
       const int c = u * per_channel;
-      const int32_t acc = tl_dot_u8_s16(x + b * depth, w + u * depth, depth) + TL_READ_S32(bias + u);
+      const int32_t acc = tl_add_wrap_s32(tl_dot_u8_s16(x + b * depth, w + u * depth, depth),
+                                          TL_READ_S32(bias + u));
       const int32_t v = tl_mbqm(acc, TL_READ_S32(multiplier + c), TL_READ_S32(shift + c)) + y_zero;
       y[b * units + u] = (uint8_t)tl_clamp_i32(v, low, high);
     }
@@ -228,7 +237,8 @@ static inline void tl_fc_u8_ref(const uint8_t *x, const int16_t *w, const int32_
   int b, u;
   for (b = 0; b < batches; ++b) {
     for (u = 0; u < units; ++u) {
-      const int32_t acc = tl_dot_u8_s16(x + b * depth, w + u * depth, depth) + TL_READ_S32(bias + u);
+      const int32_t acc = tl_add_wrap_s32(tl_dot_u8_s16(x + b * depth, w + u * depth, depth),
+                                          TL_READ_S32(bias + u));
       const int64_t v = tl_round_half_away((double)acc * scale[u * per_channel]) + y_zero;
       y[b * units + u] = (uint8_t)(v < low ? low : (v > high ? high : v));
     }

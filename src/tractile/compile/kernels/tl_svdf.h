@@ -11,7 +11,9 @@
  * Integer SVDF follows the interpreter (TFLite Micro's kernel for int8 memory with a zero
  * point, TFLite's for int16 memory): the input zero point is folded into fbias[f] on the host
  * (-x_zero * sum_d wf[f][d]) and the memory zero point with the bias into ubias[u]
- * (bias[u] - m_zero * sum of the unit's time weights). */
+ * (bias[u] - m_zero * sum of the unit's time weights). Both are int32 sums that wrap modulo 2^32
+ * as TFLite's int32 accumulators do (uint32_t arithmetic here), so the folded constants were
+ * reduced modulo 2^32 on the host. The int16 memory comes with int16 time weights (TFLite). */
 #ifndef TL_SVDF_H
 #define TL_SVDF_H
 
@@ -24,7 +26,7 @@
 static inline int32_t tl_svdf_project_s8(const int8_t *x, const int8_t *wf, const int32_t *fbias, int32_t f,
                                          int32_t depth, int32_t multiplier, int32_t shift, int32_t m_low,
                                          int32_t m_high, int32_t m_zero) {
-  const int32_t dot = tl_dot_s8(x, wf + f * depth, depth) + TL_READ_S32(fbias + f);
+  const int32_t dot = tl_add_wrap_s32(tl_dot_s8(x, wf + f * depth, depth), TL_READ_S32(fbias + f));
   return tl_clamp_i32(tl_mbqm(dot, multiplier, shift), m_low, m_high) + m_zero;
 }
 
@@ -50,20 +52,21 @@ static inline void tl_svdf_s8(const int8_t *x, const int8_t *wf, const int32_t *
                                                    127, m_zero);
     }
     for (f = 0; f < filters; f += rank) {
-      int32_t acc = TL_READ_S32(ubias + f / rank);
+      uint32_t acc = (uint32_t)TL_READ_S32(ubias + f / rank);
       int32_t r;
       for (r = f; r < f + rank; ++r) {
         const int8_t *frame = rows + r * frames;
         const int8_t *w = wt + r * frames;
-        for (m = 0; m < frames; ++m) acc += frame[m] * TL_READ_S8(w + m);
+        for (m = 0; m < frames; ++m) acc += (uint32_t)(frame[m] * TL_READ_S8(w + m));
       }
-      y[b * (filters / rank) + f / rank] = tl_svdf_output_s8(acc, multiplier2, shift2, y_zero, low, high);
+      y[b * (filters / rank) + f / rank] = tl_svdf_output_s8(tl_wrap_s32(acc), multiplier2, shift2, y_zero, low,
+                                                             high);
     }
   }
 }
 
-/* int8 input and output, int16 memory (TFLite) */
-static inline void tl_svdf_s8_s16(const int8_t *x, const int8_t *wf, const int32_t *fbias, const int8_t *wt,
+/* int8 input and output, int16 memory and time weights (TFLite) */
+static inline void tl_svdf_s8_s16(const int8_t *x, const int8_t *wf, const int32_t *fbias, const int16_t *wt,
                                   const int32_t *ubias, int16_t *memory, int8_t *y, int32_t batches,
                                   int32_t depth, int32_t filters, int32_t frames, int32_t rank, int32_t multiplier1,
                                   int32_t shift1, int32_t m_zero, int32_t multiplier2, int32_t shift2,
@@ -78,14 +81,15 @@ static inline void tl_svdf_s8_s16(const int8_t *x, const int8_t *wf, const int32
                                                     -32768, 32767, m_zero);
     }
     for (f = 0; f < filters; f += rank) {
-      int32_t acc = TL_READ_S32(ubias + f / rank);
+      uint32_t acc = (uint32_t)TL_READ_S32(ubias + f / rank);
       int32_t r;
       for (r = f; r < f + rank; ++r) {
         const int16_t *frame = rows + r * frames;
-        const int8_t *w = wt + r * frames;
-        for (m = 0; m < frames; ++m) acc += (int32_t)frame[m] * TL_READ_S8(w + m);
+        const int16_t *w = wt + r * frames;
+        for (m = 0; m < frames; ++m) acc += (uint32_t)((int32_t)frame[m] * TL_READ_S16(w + m));
       }
-      y[b * (filters / rank) + f / rank] = tl_svdf_output_s8(acc, multiplier2, shift2, y_zero, low, high);
+      y[b * (filters / rank) + f / rank] = tl_svdf_output_s8(tl_wrap_s32(acc), multiplier2, shift2, y_zero, low,
+                                                             high);
     }
   }
 }

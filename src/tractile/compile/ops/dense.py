@@ -11,6 +11,7 @@ from ...datum import DatumType
 from ...ops.matmul import MatMul
 from ...ops.quantized.common import is_quantized, recipe_of, scale_of, scales_of, zero_of
 from ...ops.quantized.dense import IntegerDense, IntegerRescale
+from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 from .fused import finish_activation, fused_float_activation
@@ -161,9 +162,9 @@ def quantized_dense(e: Emit) -> None:
     if weight_type == DatumType.I8 and (weight_offset.min(initial=0) < -128 or weight_offset.max(initial=0) > 127):
         raise Unsupported("int8 weights with a zero point (offset weights leave the int8 range)")
     weights_name = e.constant("weights", np.ascontiguousarray(weight_offset), weight_type)
-    total_bias = e.constant("bias", np.asarray(kernel.bias, dtype=np.int64), bias_type)
-    if bias_type == DatumType.I32 and np.abs(kernel.bias).max(initial=0) >= 1 << 31:
-        raise Unsupported("the folded bias leaves the int32 range")
+    folded = np.asarray(kernel.bias, dtype=np.int64)
+    # int32 accumulators wrap modulo 2^32 (TFLite's, the interpreter's, the kernels'): so may the folded bias
+    total_bias = e.constant("bias", wrap32(folded) if bias_type == DatumType.I32 else folded, bias_type)
     if flavour == "reference":
         scale, per_channel = per_channel_values(e, "scale", kernel.rescale.scale, DatumType.F64)
         e.call(name + suffix, x, weights_name, total_bias, y, batches, depth, units, scale, per_channel,

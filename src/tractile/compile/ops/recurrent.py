@@ -10,6 +10,7 @@ import numpy as np
 from ...datum import DatumType
 from ...ops.lstm_projected import SLOTS, ProjectedLstm
 from ...ops.quantized.common import integer_limits, recipe_of, zero_of
+from ...ops.quantized.fixedpoint import wrap32
 from ...ops.quantized.functions import int16_table
 from ...ops.quantized.lstm import prepare_integer
 from ...ops.svdf import Svdf
@@ -68,18 +69,20 @@ def svdf(e: Emit) -> None:
     x_zero, m_zero = recipe.x_zero, recipe.state_zero
     features = features.astype(np.int64)
     times = times.astype(np.int64)
-    m_low, m_high = integer_limits(memory_dtype)
-    fbias = -x_zero * features.sum(axis=1)
-    ubias = (bias.astype(np.int64) if bias is not None else np.zeros(units, np.int64)) \
-        - m_zero * times.sum(axis=1).reshape(units, op.rank).sum(axis=1)
-    fits_int32(int(np.abs(fbias).max()) + depth * 128 * 128, "the feature projection")
-    fits_int32(int(np.abs(ubias).max()) + op.rank * frames * 128 * max(-m_low, m_high), "the time reduction")
+    times_dtype = DatumType.I8 if memory_dtype == DatumType.I8 else DatumType.I16
+    t_low, t_high = integer_limits(times_dtype)
+    if times.min(initial=0) < t_low or times.max(initial=0) > t_high:
+        raise Unsupported(f"time weights beyond {times_dtype} with an {memory_dtype} memory")
+    # TFLite's int32 sums wrap: the folded constants are taken modulo 2^32, as the C sums are
+    fbias = wrap32(-x_zero * features.sum(axis=1))
+    ubias = wrap32((bias.astype(np.int64) if bias is not None else np.zeros(units, np.int64))
+                   - m_zero * times.sum(axis=1).reshape(units, op.rank).sum(axis=1))
     first, second = requant_pair(recipe.first), requant_pair(recipe.second)
     low, high = integer_limits(y.dtype)
     memory = e.state("memory", memory_dtype, initial.size, initial)
     kernel = "tl_svdf_s8" if memory_dtype == DatumType.I8 else "tl_svdf_s8_s16"
     e.call(kernel, x, e.constant("features", features, DatumType.I8), e.constant("fbias", fbias, DatumType.I32),
-           e.constant("times", times, DatumType.I8), e.constant("ubias", ubias, DatumType.I32), memory, y,
+           e.constant("times", times, times_dtype), e.constant("ubias", ubias, DatumType.I32), memory, y,
            batches, depth, filters, frames, op.rank, *first, m_zero, *second, recipe.output_zero, low, high)
 
 

@@ -20,7 +20,13 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ...fact import QParams, TypedFact
 from .common import integer_limits, is_quantized, scale_of, scales_of, zero_of
-from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64, quantize_multiplier, round_half_away
+from .fixedpoint import (
+    Requantizer,
+    multiply_by_quantized_multiplier_64,
+    quantize_multiplier,
+    round_half_away,
+    wrap32,
+)
 from .output import OutputStage
 
 FLAVOURS = ("reference", "micro")
@@ -101,11 +107,17 @@ class IntegerDense:
                                       flavour, dtype == DatumType.I16)
         self.bias = total_bias
         self.bias_f = total_bias.astype(np.float64)
+        # TFLite accumulates 8-bit products in int32, which wraps modulo 2^32: when the bound of
+        # the sum (products and bias) leaves int32, the exact sum is wrapped the same way first
+        self.wraps = dtype != DatumType.I16 and bound + float(np.abs(total_bias).max(initial=0)) >= (1 << 31)
         if flavour != "reference" and dtype != DatumType.I16:
             self.output = OutputStage(self.rescale.requant, total_bias, self.zero, self.low, self.high, self.dtype,
                                       units, acc_bound=bound)
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
+        if self.wraps:
+            total = wrap32(np.rint(rows.astype(self.work) @ self.weights_t).astype(np.int64) + self.bias)
+            return np.clip(self.rescale(total) + self.zero, self.low, self.high).astype(self.dtype)
         if self.flavour == "reference":
             scaled = np.matmul(rows, self.weights_t)
             scaled += self.bias_f

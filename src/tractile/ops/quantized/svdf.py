@@ -11,7 +11,7 @@ from ...datum import DatumType
 from ...errors import AnalysisError
 from ...fact import QParams, TypedFact
 from .common import integer_limits, scale_of, zero_of
-from .fixedpoint import Requantizer, wrap_bits
+from .fixedpoint import Requantizer, wrap32, wrap_bits
 
 
 @dataclass
@@ -44,7 +44,7 @@ def run_integer_svdf(recipe: SvdfQuantization, memory: np.ndarray, x: np.ndarray
     units = filters // rank
     state_dtype = DatumType.from_numpy(memory.dtype)
     offset = x.astype(np.float64) - recipe.x_zero
-    dots = np.rint(offset @ features.T.astype(np.float64)).astype(np.int64)
+    dots = wrap32(np.rint(offset @ features.T.astype(np.float64)).astype(np.int64))  # int32 sums wrap, as TFLite's
     low, high = integer_limits(state_dtype)
     projected = np.clip(recipe.first(dots), low, high) + recipe.state_zero
     memory[:, :, -1] = wrap_bits(projected, 8 * memory.dtype.itemsize).astype(memory.dtype)
@@ -53,5 +53,6 @@ def run_integer_svdf(recipe: SvdfQuantization, memory: np.ndarray, x: np.ndarray
     acc = scratch.reshape(batch, units, rank).sum(axis=2)
     if bias is not None:
         acc = acc + bias.astype(np.int64)
+    acc = wrap32(acc)
     lo, hi = integer_limits(out_dtype)
     return np.clip(recipe.second(acc) + recipe.output_zero, lo, hi).astype(out_dtype.np)
