@@ -31,7 +31,8 @@ from tractile.compile import generate  # noqa: E402
 from tractile.compile.ctext import array_initializer  # noqa: E402
 from tractile.compile.targets.boards import board_for  # noqa: E402
 from tractile.compile.targets.firmware import require_tool  # noqa: E402
-from tractile.compile.targets.harness import CALIBRATION, CORTEX_M_STARTUP, linker_script, platform_header  # noqa: E402
+from tractile.compile.targets.harness import CALIBRATION, platform_header  # noqa: E402
+from tractile.compile.targets.startup import CORTEX_M_STARTUP, linker_script  # noqa: E402
 from tractile.datum import DatumType  # noqa: E402
 from tractile.errors import TractileError  # noqa: E402
 from tractile.formats.tflite import load_tflite  # noqa: E402
@@ -43,6 +44,8 @@ LABELS = ("silence", "unknown", "yes", "no")
 HOP, WINDOW, FRAMES = 320, 480, 49
 #: a 20 ms hop at 64 MHz
 BUDGET_CYCLES = 64_000_000 // 50
+#: the stack the firmware links: its measured peak (332 B on the Cortex-M4) with room to spare
+STACK_BYTES = 2048
 
 
 @dataclass
@@ -103,9 +106,9 @@ def build(folder: Path, board_name: str, front, speech, recordings: list[np.ndar
     speech.write(folder)
     (folder / "main.c").write_text((HERE / "main.c").read_text())
     (folder / "audio.h").write_text(audio_header(recordings))
-    (folder / "tl_platform.h").write_text(platform_header(board))
+    (folder / "tl_platform.h").write_text(platform_header(board, STACK_BYTES))
     (folder / "startup.c").write_text(CORTEX_M_STARTUP)
-    (folder / "link.ld").write_text(linker_script(board))
+    (folder / "link.ld").write_text(linker_script(board, STACK_BYTES, "the example's measured peak and a margin"))
     flags = [*board.flags, "-std=c99", "-O2" if opt == "speed" else "-Os", "-ffunction-sections", "-fdata-sections",
              "-Wall", "-Wextra", "-Werror", "-Wno-unused-function"]
     command = [compiler, *flags, "--specs=nano.specs", "-nostartfiles", "-T", "link.ld", "startup.c", "main.c",

@@ -211,7 +211,7 @@ def test_supported_ops_lists_every_lowered_op_class_by_name():
     names = supported_ops()
     assert all(isinstance(name, str) and name.isidentifier() for name in names), names
     assert names == sorted(set(names))
-    for expected in ("Conv", "MatMul", "LSTM", "TflFullyConnected", "TflSvdf", "TflBinary", "TflActivation",
-                     "TflPool2D", "Reduce"):
+    for expected in ("Conv", "MatMul", "LSTM", "ProjectedLstm", "Svdf", "Arithmetic", "UnaryOp", "AveragePool",
+                     "Reduce"):
         assert expected in names, names
     assert not any("property" in name for name in names)

@@ -9,10 +9,9 @@ import pytest
 from tractile.datum import DatumType
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.writer import write_model
-from tractile.ops.tfl import dense as dense_module
-from tractile.ops.tfl import svdf as svdf_module
-from tractile.ops.tfl.dense import FullyConnected
-from tractile.ops.tfl.svdf import Svdf
+from tractile.ops.quantized import dense as dense_module
+from tractile.ops.quantized import svdf as svdf_module
+from tractile.ops.svdf import Svdf
 
 from ..tflite.builder import GraphBuilder, q
 from ..tflite.oracle import micro_interpreter, reference_interpreter, run_micro, run_reference
@@ -38,10 +37,11 @@ def svdf_bytes(memory: str) -> bytes:
         bias = np.array([2 ** 31 - 1500, -(2 ** 31) + 1500, 2 ** 31 - 4000, -(2 ** 31) + 800])
     bias_wire = g.const("bias", bias, "i32", q(float(state_q.scale[0]) * time_scale))
     initial = np.full((batch, frames * filters), state_q.zero_point[0], DatumType(memory).np)
-    op = Svdf(rank=rank, activation="RELU", initial_state=initial, state_q=state_q)  # TFLite: int8 needs RELU
     # the output step: an accumulator of about 2^31 lands near the int8 limits
     out_scale = float(state_q.scale[0]) * time_scale / (100 / 2 ** 31)
-    y = g.op("svdf", op, [x, features, times, bias_wire], out_q=q(out_scale), out_dtype="i8")
+    op = Svdf(rank=rank, activation="RELU", initial_state=initial, state_q=state_q,  # TFLite: int8 needs RELU
+              quant=q(out_scale))
+    y = g.op("svdf", op, [x, features, times, bias_wire])
     return write_model(g.outputs(y))
 
 
@@ -54,7 +54,7 @@ def fc_bytes() -> bytes:
     w = g.const("w", rng.integers(-127, 128, (units, depth)), "i8", q(0.01))
     bias = np.array([2 ** 31 - 20_000, -(2 ** 31) + 20_000] * 3)
     b = g.const("b", bias, "i32", q(0.005))
-    y = g.op("fc", FullyConnected(), [x, w, b], out_q=q(0.5 * 0.01 * 2 ** 31 / 100), out_dtype="i8")
+    y = g.dense("fc", x, w, b, q(0.5 * 0.01 * 2 ** 31 / 100))
     return write_model(g.outputs(y))
 
 

@@ -135,7 +135,7 @@ def test_tflite_model_page(tmp_path):
     target = tmp_path / "person.html"
     assert main(["dump", str(path), "--html", str(target)]) == 0
     data = _page_data(target.read_text())
-    assert any(n["op"].startswith("TflConv") for n in data["nodes"])
+    assert any(n["op"] == "Conv" for n in data["nodes"])  # TFLite's CONV_2D is the core Conv
     assert any(g["path"] == "MobilenetV1" for g in data["groups"])
     assert any("q(s=" in e[2] for e in data["edges"])  # quantized facts on the edges
 

@@ -177,6 +177,8 @@ class Arithmetic(BinaryOp):
     """
 
     kind: ClassVar[str] = ""
+    #: the plain form is BinaryOp's; the quantized one only adds the recipe's checks
+    rules_in_output_facts: ClassVar[bool] = True
 
     quant: QParams | None = None
     activation: Activation | None = None
