@@ -12,6 +12,8 @@ import sys
 
 import numpy as np
 
+from tests.tflite.keras_int8 import convert_keras
+
 FRAMES = 16
 
 
@@ -42,26 +44,13 @@ MODELS = {"frames": frames_model, "separable": separable_model}
 
 
 def convert(build, seed: int) -> bytes:
-    import tensorflow as tf
     import tf_keras as keras
 
     model = build(keras)
     rng = np.random.default_rng(seed)
     for weight in model.weights:  # weights of a trained model: larger than Keras' initial ones
         weight.assign(rng.standard_normal(weight.shape).astype(np.float32) * 0.5)
-    shape = tuple(model.inputs[0].shape)
-
-    def samples():
-        for _ in range(8):
-            yield [rng.standard_normal(shape).astype(np.float32)]
-
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = samples
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    converter.inference_input_type = tf.int8
-    converter.inference_output_type = tf.int8
-    return converter.convert()
+    return convert_keras(model, True, seed=int(rng.integers(1 << 30)), samples=8)
 
 
 if __name__ == "__main__":

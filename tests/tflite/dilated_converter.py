@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from tests.tflite.keras_int8 import convert_keras
+
 STEPS, FEATURES = 20, 4
 
 
@@ -28,21 +30,7 @@ def build():
 
 
 def convert(int8: bool) -> bytes:
-    import tensorflow as tf
-
-    converter = tf.lite.TFLiteConverter.from_keras_model(build())
-    if int8:
-        def samples():
-            rng = np.random.default_rng(32)
-            for _ in range(16):
-                yield [rng.standard_normal((1, STEPS, FEATURES)).astype(np.float32)]
-
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = samples
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
-    return converter.convert()
+    return convert_keras(build(), int8, seed=32)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from tests.tflite.keras_int8 import convert_keras
+
 SHAPE = (1, 9, 7, 3)
 
 
@@ -29,21 +31,7 @@ def build_keras():
 
 
 def convert(int8: bool) -> bytes:
-    import tensorflow as tf
-
-    converter = tf.lite.TFLiteConverter.from_keras_model(build_keras())
-    if int8:
-        def samples():
-            rng = np.random.default_rng(4)
-            for _ in range(16):
-                yield [rng.standard_normal(SHAPE).astype(np.float32)]
-
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = samples
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
-    return converter.convert()
+    return convert_keras(build_keras(), int8, seed=4)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fixedpoint import INT32_MAX, Requantizer, rounding_divide_by_pot, saturating_left_shift, srdhm, wrap32
-from .functions import count_leading_zeros32
+from .fixedpoint import Requantizer, rounding_divide_by_pot, srdhm, wrap32
+from .functions import inverse_sqrt_multipliers
 from .output import clip_inplace
 
 #: sqrt(2) / 2 in Q0.31
@@ -33,36 +33,6 @@ def _truncating_divide(numerator: np.ndarray, denominator: int) -> np.ndarray:
     """C integer division (toward zero) by a positive integer."""
     quotient = np.abs(numerator) // denominator
     return np.where(numerator < 0, -quotient, quotient)
-
-
-def inverse_sqrt_multipliers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """TFLite's GetInvSqrtQuantizedMultiplierExp(v, reverse_shift=-1) for each (non-negative) v:
-    ``(multiplier, shift)`` with 1 / sqrt(v) ~ multiplier * 2^(shift - 31); shift is never positive."""
-    v = np.asarray(values, dtype=np.int64)
-    small = v <= 1
-    v = np.where(small, 2, v)
-    shift = np.full(v.shape, 11, dtype=np.int64)
-    while True:
-        large = v >= (1 << 29)
-        if not large.any():
-            break
-        v = np.where(large, v // 4, v)
-        shift += large
-    pairs = (count_leading_zeros32(v) - 1) // 2 - 1
-    shift -= pairs
-    v = v << (2 * pairs)
-    # Newton-Raphson on x = 1 / sqrt(v), in Q3.28, from x = 1
-    half_input = rounding_divide_by_pot(v >> 1, 1)
-    half_three = (1 << 28) + (1 << 27)
-    x = np.full(v.shape, 1 << 28, dtype=np.int64)
-    for _ in range(5):
-        cube = saturating_left_shift(srdhm(srdhm(x, x), x), 6)
-        x = saturating_left_shift(wrap32(srdhm(half_three, x) - srdhm(half_input, cube)), 3)
-    x = srdhm(x, HALF_SQRT_2)
-    negative = shift < 0
-    x = np.where(negative, wrap32(x << np.maximum(-shift, 0)), x)
-    shift = np.where(negative, 0, shift)
-    return np.where(small, INT32_MAX, x), np.where(small, 0, -shift)
 
 
 def layer_norm_integer(values: np.ndarray, coefficients: np.ndarray, bias: np.ndarray, requant: Requantizer,
