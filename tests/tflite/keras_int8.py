@@ -11,7 +11,7 @@ def convert_keras(model, int8: bool, seed: int, samples: int = 16) -> bytes:
 
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     if int8:
-        shape = tuple(model.inputs[0].shape)
+        shape = tuple(1 if d is None else int(d) for d in model.inputs[0].shape)  # an unknown batch: 1
         rng = np.random.default_rng(seed)
 
         def calibration():
