@@ -55,6 +55,7 @@ def nhwc_pool(e: Emit) -> None:
     else:
         raise Unsupported(f"pooling on {x.dtype} (float32, int8 and int16 are compiled)")
     e.use(HEADER)
+    e.uses_math()  # the header's L2 pool calls sqrtf
     kind = "avg" if isinstance(op, AveragePool) else "max"
     e.call(f"tl_{kind}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
            *op.window.strides, begins[0], begins[1], low, high)
