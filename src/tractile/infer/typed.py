@@ -76,7 +76,7 @@ def into_typed(model, input_facts=None) -> TypedModel:
 
 
 def _all_constant(op, facts: list[InferenceFact]) -> bool:
-    if not op.is_stateless or op.is_random or not facts:
+    if not op.is_stateless or op.is_random or not op.folds_when_typing or not facts:
         return False
     for fact in facts:
         if fact.value is None or not fact.is_complete():

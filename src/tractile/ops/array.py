@@ -73,17 +73,20 @@ class Concat(Op):
     """Concatenate along ``axis``.
 
     ``quant``: the output's quantization when the inputs are quantized tensors rescaled to it
-    (``ops.quantized.concat``); None concatenates values as they are (the output keeps the
-    inputs' quantization when they share one).
+    (``ops.quantized.concat``; with ``flavour="onnxruntime"``, QLinearConcat's tables); None
+    concatenates values as they are (the output keeps the inputs' quantization when they share one).
     """
 
     axis: int = 0
     quant: QParams | None = None
+    flavour: str = "reference"
 
     def _recipe(self, inputs):
+        from .quantized import onnxruntime
         from .quantized.concat import ConcatRecipe
 
-        return cached_recipe(self, inputs, lambda: ConcatRecipe(list(inputs), self.quant))
+        recipe = onnxruntime.ConcatRecipe if self.flavour == "onnxruntime" else ConcatRecipe
+        return cached_recipe(self, inputs, lambda: recipe(list(inputs), self.quant))
 
     def prepared(self, inputs):
         return self if self.quant is None else with_recipe(self, self._recipe(inputs))

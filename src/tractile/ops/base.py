@@ -43,6 +43,10 @@ class Op:
     #: runs the rules only when it raises (for their message). A subclass that overrides
     #: ``rules`` or ``output_facts`` does not inherit it.
     rules_in_output_facts: ClassVar[bool] = False
+    #: typing replaces an op whose outputs analysis computed by constants, unless this is False:
+    #: DequantizeLinear stays, so that the declutter passes see quantized weights (``passes.qdq``)
+    #: and fold it themselves when nothing fuses it
+    folds_when_typing: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -19,8 +19,10 @@ from ..graph import OutletId
 from ..patch import ModelPatch
 from .base import Op, expect_inputs
 from .expansion import Expansion, VariadicChain
+from .quantized import onnxruntime
 from .quantized.binary import binary_recipe
 from .quantized.common import cached_recipe, recipe_of, with_recipe
+from .quantized.conv import clamp_of
 from .symbolic_values import dim_signs, is_symbolic_array, symbolic_apply, symbolic_result, undecided, value_fact
 from .unary import check_accepts, needs_f32
 
@@ -173,7 +175,8 @@ class Arithmetic(BinaryOp):
     once per plan. ``activation``: an activation fused by the optimizer, applied to the result
     (on quantized ops a Clip whose bounds are integers of the output type).
     ``pot_scale_int16``: TFLite's choice of the shift-and-saturate path for int16 ADD/SUB
-    with power-of-two scales.
+    with power-of-two scales. ``flavour="onnxruntime"``: onnxruntime's QLinearAdd / QLinearMul
+    float32 arithmetic instead (``ops.quantized.onnxruntime``).
     """
 
     kind: ClassVar[str] = ""
@@ -183,6 +186,7 @@ class Arithmetic(BinaryOp):
     quant: QParams | None = None
     activation: Activation | None = None
     pot_scale_int16: bool = True
+    flavour: str = "reference"
 
     def _clamp(self) -> tuple[float, float] | None:
         activation = self.activation
@@ -195,6 +199,9 @@ class Arithmetic(BinaryOp):
 
     def _recipe(self, inputs: list[TypedFact]):
         assert self.quant is not None
+        if self.flavour == "onnxruntime":
+            return cached_recipe(self, inputs, lambda: onnxruntime.binary_recipe(
+                self.kind, inputs[0], inputs[1], self.quant, clamp_of(self.activation, inputs[0].dtype)))
         return cached_recipe(self, inputs, lambda: binary_recipe(self.kind, inputs[0], inputs[1], self.quant,
                                                                  self._clamp(), self.pot_scale_int16))
 

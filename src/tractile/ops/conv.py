@@ -30,7 +30,8 @@ class Conv(Op):
     [KH,KW,1,C*M] with ``group`` C) or "OIHW". ``quant``: the output's quantization; set, X
     and W are quantized tensors (their facts' qparams), the bias int32 or int64, and the
     convolution follows TFLite's integer recipe (``ops.quantized.conv``), a fused activation
-    being a Clip in the output's integers (NHWC only).
+    being a Clip in the output's integers (NHWC only); ``flavour="onnxruntime"``: onnxruntime's
+    (int8 or uint8, float32 requantization, ``ops.quantized.onnxruntime``).
     """
 
     weight_inputs = (1, 2)
@@ -41,6 +42,7 @@ class Conv(Op):
     data_format: str = "NCHW"
     kernel_format: str = "OIHW"
     quant: QParams | None = None
+    flavour: str = "reference"
 
     def _window(self, kernel_shape) -> Window:
         return self.window.for_kernel(kernel_shape)
@@ -65,7 +67,8 @@ class Conv(Op):
 
     def _recipe(self, inputs: list[TypedFact]):
         return cached_recipe(self, inputs, lambda: conv_quant(
-            "Conv", inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None, self.quant, self.activation))
+            "Conv", inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None, self.quant, self.activation,
+            flavour=self.flavour))
 
     def prepared(self, inputs):
         return self if self.quant is None else with_recipe(self, self._recipe(inputs))

@@ -17,6 +17,8 @@ from .activations import Activation
 from .base import Op, check_alloc, expect_inputs
 from .conv_nhwc import DATA_FORMATS
 from .quantized.common import cached_recipe, recipe_of, with_recipe
+from .quantized.conv import clamp_of
+from .quantized.onnxruntime import average_pool_recipe
 from .quantized.pool import pool_recipe
 from .window import Window, pad_spatial, taps
 
@@ -124,7 +126,9 @@ class AveragePool(Op):
 
     ``data_format`` "NHWC": (N,H,W,C) tensors. ``quant``: the output's quantization; set, the
     input is a quantized tensor whose raw values are averaged with TFLite's integer rounding
-    (``ops.quantized.pool``). ``activation``: one fused by the optimizer (a Clip when quantized).
+    (``ops.quantized.pool``); with ``flavour="onnxruntime"``, onnxruntime's QLinearAveragePool
+    (float32 averages requantized to ``quant``). ``activation``: one fused by the optimizer (a
+    Clip when quantized).
     """
 
     window: Window
@@ -132,8 +136,13 @@ class AveragePool(Op):
     data_format: str = "NCHW"
     activation: Activation | None = None
     quant: QParams | None = None
+    flavour: str = "reference"
 
     def _recipe(self, inputs):
+        if self.flavour == "onnxruntime":
+            assert self.quant is not None
+            return cached_recipe(self, inputs, lambda: average_pool_recipe(
+                inputs[0], self.quant, clamp_of(self.activation, inputs[0].dtype)))
         return cached_recipe(self, inputs, lambda: pool_recipe(inputs[0], self.activation))
 
     def prepared(self, inputs):

@@ -8,6 +8,7 @@ import numpy as np
 from ..datum import DatumType
 from .conv_nhwc import pad_hw, taps
 from .quantized.conv import clamp_of
+from .quantized.onnxruntime import AveragePoolRecipe, dequantized_values
 from .window import Window
 
 
@@ -66,10 +67,21 @@ def tap_counts(op, spatial: tuple) -> np.ndarray:
 
 def average_pool(op, x: np.ndarray, recipe) -> np.ndarray:
     counts = tap_counts(op, tuple(x.shape[1:3]))
+    if isinstance(recipe, AveragePoolRecipe):
+        if covers_input(op.window, tuple(x.shape[1:3])):
+            return recipe.whole(x)
+        values = dequantized_values(recipe.x_q, recipe.dtype)[x.astype(np.int64) - lowest(x.dtype)]
+        return recipe.finish(window_sums(values, op.window, np.float32), counts.astype(np.float32))
     if recipe is not None:
         return recipe.average(window_sums(x, op.window, np.int64), counts.astype(np.int64))
     total = window_sums(x, op.window, x.dtype)
     return activate((total / counts.astype(x.dtype)).astype(x.dtype, copy=False), op.activation)
+
+
+def covers_input(window: Window, spatial: tuple) -> bool:
+    """The window is the whole (H, W) plane, without padding (onnxruntime then pools globally)."""
+    begins, ends, _ = window.concrete_pads(spatial)
+    return tuple(window.kernel) == tuple(spatial) and not any(begins) and not any(ends)
 
 
 def mean_lp_pool(op, x: np.ndarray) -> np.ndarray:

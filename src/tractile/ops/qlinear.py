@@ -19,7 +19,7 @@ from ..fact import TypedFact
 from .base import Op, expect_inputs
 from .conv import convolve
 from .matmul import matmul_shape
-from .quant import integer_range
+from .quant import constant_qparams, integer_range
 from .window import Window, pad_spatial
 
 EIGHT_BITS = (DatumType.I8, DatumType.U8)
@@ -69,6 +69,11 @@ def requantize(accumulator: np.ndarray, multiplier: np.ndarray, zero_point: np.n
     scaled = np.rint(accumulator * multiplier.astype(np.float64) + zero_point.astype(np.float64))
     low, high = integer_range(DatumType.from_numpy(to))
     return np.clip(scaled, low, high).astype(to)
+
+
+def output_qparams(scale: TypedFact, zero: TypedFact):
+    """The output's quantization when its scale and zero point are constant (per tensor)."""
+    return constant_qparams(scale, zero, 0, 0) if scale.volume == 1 and zero.volume == 1 else None
 
 
 def _matmul_cost(a: TypedFact, b: TypedFact) -> dict:
@@ -141,7 +146,7 @@ class QLinearMatMul(Op):
             if not scale.dtype.is_float:
                 raise AnalysisError(f"scales must be floats, got {scale}")
         shape = matmul_shape(a.shape, b.shape, "QLinearMatMul")
-        return [TypedFact(y_zero.dtype, shape)]
+        return [TypedFact(y_zero.dtype, shape, qparams=output_qparams(y_scale, y_zero))]
 
     def rules(self, s, inputs, outputs):
         s.equals(outputs[0].datum_type, inputs[7].datum_type)
@@ -241,7 +246,8 @@ class QLinearConv(Op):
             raise AnalysisError(f"w_scale {w_scale} should be a scalar or one value per output channel")
         if len(inputs) == 9 and (inputs[8].dtype != DatumType.I32 or inputs[8].shape != (w.shape[0],)):
             raise AnalysisError(f"bias should be an i32 vector of {w.shape[0]} values, got {inputs[8]}")
-        return [TypedFact(y_zero.dtype, _conv_facts(self, x, w, self.window, self.group))]
+        return [TypedFact(y_zero.dtype, _conv_facts(self, x, w, self.window, self.group),
+                          qparams=output_qparams(y_scale, y_zero))]
 
     def rules(self, s, inputs, outputs):
         s.equals(outputs[0].datum_type, inputs[7].datum_type)

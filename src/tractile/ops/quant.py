@@ -71,6 +71,21 @@ def same_granularity(zero_point: TypedFact, scale: TypedFact) -> bool:
     return zero_point.shape == scale.shape or per_tensor(zero_point) and per_tensor(scale)
 
 
+def constant_qparams(scale: TypedFact, zero_point: TypedFact | None, axis: int, rank: int) -> QParams | None:
+    """The quantization constant scale and zero point inputs describe (per tensor, or per axis
+    of a tensor of ``rank``); None unless both are known."""
+    if scale.konst is None or zero_point is not None and zero_point.konst is None:
+        return None
+    scales = tuple(float(np.float32(v)) for v in np.asarray(scale.konst, dtype=np.float32).reshape(-1))
+    zeros = tuple(int(v) for v in np.asarray(zero_point.konst).reshape(-1)) if zero_point is not None \
+        else (0,) * len(scales)
+    if len(scales) == 1 and len(zeros) == 1:
+        return QParams(scales, zeros)
+    if len(zeros) != len(scales) or rank == 0:
+        return None
+    return QParams(scales, zeros, normalize_axis(axis, rank))
+
+
 def broadcast_param(value: np.ndarray, x_shape: tuple, axis: int, block_size: int) -> np.ndarray:
     """A scale or zero point reshaped (or repeated, for blocks) to broadcast onto ``x_shape``."""
     if value.size == 1 and not block_size:
@@ -147,7 +162,10 @@ class QuantizeLinear(Op):
             zero_point = inputs[2]
             if zero_point.dtype != to or not same_granularity(zero_point, scale):
                 raise AnalysisError(f"zero point {zero_point} should be {to} and shaped as the scale {scale}")
-        return [TypedFact(to, x.shape)]
+        qparams = None
+        if to in INTEGER_TARGETS and not self.block_size:
+            qparams = constant_qparams(scale, inputs[2] if len(inputs) == 3 else None, self.axis, x.rank)
+        return [TypedFact(to, x.shape, qparams=qparams)]
 
     def _target(self, zero_point_type: DatumType | None) -> DatumType:
         return self.to or zero_point_type or DatumType.U8
@@ -181,6 +199,8 @@ class QuantizeLinear(Op):
 @dataclass(frozen=True)
 class DequantizeLinear(Op):
     """``(x - zero_point) * scale`` as ``to`` (the scale's type unless ONNX's output_dtype says)."""
+
+    folds_when_typing: ClassVar[bool] = False
 
     to: DatumType | None = None
     axis: int = 1

@@ -14,6 +14,7 @@ from ..errors import AnalysisError
 from ..fact import QParams, TypedFact
 from .base import Op, expect_inputs
 from .quantized import activation as quantized
+from .quantized import onnxruntime
 from .quantized.common import cached_recipe, quantized_fact, recipe_of, with_recipe
 
 #: input categories an element-wise op may require: name -> (test, words for errors)
@@ -46,7 +47,8 @@ class UnaryOp(Op):
 
     ``quant``: the output's quantization; set, the input is a quantized tensor (its fact's
     qparams) and the op follows its integer recipe (:meth:`quantized_recipe`, derived once per
-    plan by ``prepared``) on the raw values.
+    plan by ``prepared``) on the raw values; with ``flavour="onnxruntime"``, onnxruntime's
+    lookup table instead (8-bit: dequantize, :meth:`compute` in float32, quantize).
     """
 
     output_type: ClassVar[DatumType | None] = None
@@ -58,6 +60,7 @@ class UnaryOp(Op):
 
     _: KW_ONLY
     quant: QParams | None = None
+    flavour: str = "reference"
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -72,6 +75,9 @@ class UnaryOp(Op):
         return x.dtype
 
     def _recipe(self, inputs: list[TypedFact]):
+        if self.flavour == "onnxruntime":
+            return cached_recipe(self, inputs, lambda: onnxruntime.table_recipe(
+                inputs[0], self.quant, lambda v: self.compute(v.astype(np.float32))))
         return cached_recipe(self, inputs, lambda: self.quantized_recipe(inputs[0]))
 
     def output_facts(self, inputs):

@@ -6,15 +6,23 @@ from .driver import op_declutter, op_optimize, run_passes
 from .fold_affine import fold_affine_chain
 from .fold_batchnorm import fold_batchnorm, merge_constant_adds, push_mul_above_add
 from .fuse import fuse_activation, fuse_bias
+from .nhwc import compose_transposes, nhwc_max_pool, sink_transpose
+from .qdq import fuse_qdq
+from .qlinear import lower_qlinear
 
 #: normalising rewrites, in the order each round applies them
 DECLUTTER_PASSES = [
+    ("fuse-qdq", fuse_qdq),  # first: constant folding would dequantize the weights
+    ("lower-qlinear", lower_qlinear),
     ("declutter", op_declutter),
     ("fold-constants", fold_constants),
     ("fold-batchnorm", fold_batchnorm),
     ("fold-affine-chain", fold_affine_chain),
     ("push-mul-above-add", push_mul_above_add),
     ("merge-constant-adds", merge_constant_adds),
+    ("nhwc-max-pool", nhwc_max_pool),
+    ("compose-transposes", compose_transposes),
+    ("sink-transpose", sink_transpose),
 ]
 
 #: speed rewrites

@@ -133,6 +133,7 @@ static inline void tl_max_pool_nhwc_f32(const float *x, float *y, int32_t batche
 
 TL_MAX_POOL_NHWC_Q(tl_max_pool_nhwc_s8, int8_t, -128)
 TL_MAX_POOL_NHWC_Q(tl_max_pool_nhwc_s16, int16_t, -32768)
+TL_MAX_POOL_NHWC_Q(tl_max_pool_nhwc_u8, uint8_t, 0)
 
 /* ONNX MaxPool / AveragePool on NCHW planes (1-D as a height of 1), float: taps outside the
  * input are skipped; the average divides by `counts[position]` (made on the host: real taps,

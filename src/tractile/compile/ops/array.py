@@ -48,6 +48,11 @@ def data_movement(e: Emit) -> None:
     if isinstance(op, Resize) and op.mode != "nearest":
         raise Unsupported(f"{op.mode} resizing (only nearest-neighbour resizing moves values)")
     if isinstance(op, core.Concat) and op.quant is not None:
+        if op.flavour == "onnxruntime":
+            from . import onnxruntime
+
+            onnxruntime.concat(e)
+            return
         raise Unsupported("a concatenation that rescales its inputs")
     data_slots = list(range(len(e.inputs))) if isinstance(op, ALL_INPUTS_MOVE) else \
         list(range(FIRST_INPUTS_MOVE.get(type(op), 1)))

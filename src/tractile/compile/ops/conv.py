@@ -90,6 +90,11 @@ def conv(e: Emit) -> None:
     if op.data_format == "NCHW":
         onnx_conv(e)
         return
+    if op.quant is not None and op.flavour == "onnxruntime":
+        from . import onnxruntime
+
+        onnxruntime.conv(e)
+        return
     w_shape = e.input_fact(1).shape
     if op.kernel_format == "HWIO" and is_depthwise(op, int(e.input_fact(0).shape[3]), w_shape):
         depthwise_conv2d(e)

@@ -21,6 +21,8 @@ HEADER = "tl_fully_connected.h"
 
 def integer_flavour(e: Emit, flavour: str) -> str:
     """The flavour integer kernels follow: the target's when it imposes one, else the op's."""
+    if flavour == "onnxruntime":  # a model's own arithmetic, which no target changes
+        return flavour
     flavour = e.target.flavour or flavour
     if flavour == "reference" and e.target.double_bits < 64:
         raise Unsupported("TFLite's reference flavour rescales in double precision, which this target lacks; "
@@ -151,6 +153,11 @@ def quantized_dense(e: Emit) -> None:
     x_q, w_q = e.input_fact(0).qparams, e.input_fact(1).qparams
     assert x_q is not None and w_q is not None and op.quant is not None  # the recipe checked them
     kernel = IntegerDense(x_q, w_q, op.quant, x.dtype, w, bias, recipe.low, recipe.high, flavour)
+    if flavour == "onnxruntime":
+        from . import onnxruntime
+
+        onnxruntime.dense(e, kernel, units, depth, batches)
+        return
     weight_offset = np.rint(kernel.weights_t.T).astype(np.int64)
     suffix = "_ref" if flavour == "reference" else ""
     if x.dtype == DatumType.I8:

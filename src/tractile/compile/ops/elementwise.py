@@ -269,6 +269,11 @@ def binary_op(e: Emit) -> None:
     like NumPy's), and quantized 8/16-bit (TFLite's recipe, bit for bit)."""
     op = e.op
     if getattr(op, "quant", None) is not None:
+        if getattr(op, "flavour", None) == "onnxruntime":
+            from . import onnxruntime
+
+            onnxruntime.binary(e, recipe_of(op))
+            return
         quantized_binary(e, recipe_of(op))
         return
     a, b, y = e.input(0), e.input(1), e.output(0)

@@ -30,6 +30,11 @@ def nhwc_pool(e: Emit) -> None:
     """TFLite's AVERAGE_POOL_2D and MAX_POOL_2D (float32, int8, int16; padding taps skipped)."""
     op = e.op
     x, y = e.input(0), e.output(0)
+    if isinstance(op, AveragePool) and op.quant is not None and op.flavour == "onnxruntime":
+        from . import onnxruntime
+
+        onnxruntime.average_pool(e)
+        return
     if isinstance(op, AveragePool) and op.count_include_pad:
         raise Unsupported("an NHWC average pool counting its padding")
     batches, in_h, in_w, channels = x.shape
@@ -42,14 +47,15 @@ def nhwc_pool(e: Emit) -> None:
             raise Unsupported(f"the fused activation {op.activation.name} on a pooling")
         low, high = (np.float32(v) for v in bounds)
         suffix = "f32"
-    elif x.dtype in (DatumType.I8, DatumType.I16):
+    elif x.dtype in (DatumType.I8, DatumType.I16) or x.dtype == DatumType.U8 and isinstance(op, MaxPool):
         if isinstance(op, AveragePool) and op.quant is None:
             raise Unsupported(f"an average pool on {x.dtype} without quantization")
         low, high = clamp_of(op.activation, x.dtype)
-        suffix = "s8" if x.dtype == DatumType.I8 else "s16"
+        suffix = {DatumType.I8: "s8", DatumType.U8: "u8"}.get(x.dtype, "s16")
     else:
         raise Unsupported(f"pooling on {x.dtype} (float32, int8 and int16 are compiled)")
     e.use(HEADER)
+    e.uses_math()  # the header's L2 pool calls sqrtf
     kind = "avg" if isinstance(op, AveragePool) else "max"
     e.call(f"tl_{kind}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
            *op.window.strides, begins[0], begins[1], low, high)

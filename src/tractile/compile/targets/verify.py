@@ -21,7 +21,7 @@ from .startup import stack_with_margin
 
 
 def _follows_another(op, flavour: str) -> bool:
-    return isinstance(op, MatMul) and op.quant is not None and op.flavour != flavour
+    return isinstance(op, MatMul) and op.quant is not None and op.flavour not in (flavour, "onnxruntime")
 
 
 def with_flavour(model, flavour: str | None):

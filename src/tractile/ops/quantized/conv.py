@@ -22,6 +22,7 @@ from ...errors import AnalysisError
 from ...fact import QParams, TypedFact
 from .common import integer_limits, scale_of, scales_of, zero_of
 from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
+from .onnxruntime import FloatRequant, check_eight_bits, product_scales, weight_zero
 from .output import OutputStage
 
 
@@ -66,12 +67,17 @@ class ConvQuant:
     high: int
     requant: Requantizer
     wide: bool
+    #: onnxruntime's float32 multipliers (flavour "onnxruntime"), else None: TFLite's fixed point
+    scales: np.ndarray | None = None
 
 
 def conv_quant(what: str, x: TypedFact, w: TypedFact, bias: TypedFact | None, quant: QParams,
-               activation=None, transposed: bool = False) -> ConvQuant:
+               activation=None, transposed: bool = False, flavour: str = "reference") -> ConvQuant:
     """The recipe of a quantized convolution ``what`` (for messages) of these facts; checks the
-    types TFLite supports (TRANSPOSE_CONV: int8 and int16 inputs only)."""
+    types TFLite supports (TRANSPOSE_CONV: int8 and int16 inputs only), or onnxruntime's
+    (``flavour="onnxruntime"``: int8 or uint8 inputs and weights, float32 requantization)."""
+    if flavour == "onnxruntime" and not transposed:
+        return _onnxruntime_conv_quant(what, x, w, bias, quant, activation)
     allowed = (DatumType.I8, DatumType.I16) if transposed else (DatumType.I8, DatumType.U8, DatumType.I16)
     if x.dtype not in allowed:
         raise AnalysisError(f"quantized {what} supports {' and '.join(map(str, allowed))} inputs, got {x}")
@@ -93,6 +99,19 @@ def conv_quant(what: str, x: TypedFact, w: TypedFact, bias: TypedFact | None, qu
     wide = x.dtype == DatumType.I16 and (bias is None or bias.dtype == DatumType.I64)
     return ConvQuant(x.dtype, zero_of(x.qparams), 0 if per_channel else zero_of(w.qparams), zero_of(quant), low,
                      high, requant, wide)
+
+
+def _onnxruntime_conv_quant(what: str, x: TypedFact, w: TypedFact, bias: TypedFact | None, quant: QParams,
+                           activation) -> ConvQuant:
+    check_eight_bits(what, x, w)
+    if bias is not None and bias.dtype != DatumType.I32:
+        raise AnalysisError(f"onnxruntime's quantized {what} needs an int32 bias, got {bias}")
+    if len(x.qparams.scale) != 1:
+        raise AnalysisError(f"onnxruntime's quantized {what} takes a per-tensor input, got {x}")
+    scales = product_scales(x.qparams, w.qparams, quant)
+    low, high = clamp_of(activation, x.dtype)
+    return ConvQuant(x.dtype, zero_of(x.qparams), weight_zero(w.qparams, what), zero_of(quant), low, high,
+                     Requantizer(scales.astype(np.float64)), False, scales)
 
 
 class QuantizedStage:
@@ -120,6 +139,10 @@ class QuantizedStage:
 
     def finish(self, acc: np.ndarray) -> np.ndarray:
         """Float-held exact sums (N, H, W, filters) to the output integers."""
+        if self.quant.scales is not None:
+            total = acc.astype(np.int64) + self.bias
+            cq = self.quant
+            return FloatRequant(cq.scales, cq.zero, cq.low, cq.high, cq.dtype)(total)
         if not self.wide:
             n, height, width, filters = acc.shape
             return self.output(acc.reshape(n * height, width * filters), width).reshape(acc.shape)

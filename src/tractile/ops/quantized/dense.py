@@ -27,9 +27,10 @@ from .fixedpoint import (
     round_half_away,
     wrap32,
 )
+from .onnxruntime import check_eight_bits, weight_zero
 from .output import OutputStage
 
-FLAVOURS = ("reference", "micro")
+FLAVOURS = ("reference", "micro", "onnxruntime")
 
 #: the largest double below 0.5: adding it (signed) then truncating rounds halves away from
 #: zero exactly, as C's ``round`` does (adding 0.5 would round 0.49999999999999994 up)
@@ -54,6 +55,9 @@ class IntegerRescale:
         self.flavour = flavour
         self.wide = wide
         si, so = np.float64(input_scale), np.float64(output_scale)
+        if flavour == "onnxruntime":  # float32 (s_in * s_w) / s_out, applied in float32
+            self.scale = (np.float32(input_scale) * weight_scales.astype(np.float32)) / np.float32(output_scale)
+            return
         if flavour == "reference":
             scale = (si * weight_scales.astype(np.float64)) / so
             self.scale = float(scale[0]) if scale.size == 1 else scale
@@ -70,6 +74,9 @@ class IntegerRescale:
         self.requant = Requantizer.from_pairs(self.multiplier, self.shift)
 
     def __call__(self, acc: np.ndarray) -> np.ndarray:
+        if self.flavour == "onnxruntime":  # the caller clamps to the type's range first: no overflow
+            scaled = np.clip(acc.astype(np.float32) * self.scale, -2.0 ** 30, 2.0 ** 30)
+            return np.rint(scaled).astype(np.int64)
         if self.flavour == "reference":
             return round_half_away(acc.astype(np.float64) * self.scale).astype(np.int64)
         if self.wide:
@@ -90,7 +97,7 @@ class IntegerDense:
     def __init__(self, x_q: QParams, w_q: QParams, y_q: QParams, dtype: DatumType, w: np.ndarray, bias,
                  low: int, high: int, flavour: str):
         weight_scales = scales_of(w_q)
-        w_zero = zero_of(w_q) if weight_scales.size == 1 else 0
+        w_zero = zero_of(w_q) if weight_scales.size == 1 or flavour == "onnxruntime" else 0
         offset = w.astype(np.int64) - w_zero
         in_bound = {DatumType.I16: 32768, DatumType.U8: 255}.get(dtype, 128)
         bound = float(in_bound) * float(np.abs(offset).max(initial=0)) * w.shape[1]
@@ -109,8 +116,9 @@ class IntegerDense:
         self.bias_f = total_bias.astype(np.float64)
         # TFLite accumulates 8-bit products in int32, which wraps modulo 2^32: when the bound of
         # the sum (products and bias) leaves int32, the exact sum is wrapped the same way first
-        self.wraps = dtype != DatumType.I16 and bound + float(np.abs(total_bias).max(initial=0)) >= (1 << 31)
-        if flavour != "reference" and dtype != DatumType.I16:
+        self.wraps = dtype != DatumType.I16 and bound + float(np.abs(total_bias).max(initial=0)) >= (1 << 31) \
+            or flavour == "onnxruntime"  # the general path: exact sums, float32 requantization
+        if flavour == "micro" and dtype != DatumType.I16:
             self.output = OutputStage(self.rescale.requant, total_bias, self.zero, self.low, self.high, self.dtype,
                                       units, acc_bound=bound)
 
@@ -142,6 +150,16 @@ def check_product_quantization(a: TypedFact, b: TypedFact, bias: TypedFact | Non
     """AnalysisError unless ``a @ b (+ bias)`` can follow TFLite's integer recipe."""
     if flavour not in FLAVOURS:
         raise AnalysisError(f"flavour must be one of {FLAVOURS}, got {flavour!r}")
+    if flavour == "onnxruntime":
+        check_eight_bits("product", a, b)
+        if bias is not None and bias.dtype != DatumType.I32:
+            raise AnalysisError(f"onnxruntime's quantized product needs an int32 bias, got {bias}")
+        weight_zero(b.qparams, "product")
+        if len(a.qparams.scale) != 1 or len(b.qparams.scale) > 1 and (
+                b.qparams.axis is None or b.qparams.axis % max(b.rank, 1) != b_units_axis % max(b.rank, 1)):
+            raise AnalysisError(f"onnxruntime's quantized product takes a per-tensor input and weights per tensor "
+                                f"or per output column, got {a} and {b}")
+        return
     if not is_quantized(a.dtype) or a.qparams is None:
         raise AnalysisError(f"a quantized product needs a quantized first operand, got {a}")
     if b.dtype not in (DatumType.I8, DatumType.U8, DatumType.I16) or b.qparams is None:
