@@ -2,7 +2,7 @@
 
 A batch op runs each direction over the whole sequence, its states in the ``Y_h``
 (``Y_c``) outputs, which start from ``initial_h`` (``initial_c``) or zeros. A pulsed
-model's recurrent op (:class:`~tractile.pulse.recurrent.CarriedStateOp`, forward only)
+model's recurrent op (:class:`~tractile.ops.stream_carried.CarriedStateOp`, forward only)
 keeps its states in the context from one push to the next; ``NAME_reset`` restores the
 initial states (computed initial states are taken at the stream's first real frame). Frames
 that come before the stream's start (its delay) leave the state untouched and give zeros, as
@@ -16,7 +16,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ...ops.recurrent import GRU, LSTM, RNN, Recurrent
-from ...pulse.recurrent import CarriedStateOp
+from ...ops.stream_carried import CarriedStateOp
 from ..emit import Emit
 from ..program import CONST
 from ..registry import Unsupported, emitter
