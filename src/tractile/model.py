@@ -211,6 +211,7 @@ class TypedModel(_ModelBase):
                 raise with_node_context(error, node, facts) from None
             for outlet, fact in zip(node.outputs, outputs):
                 outlet.fact = fact
+        self.changes += 1
         self._plan_cache = None
 
     def declutter(self) -> TypedModel:
@@ -222,7 +223,18 @@ class TypedModel(_ModelBase):
         return provided("optimize")(self)
 
     def into_optimized(self) -> TypedModel:
-        return self.declutter().optimize()
+        """Decluttered then optimized; the model itself when it came out of this and has not
+        changed since (so a model is optimized once on its way to C)."""
+        if self.is_optimized:
+            return self
+        model = self.declutter().optimize()
+        model.optimized_at = model.changes
+        return model
+
+    @property
+    def is_optimized(self) -> bool:
+        """Whether the model is as :meth:`into_optimized` made it (no change since)."""
+        return getattr(self, "optimized_at", None) == self.changes
 
     def into_typed(self) -> TypedModel:
         return self
