@@ -27,6 +27,8 @@ class _ModelBase(Graph):
         self.symbols = SymbolFactory()
         self._typed_cache: TypedModel | None = None
         self._plan_cache: Any = None
+        #: the change count at which into_optimized made this model (None: it did not)
+        self.optimized_at: int | None = None
 
     def wire_node(self, name: str, op, inputs: Sequence[OutletId]) -> list[OutletId]:
         """Add a node computing ``op`` on ``inputs``; the facts of its outputs are the level's own."""
@@ -234,7 +236,7 @@ class TypedModel(_ModelBase):
     @property
     def is_optimized(self) -> bool:
         """Whether the model is as :meth:`into_optimized` made it (no change since)."""
-        return getattr(self, "optimized_at", None) == self.changes
+        return self.optimized_at == self.changes
 
     def into_typed(self) -> TypedModel:
         return self
