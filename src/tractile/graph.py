@@ -72,6 +72,8 @@ class Graph(Generic[F]):
         self.outlet_labels: dict[OutletId, str] = {}
         self.properties: dict[str, object] = {}
         self._names: set[str] = set()
+        #: counts the changes of nodes, wiring and facts (what a cached result of the graph keys on)
+        self.changes = 0
 
     # building ---------------------------------------------------------------------------
     def unique_name(self, name: str) -> str:
@@ -86,11 +88,13 @@ class Graph(Generic[F]):
     def add_node(self, name: str, op, output_facts: list[F]) -> int:
         name = self.unique_name(name)
         self._names.add(name)
+        self.changes += 1
         node = Node(len(self.nodes), name, op, [], [Outlet(f) for f in output_facts])
         self.nodes.append(node)
         return node.id
 
     def add_edge(self, outlet: OutletId, inlet: InletId) -> None:
+        self.changes += 1
         source = self._outlet(outlet)
         node = self.nodes[inlet.node]
         if inlet.slot < len(node.inputs):
@@ -120,6 +124,7 @@ class Graph(Generic[F]):
         return self._outlet(outlet).fact
 
     def set_outlet_fact(self, outlet: OutletId, fact: F) -> None:
+        self.changes += 1
         self._outlet(outlet).fact = fact
 
     def outlet_successors(self, outlet: OutletId) -> list[InletId]:

@@ -27,6 +27,8 @@ class _ModelBase(Graph):
         self.symbols = SymbolFactory()
         self._typed_cache: TypedModel | None = None
         self._plan_cache: Any = None
+        #: the change count at which into_optimized made this model (None: it did not)
+        self.optimized_at: int | None = None
 
     def wire_node(self, name: str, op, inputs: Sequence[OutletId]) -> list[OutletId]:
         """Add a node computing ``op`` on ``inputs``; the facts of its outputs are the level's own."""
@@ -211,6 +213,7 @@ class TypedModel(_ModelBase):
                 raise with_node_context(error, node, facts) from None
             for outlet, fact in zip(node.outputs, outputs):
                 outlet.fact = fact
+        self.changes += 1
         self._plan_cache = None
 
     def declutter(self) -> TypedModel:
@@ -222,7 +225,18 @@ class TypedModel(_ModelBase):
         return provided("optimize")(self)
 
     def into_optimized(self) -> TypedModel:
-        return self.declutter().optimize()
+        """Decluttered then optimized; the model itself when it came out of this and has not
+        changed since (so a model is optimized once on its way to C)."""
+        if self.is_optimized:
+            return self
+        model = self.declutter().optimize()
+        model.optimized_at = model.changes
+        return model
+
+    @property
+    def is_optimized(self) -> bool:
+        """Whether the model is as :meth:`into_optimized` made it (no change since)."""
+        return self.optimized_at == self.changes
 
     def into_typed(self) -> TypedModel:
         return self

@@ -149,6 +149,7 @@ class ModelPatch:
                     model.outlet_labels[new] = label
         if hasattr(model, "_plan_cache"):
             model._plan_cache = None
+        model.changes += 1
         return touched
 
 

@@ -26,7 +26,8 @@ def onnx_model(nodes, inputs: dict[str, list]):
 
 @pytest.mark.parametrize("op,attrs", [("Sigmoid", {}), ("Tanh", {}), ("Exp", {}), ("Abs", {}), ("Neg", {}),
                                       ("LeakyRelu", {"alpha": 0.2}), ("HardSigmoid", {}), ("HardSwish", {}),
-                                      ("Erf", {}), ("Floor", {})])
+                                      ("Erf", {}), ("Floor", {}), ("ThresholdedRelu", {"alpha": 0.5}), ("Softsign", {}),
+                                      ("Softplus", {})])
 def test_onnx_unary(op, attrs, compile_cache, tmp_path):
     model = onnx_model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": [2, 3, 5]})
     check_against_interpreter(model, compile_cache, runs=3, name="unary")

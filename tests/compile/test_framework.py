@@ -215,3 +215,27 @@ def test_supported_ops_lists_every_lowered_op_class_by_name():
                      "Reduce"):
         assert expected in names, names
     assert not any("property" in name for name in names)
+
+
+def test_a_model_is_optimized_once_on_its_way_to_c(monkeypatch, tmp_path, compile_cache):
+    """Loading optimizes; generating, compiling and the command line's compile then take the
+    optimized model as it is (a model changed since, by new input facts, is optimized again)."""
+    from tractile import hooks
+    from tractile.cli.main import main as cli_main
+
+    runs = []
+    optimize = hooks.provided("optimize")
+    monkeypatch.setitem(hooks._PROVIDED, "optimize", lambda model: runs.append(model) or optimize(model))
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(mlp_proto(batch=2).SerializeToString())
+    model = tractile.load(path)
+    assert len(runs) == 1 and model.is_optimized
+    generate(model)
+    model.compile(cache_dir=compile_cache)
+    assert len(runs) == 1
+    for extra in ([], ["--max-ram", "4096"]):
+        assert cli_main(["compile", str(path), "-o", str(tmp_path / "c"), *extra]) == 0
+        assert len(runs) == 2, extra
+        runs.pop()
+    generate(model, inputs=["3,1,f32"])  # new facts: the copy is optimized again
+    assert len(runs) == 2

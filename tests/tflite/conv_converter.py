@@ -40,7 +40,18 @@ def separable_model(keras):
     return keras.Model(inputs, layers.Conv2D(3, 1)(x))
 
 
-MODELS = {"frames": frames_model, "separable": separable_model}
+def conv1d_model(keras):
+    """Keras Conv1D over [1, T, 6] (the converter wraps each CONV_2D in reshapes of fixed
+    shapes): a valid conv with ReLU, max pooling by 2, a dilated conv, a same-padded one."""
+    layers = keras.layers
+    inputs = keras.Input(batch_shape=(1, FRAMES, 6))
+    x = layers.Conv1D(5, 3, activation="relu")(inputs)
+    x = layers.MaxPooling1D(2)(x)
+    x = layers.Conv1D(4, 2, dilation_rate=2)(x)
+    return keras.Model(inputs, layers.Conv1D(3, 3, padding="same", activation="relu")(x))
+
+
+MODELS = {"frames": frames_model, "separable": separable_model, "conv1d": conv1d_model}
 
 
 def convert(build, seed: int) -> bytes:

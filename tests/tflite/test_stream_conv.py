@@ -1,7 +1,8 @@
-"""int8 TFLite convolution models streamed along time: Keras Conv2D-over-frames and
-depthwise-separable models converted by TensorFlow's converter (``conv_converter.py``, one child
-process), loaded with a symbolic time axis (``-i 1,T,...``), equal to LiteRT's reference
-kernels at any length, then pulsed: each push's output frames equal the batch model re-run on
+"""int8 TFLite convolution models streamed along time: Keras Conv2D-over-frames, depthwise-separable
+and Conv1D models converted by TensorFlow's converter (``conv_converter.py``, one child process),
+loaded with a symbolic time axis (``-i 1,T,...``), equal to LiteRT's reference kernels at any
+length (the Conv1D model at its file's length: LiteRT's reshapes around each CONV_2D hold it),
+then pulsed: each push's output frames equal the batch model re-run on
 the frames pushed so far, bit for bit, interpreted, compiled for the host and verified on a
 Cortex-M4 (QEMU)."""
 from __future__ import annotations
@@ -29,7 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = {
     "frames": ("1,T,1,6,i8", (2, 4), {"CONV_2D", "AVERAGE_POOL_2D", "ADD"}),
     "separable": ("1,T,5,3,i8", (2, 6), {"DEPTHWISE_CONV_2D", "CONV_2D", "MAX_POOL_2D"}),
+    "conv1d": ("1,T,6,i8", (2, 4), {"RESHAPE", "CONV_2D", "MAX_POOL_2D"}),
 }
+#: models whose reshapes hold the file's length in LiteRT (only that length runs there)
+FIXED_LENGTH = {"conv1d": 16}
 LENGTH = 30
 
 
@@ -64,8 +68,10 @@ def test_a_symbolic_time_axis_equals_litert_at_any_length(exported, name):
     time = model.output_fact(0).shape[1]
     assert isinstance(time, TDim) and set(time.symbols()) == {"T"}
     assert model.output_fact(0).qparams is not None
+    if name in FIXED_LENGTH:
+        assert model.run([frames_input(spec, LENGTH, 1)])[0].shape[1] == time.eval({"T": LENGTH})
     interpreter = reference_interpreter(exported[name].read_bytes())
-    for length in (16, 23, LENGTH):
+    for length in (16,) if name in FIXED_LENGTH else (16, 23, LENGTH):
         x = frames_input(spec, length, length)
         np.testing.assert_array_equal(model.run([x])[0], run_reference(interpreter, [x])[0],
                                       err_msg=f"{name}, {length} frames")
@@ -112,11 +118,11 @@ def test_compiled_pushes_equal_the_interpreted_ones(exported, name, compile_cach
         np.testing.assert_array_equal(a, b, err_msg=f"{name}, push {index}")
 
 
-def test_a_stream_verified_on_the_cortex_m4(exported, tmp_path, capsys):
+@pytest.mark.parametrize("name", ["separable", "conv1d"])
+def test_a_stream_verified_on_the_cortex_m4(exported, tmp_path, capsys, name):
     from tests.compile.test_targets import needs_board
 
     needs_board("cortex-m4")
-    name = "separable"
     assert cli_main(["compile", str(exported[name]), "-i", MODELS[name][0], "--pulse", "2", "--target", "cortex-m4",
                      "--verify", "-o", str(tmp_path / "c")]) == 0
     assert "bit-exact against the interpreter" in capsys.readouterr().out

@@ -7,6 +7,7 @@ import re
 import numpy as np
 
 from ..datum import DatumType
+from ..ops.unary import c_float
 
 #: words a generated identifier must not be: C99/C11/C23 and C++ keywords (headers are included from
 #: C++); what the headers the generated code includes declare (string.h, math.h, time.h, stdint.h,
@@ -192,21 +193,12 @@ def int_literal(value: int, dtype: DatumType = DatumType.I32) -> str:
 def float_literal(value: float, dtype: DatumType = DatumType.F32) -> str:
     """An exact float literal (round-trip digits; ``INFINITY``/``NAN`` from math.h)."""
     value = float(value)
-    suffix = "f" if dtype == DatumType.F32 else ""
-    if math.isnan(value):
-        return "NAN"
-    if math.isinf(value):
-        return "INFINITY" if value > 0 else "(-INFINITY)"
-    if dtype == DatumType.F32:
-        text = np.format_float_positional(np.float32(value), unique=True, trim="0") \
-            if 1e-4 <= abs(value) < 1e7 or value == 0 else np.format_float_scientific(np.float32(value), unique=True)
-    else:
-        text = repr(value)
-    if text.endswith("."):
-        text += "0"
-    if "." not in text and "e" not in text and "inf" not in text:
+    if dtype == DatumType.F32 or math.isnan(value) or math.isinf(value):
+        return c_float(value) if dtype == DatumType.F32 else c_float(value).removesuffix("f")
+    text = repr(value)
+    if "." not in text and "e" not in text:
         text += ".0"
-    return text + suffix
+    return text
 
 
 def literal(value, dtype: DatumType) -> str:

@@ -7,7 +7,7 @@ the memory plan decides later where each one points.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -98,6 +98,13 @@ class Emit:
         self.code.constants_bytes += values.size * np.dtype(dtype.np).itemsize
         return self._lowering.add_constant(f"{identifier(self.node.name)}_{role}", values.astype(dtype.np, copy=False),
                                            dtype)
+
+    def definition(self, role: str, text: Callable[[str], str]) -> str:
+        """A file-scope definition of this node (a function, a table of functions), ``text``
+        given its unique C name; that name."""
+        name = self._lowering.node_var(self.node.name, role)
+        self._lowering.program.definitions.append(text(name))
+        return name
 
     def state(self, role: str, dtype: DatumType, count: int, initial: np.ndarray | None = None) -> str:
         """A context member kept across invocations (zeros, or ``initial``, after reset); its C expression."""

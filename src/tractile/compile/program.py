@@ -155,6 +155,8 @@ class Program:
     nodes: list[NodeCode] = field(default_factory=list)
     headers: list[str] = field(default_factory=list)
     uses_math: bool = False
+    #: file-scope definitions of the nodes (functions, tables of functions), after the constants
+    definitions: list[str] = field(default_factory=list)
     output_copies: list[tuple[CTensor, CTensor]] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
     profile: bool = False

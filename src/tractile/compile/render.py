@@ -141,6 +141,8 @@ def render_source(program: Program, plan: MemoryPlan, source: str, target: Targe
             lines.append(f"static const {tensor.ctype} {tensor.var}[{max(tensor.count, 1)}] TL_CONST = "
                          f"{array_initializer(values, tensor.dtype)};")
         lines.append("")
+    if program.definitions:
+        lines += [*program.definitions, ""]
     lines += _reset_functions(program)
     lines.append(f"int {name}_invoke({invoke_parameters(program)}) {{")
     lines += ["  " + line if line else "" for line in body]

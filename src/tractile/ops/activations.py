@@ -18,7 +18,7 @@ from .base import expect_inputs
 from .binary import BinaryOp, broadcast_shapes
 from .quantized import activation as quantized
 from .quantized.common import cached_recipe, recipe_of, with_recipe
-from .unary import UnaryOp, check_accepts, needs_f32
+from .unary import UnaryOp, c_float, check_accepts, needs_f32
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ def scalar(value: float, like: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Relu(Activation):
     accepts: ClassVar[str | None] = "signed"
+    c_formula: ClassVar[str | None] = "(v < 0.0f ? 0.0f : v)"
 
     def compute(self, x):
         return np.maximum(x, np.zeros((), x.dtype))
@@ -68,6 +69,8 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Sigmoid(Activation):
+    c_formula: ClassVar[str | None] = "(1.0f / (1.0f + expf(-v)))"
+
     def compute(self, x):
         return sigmoid(x)
 
@@ -84,6 +87,8 @@ class Sigmoid(Activation):
 
 @dataclass(frozen=True)
 class Tanh(Activation):
+    c_formula: ClassVar[str | None] = "tanhf(v)"
+
     def compute(self, x):
         return np.tanh(x)
 
@@ -100,6 +105,9 @@ class LeakyRelu(Activation):
 
     def compute(self, x):
         return np.where(x >= 0, x, x * scalar(self.alpha, x))
+
+    def c_expression(self):
+        return f"(v >= 0.0f ? v : v * {c_float(self.alpha)})"
 
     def apply_inplace(self, y):
         negative = y < 0
@@ -170,6 +178,12 @@ class Clip(Activation):
     def compute(self, x):
         return self.eval([x])[0]
 
+    def c_expression(self):
+        if self.dynamic_low or self.dynamic_high:
+            return None
+        low = "v" if self.low is None else f"(v < {c_float(self.low)} ? {c_float(self.low)} : v)"
+        return low if self.high is None else f"({low} > {c_float(self.high)} ? {c_float(self.high)} : {low})"
+
     def apply_inplace(self, y):
         if self.low is not None and self.high is not None:
             return np.clip(y, self.low, self.high, out=y)
@@ -203,6 +217,9 @@ class ThresholdedRelu(Activation):
     def compute(self, x):
         return np.where(x > scalar(self.alpha, x), x, np.zeros((), x.dtype))
 
+    def c_expression(self):
+        return f"(v > {c_float(self.alpha)} ? v : 0.0f)"
+
 
 @dataclass(frozen=True)
 class HardSigmoid(Activation):
@@ -215,10 +232,16 @@ class HardSigmoid(Activation):
         y = x * scalar(self.alpha, x) + scalar(self.beta, x)
         return np.clip(y, scalar(0, x), scalar(1, x))
 
+    def c_expression(self):
+        value = f"v * {c_float(self.alpha)} + {c_float(self.beta)}"
+        return f"({value} < 0.0f ? 0.0f : ({value} > 1.0f ? 1.0f : {value}))"
+
 
 @dataclass(frozen=True)
 class HardSwish(Activation):
     """``x * max(0, min(1, x / 6 + 1 / 2))``."""
+
+    c_formula: ClassVar[str | None] = "(v * (v < -3.0f ? 0.0f : (v > 3.0f ? 1.0f : v / 6.0f + 0.5f)))"
 
     def compute(self, x):
         gate = np.clip(x * scalar(1 / 6, x) + scalar(0.5, x), scalar(0, x), scalar(1, x))

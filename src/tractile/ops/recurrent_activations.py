@@ -69,6 +69,36 @@ class RnnActivation:
         name = CANONICAL_NAMES[self.kind]
         return f"{name}({','.join(params)})" if params else name
 
+    def op(self):
+        """The core activation op computing this function (None for Affine and ScaledTanh, which
+        have none)."""
+        from .activations import HardSigmoid, LeakyRelu, Relu, Sigmoid, Tanh, ThresholdedRelu
+        from .smooth import Elu, Softplus, Softsign
+
+        made = {"relu": Relu, "tanh": Tanh, "sigmoid": Sigmoid, "softsign": Softsign, "softplus": Softplus}
+        if self.kind in made:
+            return made[self.kind]()
+        if self.kind == "leakyrelu":
+            return LeakyRelu(self.alpha)
+        if self.kind == "thresholdedrelu":
+            return ThresholdedRelu(self.alpha)
+        if self.kind == "hardsigmoid":
+            return HardSigmoid(self.alpha, self.beta)
+        if self.kind == "elu":
+            return Elu(self.alpha)
+        return None
+
+    def c_expression(self) -> str:
+        """The function on a float ``v`` in C: its core activation op's expression."""
+        from .unary import c_float
+
+        op = self.op()
+        if op is not None:
+            return op.c_expression()
+        if self.kind == "affine":
+            return f"({c_float(self.alpha)} * v + {c_float(self.beta)})"
+        return f"({c_float(self.alpha)} * tanhf({c_float(self.beta)} * v))"  # scaledtanh
+
     def kernel(self, dtype, prescaled: bool = False) -> Callable[[np.ndarray, np.ndarray], object]:
         """A function ``(x, out)`` that writes the activation of ``x`` into ``out`` (which may be ``x``).
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from ..errors import AnalysisError
 from .activations import Activation, scalar, sigmoid
 from .quantized import activation as quantized
-from .unary import erf
+from .unary import c_float, erf
 
 
 def _exp_below_zero(x: np.ndarray, alpha: float) -> np.ndarray:
@@ -26,6 +27,9 @@ class Elu(Activation):
 
     def compute(self, x):
         return _exp_below_zero(x, self.alpha)
+
+    def c_expression(self):
+        return f"(v >= 0.0f ? v : {c_float(self.alpha)} * TL_EXPM1F(v))"
 
     def quantized_recipe(self, x):
         if self.alpha != 1.0:
@@ -79,6 +83,12 @@ class Gelu(Activation):
         wide = x.astype(np.float64)
         return (0.5 * wide * (1.0 + erf(wide * math.sqrt(0.5), accuracy=np.float64))).astype(x.dtype)
 
+    def c_expression(self):
+        if self.approximate == "tanh":
+            cubic = f"(v + {c_float(0.044715)} * v * v * v)"
+            return f"(0.5f * v * (1.0f + tanhf({c_float(math.sqrt(2 / math.pi))} * {cubic})))"
+        return f"(0.5f * v * erfcf(v * {c_float(-math.sqrt(0.5))}))"
+
     def quantized_recipe(self, x):
         return quantized.table_recipe("gelu_approximate" if self.approximate == "tanh" else "gelu", x, self.quant)
 
@@ -92,6 +102,8 @@ def softplus(x: np.ndarray) -> np.ndarray:
 class Softplus(Activation):
     """``log(1 + exp(x))``."""
 
+    c_formula: ClassVar[str | None] = "((v > 0.0f ? v : 0.0f) + TL_LOG1PF(expf(-fabsf(v))))"
+
     def compute(self, x):
         return softplus(x)
 
@@ -99,6 +111,8 @@ class Softplus(Activation):
 @dataclass(frozen=True)
 class Softsign(Activation):
     """``x / (1 + |x|)``."""
+
+    c_formula: ClassVar[str | None] = "(v / (fabsf(v) + 1.0f))"
 
     def compute(self, x):
         return x / (scalar(1, x) + np.abs(x))

@@ -36,6 +36,23 @@ def check_accepts(op: Op, accepts: str | None, fact: TypedFact, what: str = "inp
         raise AnalysisError(f"{op.name} needs {words} {what}, got {fact.dtype} ({fact})")
 
 
+def c_float(value: float) -> str:
+    """``value`` rounded to float32 as an exact C99 float literal (the fewest digits that read
+    back to it): the constants of the ops' C expressions."""
+    value = float(np.float32(value))
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    text = np.format_float_positional(np.float32(value), unique=True, trim="0") \
+        if 1e-4 <= abs(value) < 1e7 or value == 0 else np.format_float_scientific(np.float32(value), unique=True)
+    if text.endswith("."):
+        text += "0"
+    if "." not in text and "e" not in text:
+        text += ".0"
+    return text + "f"
+
+
 def needs_f32(dtype: np.dtype) -> bool:
     """True for the small float types (f16, bf16, f8, f4...) whose math runs in f32."""
     return (dtype.kind == "f" and dtype.itemsize < 4) or dtype.kind == "V"
@@ -56,6 +73,8 @@ class UnaryOp(Op):
     accepts: ClassVar[str | None] = None
     #: a one-input NumPy ufunc computing the op for f32/f64 inputs, which may write in place
     ufunc: ClassVar[np.ufunc | None] = None
+    #: the op on a float32 ``v`` in C99 (math.h), when it takes no parameters; see :meth:`c_expression`
+    c_formula: ClassVar[str | None] = None
     rules_in_output_facts: ClassVar[bool] = True
 
     _: KW_ONLY
@@ -69,6 +88,12 @@ class UnaryOp(Op):
         """The integer recipe of this op on the quantized input ``x`` with the output
         quantization ``quant``: a callable on raw values (``ops.quantized``)."""
         raise AnalysisError(f"{self.name} has no quantized form")
+
+    def c_expression(self) -> str | None:
+        """This op on a float32 ``v`` as a C99 expression (math.h functions, constants written by
+        :func:`c_float`), or None when it has none: the compiler's element-wise loops and fused
+        activations use it, so each formula is written once beside its NumPy definition."""
+        return self.c_formula
 
     def quantized_dtype(self, x: TypedFact) -> DatumType:
         """The output datum type of the quantized op on ``x``."""
@@ -128,13 +153,15 @@ def _via_f32(fn):
     return compute
 
 
-def _unary(name: str, fn, accepts: str | None = None, doc: str = "", recipe=None) -> type:
-    """A unary op class computing ``fn``; ``recipe(x_fact, quant)``: its quantized form."""
+def _unary(name: str, fn, accepts: str | None = None, doc: str = "", recipe=None, c: str | None = None) -> type:
+    """A unary op class computing ``fn``; ``recipe(x_fact, quant)``: its quantized form; ``c``: the
+    same on a float ``v`` in C."""
     extra = {"quantized_recipe": lambda self, x: recipe(x, self.quant)} if recipe is not None else {}
     cls = dataclass(frozen=True)(type(name, (UnaryOp,), {
         **extra,
         "compute": _via_f32(fn),
         "accepts": accepts,
+        "c_formula": c,
         "elementwise": True,
         # the NumPy function when it can write into its input (runs of element-wise steps do)
         "ufunc": fn if isinstance(fn, np.ufunc) and fn.nin == 1 and fn.nout == 1 else None,
@@ -212,27 +239,28 @@ def _rsqrt(x: np.ndarray) -> np.ndarray:
         return np.reciprocal(np.sqrt(x))
 
 
-Abs = _unary("Abs", np.abs, "number", recipe=quantized.abs_recipe)
-Neg = _unary("Neg", np.negative, "signed")
-Sign = _unary("Sign", np.sign, "number", "Element-wise sign: -1, 0 or 1 (0 for zeros, NaN for NaN).")
-Exp = _unary("Exp", np.exp, "float")
-Log = _unary("Log", np.log, "float")
-Sqrt = _unary("Sqrt", np.sqrt, "float")
-Reciprocal = _unary("Reciprocal", np.reciprocal, "float")
-Rsqrt = _unary("Rsqrt", _rsqrt, "float", "Element-wise ``1 / sqrt(x)``.", quantized.rsqrt_recipe)
-Floor = _unary("Floor", np.floor, "float")
-Ceil = _unary("Ceil", np.ceil, "float")
-Round = _unary("Round", np.round, "float", "Round to the nearest integer, halves to even.")
-Sin = _unary("Sin", np.sin, "float")
-Cos = _unary("Cos", np.cos, "float")
-Tan = _unary("Tan", np.tan, "float")
+Abs = _unary("Abs", np.abs, "number", recipe=quantized.abs_recipe, c="fabsf(v)")
+Neg = _unary("Neg", np.negative, "signed", c="-v")
+Sign = _unary("Sign", np.sign, "number", "Element-wise sign: -1, 0 or 1 (0 for zeros, NaN for NaN).",
+              c="(v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : v))")
+Exp = _unary("Exp", np.exp, "float", c="expf(v)")
+Log = _unary("Log", np.log, "float", c="logf(v)")
+Sqrt = _unary("Sqrt", np.sqrt, "float", c="sqrtf(v)")
+Reciprocal = _unary("Reciprocal", np.reciprocal, "float", c="1.0f / v")
+Rsqrt = _unary("Rsqrt", _rsqrt, "float", "Element-wise ``1 / sqrt(x)``.", quantized.rsqrt_recipe, "(1.0f / sqrtf(v))")
+Floor = _unary("Floor", np.floor, "float", c="floorf(v)")
+Ceil = _unary("Ceil", np.ceil, "float", c="ceilf(v)")
+Round = _unary("Round", np.round, "float", "Round to the nearest integer, halves to even.", c="rintf(v)")
+Sin = _unary("Sin", np.sin, "float", c="sinf(v)")
+Cos = _unary("Cos", np.cos, "float", c="cosf(v)")
+Tan = _unary("Tan", np.tan, "float", c="tanf(v)")
 Asin = _unary("Asin", np.arcsin, "float")
 Acos = _unary("Acos", np.arccos, "float")
-Atan = _unary("Atan", np.arctan, "float")
-Sinh = _unary("Sinh", np.sinh, "float")
-Cosh = _unary("Cosh", np.cosh, "float")
+Atan = _unary("Atan", np.arctan, "float", c="atanf(v)")
+Sinh = _unary("Sinh", np.sinh, "float", c="sinhf(v)")
+Cosh = _unary("Cosh", np.cosh, "float", c="coshf(v)")
 Asinh = _unary("Asinh", np.arcsinh, "float")
 Acosh = _unary("Acosh", np.arccosh, "float")
 Atanh = _unary("Atanh", np.arctanh, "float")
-Erf = _unary("Erf", _erf_any, "number", "Element-wise error function.")
+Erf = _unary("Erf", _erf_any, "number", "Element-wise error function.", c="erff(v)")
 

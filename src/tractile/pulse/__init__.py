@@ -11,9 +11,9 @@ The translations of the op families are registered by the modules imported below
 """
 from __future__ import annotations
 
+from ..ops.stream import Delay, PulseMask, StreamContext, StreamOpState
 from . import array, cnn, elementwise, nn, recurrent  # noqa: F401 - they register their pulsifiers
 from .model import PulsedModel, StreamState
-from .ops import Delay, PulseMask, StreamContext, StreamOpState
 from .registry import find_pulsifier, pulsifier, register_pulsifier
 from .stream import Stream, Wire
 from .translate import PulseContext, pulse_model

@@ -17,7 +17,7 @@ from ..ops.array import Concat, Pad, Slice, Split, Transpose
 from ..ops.indexing import Gather
 from ..ops.nn import normalize_axis
 from ..ops.shape import Flatten, Reshape, Shape, Size, Squeeze, Unsqueeze
-from .ops import Delay
+from ..ops.stream import Delay
 from .registry import pulsifier
 from .stream import Stream, Unavailable, Wire
 from .translate import PulseContext

@@ -2,30 +2,27 @@
 a spatial axis; NHWC, time on H or W: TFLite's convolutions and pools, quantized ones included).
 
 Along the streamed axis a window op needs, for each push, the new frames plus
-``extent - stride`` frames of the past: a :class:`~tractile.pulse.ops.Delay` keeps them
+``extent - stride`` frames of the past: a :class:`~tractile.ops.stream.Delay` keeps them
 (and delays the input further when the output frames must line up with the stride).
 Padding along time leaves the op: left padding is the Delay buffer's initial fill (and
-a :class:`~tractile.pulse.ops.PulseMask` when the input is late, so its first frames are
+a :class:`~tractile.ops.stream.PulseMask` when the input is late, so its first frames are
 not zeros), right padding adds delay and masks the frames after the stream's end. A quantized
 convolution's padding is its input's zero point (a real zero), a max pool's the lowest value.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
 
 import numpy as np
 
-from ..dim import Dim
 from ..errors import AnalysisError
 from ..fact import TypedFact
 from ..graph import Node
-from ..ops.base import Op
 from ..ops.conv import Conv
 from ..ops.conv_nhwc import kernel_dims
 from ..ops.pool import AveragePool, GlobalPool, LpPool, MaxPool
+from ..ops.stream import EdgeAveragePool
 from ..ops.window import Window
-from .ops import StreamOpState
 from .registry import pulsifier
 from .stream import Stream, Wire
 from .translate import PulseContext
@@ -212,65 +209,3 @@ def global_pool(ctx: PulseContext, node: Node) -> list[Wire]:
         return ctx.keep(node, [x], 0)
     raise AnalysisError(f"global {node.op.mode} pooling over axis {x.stream.axis}, the streamed axis, needs the "
                         "whole stream")
-
-
-@dataclass(frozen=True)
-class EdgeAveragePool(Op):
-    """An average pool over windows that may reach into the padding at the stream's ends.
-
-    ``pool`` averages whole windows (the padding frames are zeros in its input); frames
-    whose window covers padding are rescaled to divide by the frames that count: padded
-    positions ``counted_from <= p < length + counted_to``.
-    """
-
-    pool: AveragePool
-    axis: int
-    kernel: int
-    dilation: int
-    stride: int
-    counted_from: int
-    counted_to: int
-    length: Dim
-    delay: int
-    is_stateless: ClassVar[bool] = False
-
-    def output_facts(self, inputs):
-        return self.pool.output_facts(inputs)
-
-    def eval(self, inputs):
-        return self.state().eval(inputs)
-
-    def state(self) -> EdgeAveragePoolState:
-        return EdgeAveragePoolState(self)
-
-
-class EdgeAveragePoolState(StreamOpState):
-    def __init__(self, op: EdgeAveragePool):
-        self.op = op
-        self.position = 0
-
-    def reset(self) -> None:
-        self.position = 0
-
-    def eval(self, inputs):
-        op = self.op
-        y = op.pool.eval(inputs)[0]
-        frames = y.shape[op.axis]
-        first = self.position - op.delay
-        self.position += frames
-        end = None if self.context is None else self.context.evaluate(op.length)
-        high = None if end is None else end + op.counted_to
-        reach = (op.kernel - 1) * op.dilation
-        if first * op.stride >= op.counted_from and (high is None or (first + frames - 1) * op.stride + reach < high):
-            return [y]
-        taps = (np.arange(first, first + frames)[:, None] * op.stride
-                + np.arange(op.kernel)[None, :] * op.dilation)
-        inside = taps >= op.counted_from
-        if high is not None:
-            inside &= taps < high
-        counts = np.maximum(inside.sum(axis=1), 1)
-        scale = (op.kernel / counts).astype(y.dtype)
-        shape = [1] * y.ndim
-        shape[op.axis] = frames
-        out = y * scale.reshape(shape)
-        return [out]

@@ -22,8 +22,8 @@ from ..graph import OutletId
 from ..model import TypedModel
 from ..ops.io import Const
 from ..ops.shape import Reshape
+from ..ops.stream import Delay, PulseMask
 from .model import PulsedModel
-from .ops import Delay, PulseMask
 from .stream import Stream
 
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from ..errors import RunError
 from ..model import TypedModel
+from ..ops.stream import StreamContext, StreamOpState
 from ..runtime.state import order_inputs
-from .ops import StreamContext, StreamOpState
 from .stream import Stream
 
 
@@ -17,7 +17,7 @@ class PulsedModel:
     """A model that consumes its streamed input ``pulse`` frames at a time.
 
     ``model`` is an ordinary :class:`~tractile.model.TypedModel` whose stateful ops
-    (:class:`~tractile.pulse.ops.Delay`...) keep what they need of the past. Each output
+    (:class:`~tractile.ops.stream.Delay`...) keep what they need of the past. Each output
     comes ``delay`` frames late: the frames a stream emits, minus its first ``delays[i]``,
     are the batch model's output ``i``. ``start()`` opens a stream; many can run side by side.
     """

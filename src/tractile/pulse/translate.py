@@ -17,7 +17,7 @@ from ..fact import TypedFact
 from ..graph import Node, OutletId
 from ..model import TypedModel
 from ..ops.io import Const, Source
-from .ops import Delay, PulseMask
+from ..ops.stream import Delay, PulseMask
 from .registry import find_pulsifier
 from .stream import Stream, Unavailable, Wire
 

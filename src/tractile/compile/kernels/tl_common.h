@@ -2,7 +2,7 @@
  *
  * Integer arithmetic follows TFLite's reference kernels (MultiplyByQuantizedMultiplier with
  * gemmlowp's rounding): the same recipe the interpreter runs in NumPy
- * (tractile/ops/tfl/fixedpoint.py). The code assumes two's complement integers and an
+ * (tractile/ops/quantized/fixedpoint.py). The code assumes two's complement integers and an
  * arithmetic right shift of negative values, as gcc and clang give on every target.
  *
  * Constant arrays (weights, biases, multipliers, tables) are declared TL_CONST and read
@@ -34,6 +34,16 @@ static inline int64_t tl_read_s64(const int64_t *p) {
 #define TL_READ_S32(p) (*(p))
 #define TL_READ_F32(p) (*(p))
 #define TL_READ_S64(p) (*(p))
+#endif
+
+/* avr-libc has no expm1f or log1pf (and its float is its double); the element-wise C
+ * expressions of the ops (their c_expression) use these */
+#ifdef __AVR__
+#define TL_EXPM1F(x) (expf(x) - 1.0f)
+#define TL_LOG1PF(x) logf(1.0f + (x))
+#else
+#define TL_EXPM1F(x) expm1f(x)
+#define TL_LOG1PF(x) log1pf(x)
 #endif
 
 /* per-node timing of profiling builds (-DTL_PROFILE): ctx->profile_ticks[node] accumulates the

@@ -8,8 +8,8 @@
  * directions: x[t * x_step + b * x_batch + i], y[t * y_step + b * y_batch + u], and the
  * states h[b * s_batch + u] (c likewise), which hold the initial states on entry and the
  * final ones on return. A reverse direction walks time backwards. `gates` is a scratch of
- * 2 * gate_count * hidden floats (GRU: 7 * hidden). Activations are (kind, alpha, beta) triples,
- * kinds as TL_RNN_*. */
+ * 2 * gate_count * hidden floats (GRU: 7 * hidden). Activations are functions the generated
+ * code defines from the activation ops' C expressions, `act[which](x)`. */
 #ifndef TL_RNN_H
 #define TL_RNN_H
 
@@ -18,45 +18,8 @@
 
 #include "tl_common.h"
 
-#define TL_RNN_RELU 0
-#define TL_RNN_TANH 1
-#define TL_RNN_SIGMOID 2
-#define TL_RNN_AFFINE 3
-#define TL_RNN_LEAKY_RELU 4
-#define TL_RNN_THRESHOLDED_RELU 5
-#define TL_RNN_SCALED_TANH 6
-#define TL_RNN_HARD_SIGMOID 7
-#define TL_RNN_ELU 8
-#define TL_RNN_SOFTSIGN 9
-#define TL_RNN_SOFTPLUS 10
-
-/* avr-libc has no expm1f or log1pf (and its float is its double) */
-#ifdef __AVR__
-#define TL_EXPM1F(x) (expf(x) - 1.0f)
-#define TL_LOG1PF(x) logf(1.0f + (x))
-#else
-#define TL_EXPM1F(x) expm1f(x)
-#define TL_LOG1PF(x) log1pf(x)
-#endif
-
-/* activation `which` of the table act[3 * which + {kind, alpha, beta}] */
-static inline float tl_rnn_act(const float *act, int which, float x) {
-  const int kind = (int)TL_READ_F32(act + 3 * which);
-  const float alpha = TL_READ_F32(act + 3 * which + 1), beta = TL_READ_F32(act + 3 * which + 2);
-  switch (kind) {
-    case TL_RNN_RELU: return x < 0.0f ? 0.0f : x;
-    case TL_RNN_TANH: return tanhf(x);
-    case TL_RNN_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case TL_RNN_AFFINE: return alpha * x + beta;
-    case TL_RNN_LEAKY_RELU: return x >= 0.0f ? x : x * alpha;
-    case TL_RNN_THRESHOLDED_RELU: return x > alpha ? x : 0.0f;
-    case TL_RNN_SCALED_TANH: return alpha * tanhf(beta * x);
-    case TL_RNN_HARD_SIGMOID: return tl_clamp_f32(alpha * x + beta, 0.0f, 1.0f);
-    case TL_RNN_ELU: return x >= 0.0f ? x : alpha * TL_EXPM1F(x);
-    case TL_RNN_SOFTSIGN: return x / (fabsf(x) + 1.0f);
-    default: return (x > 0.0f ? x : 0.0f) + TL_LOG1PF(expf(-fabsf(x))); /* softplus */
-  }
-}
+/* an activation function of the generated code */
+typedef float (*tl_rnn_act_fn)(float);
 
 /* clip <= 0: no clip */
 static inline float tl_rnn_clip(float x, float clip) { return clip > 0.0f ? tl_clamp_f32(x, -clip, clip) : x; }
@@ -103,7 +66,7 @@ static inline void tl_rnn_product(float *out, const float *init, const float *v,
 
 /* ONNX RNN: h = f(clip((x W^T + Wb) + (h R^T + Rb))); gates: 2 * hidden floats */
 static inline void tl_rnn_f32(const float *x, float *y, float *h, float *gates, const float *w, const float *r,
-                              const float *wb, const float *rb, const float *act, float clip, int32_t steps,
+                              const float *wb, const float *rb, const tl_rnn_act_fn *act, float clip, int32_t steps,
                               int32_t batches, int32_t depth, int32_t hidden, int reverse, int32_t x_step,
                               int32_t x_batch, int32_t y_step, int32_t y_batch, int32_t s_batch) {
   float *from_h = gates + hidden;
@@ -115,15 +78,15 @@ static inline void tl_rnn_f32(const float *x, float *y, float *h, float *gates, 
       float *yr = y + t * y_step + b * y_batch;
       tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, hidden, hidden);
       tl_rnn_product(from_h, rb, hb, r, hidden, hidden, hidden);
-      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = tl_rnn_act(act, 0, tl_rnn_clip(gates[u] + from_h[u], clip));
+      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = act[0](tl_rnn_clip(gates[u] + from_h[u], clip));
     }
   }
 }
 
 /* ONNX GRU (gates z, r, h); gates: 7 * hidden floats (the input parts, the recurrent parts, r . h) */
 static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, const float *w, const float *r,
-                              const float *wb, const float *rb, const float *act, float clip, int linear_before_reset,
-                              int32_t steps, int32_t batches, int32_t depth, int32_t hidden, int reverse,
+                              const float *wb, const float *rb, const tl_rnn_act_fn *act, float clip,
+                              int linear_before_reset, int32_t steps, int32_t batches, int32_t depth, int32_t hidden, int reverse,
                               int32_t x_step, int32_t x_batch, int32_t y_step, int32_t y_batch, int32_t s_batch) {
   const int32_t stride = 3 * hidden;
   float *from_h = gates + 3 * hidden, *reset_h = gates + 6 * hidden;
@@ -135,7 +98,7 @@ static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, 
       float *yr = y + t * y_step + b * y_batch;
       tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, stride, stride);
       tl_rnn_product(from_h, rb, hb, r, hidden, stride, linear_before_reset ? stride : 2 * hidden);
-      for (u = 0; u < 2 * hidden; ++u) gates[u] = tl_rnn_act(act, 0, tl_rnn_clip(gates[u] + from_h[u], clip));
+      for (u = 0; u < 2 * hidden; ++u) gates[u] = act[0](tl_rnn_clip(gates[u] + from_h[u], clip));
       if (!linear_before_reset) { /* the candidate reads (r . h) R_h + Rb_h */
         for (u = 0; u < hidden; ++u) reset_h[u] = gates[hidden + u] * hb[u];
         tl_rnn_product(from_h + 2 * hidden, rb ? rb + 2 * hidden : NULL, reset_h, r + 2 * hidden, hidden, stride,
@@ -144,7 +107,7 @@ static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, 
       for (u = 0; u < hidden; ++u) {
         const float recurrent = linear_before_reset ? gates[hidden + u] * from_h[2 * hidden + u]
                                                     : from_h[2 * hidden + u];
-        const float candidate = tl_rnn_act(act, 1, tl_rnn_clip(gates[2 * hidden + u] + recurrent, clip));
+        const float candidate = act[1](tl_rnn_clip(gates[2 * hidden + u] + recurrent, clip));
         yr[u] = hb[u] = candidate + (hb[u] - candidate) * gates[u];
       }
     }
@@ -154,8 +117,8 @@ static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, 
 /* ONNX LSTM (gates i, o, f, c); peep (i, o, f: 3 * hidden) may be NULL; gates: 8 * hidden floats */
 static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c, float *gates, const float *w,
                                     const float *r, const float *wb, const float *rb, const float *peep,
-                                    const float *act, float clip, int input_forget, int32_t steps, int32_t batches,
-                                    int32_t depth, int32_t hidden, int reverse, int32_t x_step, int32_t x_batch,
+                                    const tl_rnn_act_fn *act, float clip, int input_forget, int32_t steps,
+                                    int32_t batches, int32_t depth, int32_t hidden, int reverse, int32_t x_step, int32_t x_batch,
                                     int32_t y_step, int32_t y_batch, int32_t s_batch) {
   float *from_h = gates + 4 * hidden;
   int32_t b, s, u;
@@ -175,12 +138,12 @@ static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c
           i_raw += TL_READ_F32(peep + u) * cb[u];
           f_raw += TL_READ_F32(peep + 2 * hidden + u) * cb[u];
         }
-        i = tl_rnn_act(act, 0, tl_rnn_clip(i_raw, clip));
-        f = input_forget ? 1.0f - i : tl_rnn_act(act, 0, tl_rnn_clip(f_raw, clip));
-        state = f * cb[u] + i * tl_rnn_act(act, 1, tl_rnn_clip(gates[3 * hidden + u] + from_h[3 * hidden + u], clip));
+        i = act[0](tl_rnn_clip(i_raw, clip));
+        f = input_forget ? 1.0f - i : act[0](tl_rnn_clip(f_raw, clip));
+        state = f * cb[u] + i * act[1](tl_rnn_clip(gates[3 * hidden + u] + from_h[3 * hidden + u], clip));
         cb[u] = state;
         if (peep) o_raw += TL_READ_F32(peep + hidden + u) * state;
-        yr[u] = hb[u] = tl_rnn_act(act, 0, tl_rnn_clip(o_raw, clip)) * tl_rnn_act(act, 2, state);
+        yr[u] = hb[u] = act[0](tl_rnn_clip(o_raw, clip)) * act[2](state);
       }
     }
   }

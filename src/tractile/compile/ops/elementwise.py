@@ -15,7 +15,6 @@ import numpy as np
 from ...datum import DatumType
 from ...ops import activations as act
 from ...ops import binary as onnx_binary
-from ...ops import smooth
 from ...ops.quantized import activation as quantized
 from ...ops.quantized.binary import BinaryRecipe
 from ...ops.quantized.common import integer_limits, recipe_of
@@ -25,63 +24,14 @@ from ..emit import Emit
 from ..program import CTensor
 from ..registry import Unsupported, emitter
 from .dense import requant_constants
-from .fused import clamp_bounds, finish_activation, fused_float_activation, inplace_activation
+from .fused import clamp_bounds, finish_activation, fused_float_activation, unary_loop
 
-#: float unary ops by name: a C expression of ``v``
-FLOAT_UNARY = {
-    "Abs": "fabsf(v)", "Neg": "-v", "Exp": "expf(v)", "Log": "logf(v)", "Sqrt": "sqrtf(v)", "Reciprocal": "1.0f / v",
-    "Floor": "floorf(v)", "Ceil": "ceilf(v)", "Sin": "sinf(v)", "Cos": "cosf(v)", "Tan": "tanf(v)",
-    "Atan": "atanf(v)", "Sinh": "sinhf(v)", "Cosh": "coshf(v)", "Erf": "erff(v)", "Relu": "(v > 0.0f ? v : 0.0f)",
-    "Sigmoid": "(1.0f / (1.0f + expf(-v)))", "Tanh": "tanhf(v)", "Rsqrt": "(1.0f / sqrtf(v))", "Round": "rintf(v)",
-    "Sign": "(v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : v))",
-}
 C_TYPES = {DatumType.F32: "float", DatumType.I8: "int8_t", DatumType.U8: "uint8_t", DatumType.I16: "int16_t",
            DatumType.I32: "int32_t"}
 
 
 def f32(value: float) -> str:
     return literal(float(np.float32(value)), DatumType.F32)
-
-
-def activation_expression(op) -> str | None:
-    """The C expression of an ONNX activation or unary op on ``v`` (None: not lowered)."""
-    if isinstance(op, act.LeakyRelu):
-        return f"(v >= 0.0f ? v : v * {f32(op.alpha)})"
-    if isinstance(op, act.HardSigmoid):
-        value = f"v * {f32(op.alpha)} + {f32(op.beta)}"
-        return f"({value} < 0.0f ? 0.0f : ({value} > 1.0f ? 1.0f : {value}))"
-    if isinstance(op, act.HardSwish):
-        return "(v * (v < -3.0f ? 0.0f : (v > 3.0f ? 1.0f : v / 6.0f + 0.5f)))"
-    if isinstance(op, act.Clip):
-        if op.dynamic_low or op.dynamic_high:
-            return None
-        low = "v" if op.low is None else f"(v < {f32(op.low)} ? {f32(op.low)} : v)"
-        return low if op.high is None else f"({low} > {f32(op.high)} ? {f32(op.high)} : {low})"
-    if isinstance(op, smooth.Elu):
-        return f"(v >= 0.0f ? v : {f32(op.alpha)} * expm1f(v))"
-    if isinstance(op, smooth.Gelu):
-        if op.approximate == "tanh":
-            return f"(0.5f * v * (1.0f + tanhf({f32(math.sqrt(2 / math.pi))} * (v + {f32(0.044715)} * v * v * v))))"
-        return f"(0.5f * v * erfcf(v * {f32(-math.sqrt(0.5))}))"
-    return FLOAT_UNARY.get(op.name)
-
-
-def unary_loop(e: Emit, x: CTensor, y: CTensor, expression: str, math_needed: bool = True) -> None:
-    """``y[i] = expression(v = x[i])`` over every element (in place when the planner allows)."""
-    if math_needed:
-        e.uses_math()
-    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n  const float v = {x.var}[i];\n"
-           f"  {y.var}[i] = {expression};\n}}")
-    x.used = y.used = True
-    if not e.code.kernel:
-        e.set_kernel("(loop)")
-
-
-@inplace_activation(act.Sigmoid, act.Tanh, act.LeakyRelu, act.HardSigmoid, act.HardSwish)
-def fused_unary(e: Emit, op, tensor: CTensor) -> None:
-    expression = activation_expression(op)
-    assert expression is not None  # registered for lowered activations only
-    unary_loop(e, tensor, tensor, expression)
 
 
 @emitter(UnaryOp)
@@ -94,7 +44,7 @@ def unary(e: Emit) -> None:
     elif x.dtype in C_TYPES and x.dtype != DatumType.F32 and type(op) in (act.Clip, act.Relu):
         integer_clamp(e, op, x, y)
     else:
-        expression = activation_expression(op)
+        expression = op.c_expression()
         if expression is None or x.dtype != DatumType.F32:
             raise Unsupported(f"{op.name} on {x.dtype}" if expression else f"{op.name} has no C lowering")
         unary_loop(e, x, y, expression)

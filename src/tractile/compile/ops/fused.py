@@ -1,37 +1,32 @@
 """Activations fused into the op that feeds them (ONNX ``activation`` fields, TFLite's fused ones).
 
 Clamp-like activations (ReLU, ReLU6, Clip) become the ``low``/``high`` bounds every float
-kernel takes. The others run as one in-place pass over the kernel's output, emitted by the
-function registered for their class with :func:`inplace_activation`.
+kernel takes. The others run as one in-place pass over the kernel's output: the activation
+op's own C expression (``c_expression``, written beside its NumPy definition).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
-from ...ops.activations import Clip, Relu
+from ...ops.activations import Clip, Relu, Tanh
 from ..emit import Emit
 from ..program import CTensor
 from ..registry import Unsupported
-
-InplaceActivation = Callable[[Emit, object, CTensor], None]
-
-_INPLACE: dict[type, InplaceActivation] = {}
 
 #: TFLite fused activations that are clamps, as float bounds
 TFLITE_CLAMPS = {"NONE": (-math.inf, math.inf), "RELU": (0.0, math.inf), "RELU6": (0.0, 6.0),
                  "RELU_N1_TO_1": (-1.0, 1.0)}
 
 
-def inplace_activation(*op_classes: type) -> Callable[[InplaceActivation], InplaceActivation]:
-    """Register how an activation runs in place over a float tensor (``fn(e, op, tensor)``)."""
-
-    def register(function: InplaceActivation) -> InplaceActivation:
-        for op_class in op_classes:
-            _INPLACE[op_class] = function
-        return function
-
-    return register
+def unary_loop(e: Emit, x: CTensor, y: CTensor, expression: str, math_needed: bool = True) -> None:
+    """``y[i] = expression(v = x[i])`` over every element (in place when the planner allows)."""
+    if math_needed:
+        e.uses_math()
+    e.line(f"for (int32_t i = 0; i < {x.count}; ++i) {{\n  const float v = {x.var}[i];\n"
+           f"  {y.var}[i] = {expression};\n}}")
+    x.used = y.used = True
+    if not e.code.kernel:
+        e.set_kernel("(loop)")
 
 
 def clamp_bounds(activation) -> tuple[float, float] | None:
@@ -48,28 +43,27 @@ def clamp_bounds(activation) -> tuple[float, float] | None:
     return None
 
 
+def _expression(activation) -> str:
+    expression = activation.c_expression() if hasattr(activation, "c_expression") else None
+    if expression is None:
+        raise Unsupported(f"the fused activation {activation.name} has no C lowering")
+    return expression
+
+
 def fused_float_activation(e: Emit, activation, output: CTensor) -> tuple[float, float]:
     """Bounds for the kernel's clamp; a non-clamp activation is emitted after the kernel
     (call this before emitting the kernel, then :func:`finish_activation` after it)."""
     bounds = clamp_bounds(activation)
     if bounds is not None:
         return bounds
-    for cls in type(activation).__mro__:
-        if cls in _INPLACE:
-            return (-math.inf, math.inf)
-    raise Unsupported(f"the fused activation {activation.name} has no C lowering")
+    _expression(activation)
+    return (-math.inf, math.inf)
 
 
 def finish_activation(e: Emit, activation, output: CTensor) -> None:
     """Emit the in-place pass of a fused non-clamp activation (nothing for clamps)."""
-    if clamp_bounds(activation) is not None:
-        return
-    for cls in type(activation).__mro__:
-        function = _INPLACE.get(cls)
-        if function is not None:
-            function(e, activation, output)
-            return
-    raise Unsupported(f"the fused activation {activation.name} has no C lowering")
+    if clamp_bounds(activation) is None:
+        unary_loop(e, output, output, _expression(activation))
 
 
 def tflite_float_activation(e: Emit, activation: str, output: CTensor) -> tuple[float, float]:
@@ -77,14 +71,10 @@ def tflite_float_activation(e: Emit, activation: str, output: CTensor) -> tuple[
     if activation in TFLITE_CLAMPS:
         return TFLITE_CLAMPS[activation]
     if activation == "TANH":
-        from ...ops.activations import Tanh
-
         return fused_float_activation(e, Tanh(), output)
     raise Unsupported(f"the fused activation {activation} has no C lowering")
 
 
 def finish_tflite_activation(e: Emit, activation: str, output: CTensor) -> None:
     if activation == "TANH":
-        from ...ops.activations import Tanh
-
         finish_activation(e, Tanh(), output)

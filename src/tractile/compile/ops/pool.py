@@ -10,7 +10,7 @@ import numpy as np
 from ...datum import DatumType
 from ...ops.pool import AveragePool, GlobalPool, LpPool, MaxPool
 from ...ops.quantized.conv import clamp_of
-from ...pulse.cnn import EdgeAveragePool
+from ...ops.stream import EdgeAveragePool
 from ..emit import Emit
 from ..registry import Unsupported, emitter
 from .fused import clamp_bounds

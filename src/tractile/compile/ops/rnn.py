@@ -2,7 +2,7 @@
 
 A batch op runs each direction over the whole sequence, its states in the ``Y_h``
 (``Y_c``) outputs, which start from ``initial_h`` (``initial_c``) or zeros. A pulsed
-model's recurrent op (:class:`~tractile.pulse.recurrent.CarriedStateOp`, forward only)
+model's recurrent op (:class:`~tractile.ops.stream_carried.CarriedStateOp`, forward only)
 keeps its states in the context from one push to the next; ``NAME_reset`` restores the
 initial states (computed initial states are taken at the stream's first real frame). Frames
 that come before the stream's start (its delay) leave the state untouched and give zeros, as
@@ -10,21 +10,19 @@ in the interpreter.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...datum import DatumType
 from ...ops.recurrent import GRU, LSTM, RNN, Recurrent
-from ...pulse.recurrent import CarriedStateOp
+from ...ops.stream_carried import CarriedStateOp
 from ..emit import Emit
 from ..program import CONST
 from ..registry import Unsupported, emitter
 
 HEADER = "tl_rnn.h"
-KINDS = ("relu", "tanh", "sigmoid", "affine", "leakyrelu", "thresholdedrelu", "scaledtanh", "hardsigmoid", "elu",
-         "softsign", "softplus")
-
 
 @dataclass
 class Strides:
@@ -46,12 +44,20 @@ def strides(op: Recurrent, steps: int, batch: int, depth: int, hidden: int) -> S
     return Strides(batch * depth, depth, dirs * batch * hidden, hidden, hidden, batch * hidden, batch * hidden)
 
 
-def activation_table(op: Recurrent, direction: int) -> np.ndarray:
+def _named(head: str, tail: str) -> Callable[[str], str]:
+    """``head NAME tail`` for the name :meth:`Emit.definition` gives."""
+    return lambda name: f"{head} {name}{tail}"
+
+
+def activation_functions(e: Emit, op: Recurrent, direction: int) -> str:
+    """The direction's activations as C functions (each its activation op's C expression) and
+    the table of them the kernel calls; the table's name."""
     count = len(op.default_activations)
-    rows = []
-    for activation in op.activations[direction * count:(direction + 1) * count]:
-        rows += [KINDS.index(activation.kind), activation.alpha or 0.0, activation.beta or 0.0]
-    return np.asarray(rows, np.float32)
+    names = [e.definition(f"act{direction}_{index}",
+                          _named("static float", f"(float v) {{ return {activation.c_expression()}; }}"))
+             for index, activation in enumerate(op.activations[direction * count:(direction + 1) * count])]
+    return e.definition(f"activations{direction}",
+                        _named("static const tl_rnn_act_fn", f"[{len(names)}] = {{{', '.join(names)}}};"))
 
 
 class Prepared:
@@ -86,7 +92,7 @@ class Prepared:
         if self.bias is not None:
             wb, rb = e.constant("Wb" + suffix, self.bias[d][:self.gates]), e.constant("Rb" + suffix,
                                                                                      self.bias[d][self.gates:])
-        table = e.constant("activations" + suffix, activation_table(op, d))
+        table = activation_functions(e, op, d)
         clip = np.float32(op.clip or 0.0)
         if isinstance(op, GRU):
             return [w, r, wb, rb, table, clip, op.linear_before_reset]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...datum import DatumType
-from ...pulse.ops import Delay, PulseMask
+from ...ops.stream import Delay, PulseMask
 from ..emit import Emit
 from ..registry import emitter
 

@@ -5,6 +5,8 @@ PACK is an Unsqueeze of each input and a Concat, UNPACK a Split and a Squeeze of
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ....errors import ModelFormatError
@@ -20,14 +22,58 @@ def _i64(values) -> np.ndarray:
     return np.asarray(values, dtype=np.int64).reshape(-1)
 
 
+def unit_axes_moved(before: tuple, after: tuple) -> tuple[list[int], list[int]] | None:
+    """(axes of ``before`` removed, axes of ``after`` added) when reshaping ``before`` to
+    ``after`` only removes and adds size-1 axes (None otherwise; fewest axes moved)."""
+    kept_in = [i for i, d in enumerate(before) if d != 1]
+    kept_out = [j for j, d in enumerate(after) if d != 1]
+    if [before[i] for i in kept_in] != [after[j] for j in kept_out]:
+        return None
+    removed, added = [], []
+    previous_in = previous_out = -1
+    for anchor_in, anchor_out in zip([*kept_in, len(before)], [*kept_out, len(after)]):
+        run_in, run_out = anchor_in - previous_in - 1, anchor_out - previous_out - 1
+        removed += range(previous_in + 1, previous_in + 1 + max(run_in - run_out, 0))
+        added += range(previous_out + 1, previous_out + 1 + max(run_out - run_in, 0))
+        previous_in, previous_out = anchor_in, anchor_out
+    return removed, added
+
+
+def _as_written(fact, written: tuple) -> bool:
+    """Whether ``fact`` has the file's dims but where a symbol overrides them."""
+    return fact.has_rank and fact.rank == len(written) and all(
+        not isinstance(dim, int) or dim == file_dim for dim, file_dim in zip(fact.shape, written))
+
+
+def _constant_reshape(node: TflNode, target: np.ndarray) -> Translated:
+    """A RESHAPE to a constant shape. One that only removes and adds size-1 axes becomes a
+    Squeeze and an Unsqueeze, which keep the other dims whatever they become: an input fact
+    overriding the file's time axis with a symbol (``-i 1,T,6``) flows through the reshapes
+    Keras Conv1D wraps its CONV_2D in."""
+    before = tuple(int(d) for d in node.tensor(0).shape)
+    dims = [int(d) for d in target.tolist()]
+    if dims.count(-1) == 1 and all(d > 0 for d in before):
+        known = math.prod(d for d in dims if d != -1)
+        if known > 0 and math.prod(before) % known == 0:
+            dims[dims.index(-1)] = math.prod(before) // known
+    moved = unit_axes_moved(before, tuple(dims)) if min(dims, default=0) >= 1 and before != tuple(dims) else None
+    if moved is None or node.model is None or not _as_written(node.fact(0), before):
+        return Translated(Reshape(allowzero=True), [0, target])
+    removed, added = moved
+    if not added:
+        return Translated(Squeeze(), [0, _i64(removed)])
+    source = node.wire("squeezed", Squeeze(), [0, _i64(removed)])[0] if removed else 0
+    return Translated(Unsqueeze(), [source, _i64(added)])
+
+
 @tflite_op("RESHAPE")
 def reshape(node: TflNode):
     shape = node.const(1)
     if shape is not None:
-        return Translated(Reshape(allowzero=True), [0, _i64(shape)])
+        return _constant_reshape(node, _i64(shape))
     options = node.options("ReshapeOptions")
     if options is not None and not options.NewShapeIsNone():
-        return Translated(Reshape(allowzero=True), [0, _i64(options.NewShapeAsNumpy())])
+        return _constant_reshape(node, _i64(options.NewShapeAsNumpy()))
     if node.present(1):
         return Translated(Reshape(allowzero=True), [0, 1])
     return Translated(Reshape(allowzero=True), [0, _i64([max(d, -1) for d in node.output().shape])])

@@ -1,5 +1,7 @@
-"""Stateful ops of pulsed models: Delay (the frame buffer) and PulseMask (padding at the
-stream's ends), and the per-stream state they share.
+"""The stateful ops of pulsed (streamed) models: Delay (the frame buffer), PulseMask (padding at
+the stream's ends) and EdgeAveragePool (an average pool whose windows reach into that padding),
+with the per-stream state they share. ``pulse/`` builds them; the interpreter and the compiler
+run them like any op.
 
 Every state derives from :class:`StreamOpState`: it can say how many bytes it holds
 and reads the stream's :class:`StreamContext` (the stream length once it is known).
@@ -14,7 +16,8 @@ import numpy as np
 from ..dim import Dim, eval_dim
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
-from ..ops.base import Op, expect_inputs
+from .base import Op, expect_inputs
+from .pool import AveragePool
 
 
 class StreamContext:
@@ -208,4 +211,66 @@ class PulseMaskState(StreamOpState):
         out = np.array(x, copy=True)
         out[along(op.axis, 0, keep_from)] = op.value
         out[along(op.axis, max(keep_to, keep_from), None)] = op.value
+        return [out]
+
+
+@dataclass(frozen=True)
+class EdgeAveragePool(Op):
+    """An average pool over windows that may reach into the padding at the stream's ends.
+
+    ``pool`` averages whole windows (the padding frames are zeros in its input); frames
+    whose window covers padding are rescaled to divide by the frames that count: padded
+    positions ``counted_from <= p < length + counted_to``.
+    """
+
+    pool: AveragePool
+    axis: int
+    kernel: int
+    dilation: int
+    stride: int
+    counted_from: int
+    counted_to: int
+    length: Dim
+    delay: int
+    is_stateless: ClassVar[bool] = False
+
+    def output_facts(self, inputs):
+        return self.pool.output_facts(inputs)
+
+    def eval(self, inputs):
+        return self.state().eval(inputs)
+
+    def state(self) -> EdgeAveragePoolState:
+        return EdgeAveragePoolState(self)
+
+
+class EdgeAveragePoolState(StreamOpState):
+    def __init__(self, op: EdgeAveragePool):
+        self.op = op
+        self.position = 0
+
+    def reset(self) -> None:
+        self.position = 0
+
+    def eval(self, inputs):
+        op = self.op
+        y = op.pool.eval(inputs)[0]
+        frames = y.shape[op.axis]
+        first = self.position - op.delay
+        self.position += frames
+        end = None if self.context is None else self.context.evaluate(op.length)
+        high = None if end is None else end + op.counted_to
+        reach = (op.kernel - 1) * op.dilation
+        if first * op.stride >= op.counted_from and (high is None or (first + frames - 1) * op.stride + reach < high):
+            return [y]
+        taps = (np.arange(first, first + frames)[:, None] * op.stride
+                + np.arange(op.kernel)[None, :] * op.dilation)
+        inside = taps >= op.counted_from
+        if high is not None:
+            inside &= taps < high
+        counts = np.maximum(inside.sum(axis=1), 1)
+        scale = (op.kernel / counts).astype(y.dtype)
+        shape = [1] * y.ndim
+        shape[op.axis] = frames
+        out = y * scale.reshape(shape)
         return [out]
