@@ -50,9 +50,10 @@ browser:
 	else echo "chromium or chromedriver missing and apt-get is not usable: the browser test will skip"; fi
 
 # the compiler's tests build with gcc and clang, and run firmware in QEMU (Cortex-M) and simavr (AVR)
-TOOLCHAIN_PACKAGES := clang gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc-avr avr-libc simavr
+TOOLCHAIN_PACKAGES := clang gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc-avr avr-libc simavr \
+  gcc-aarch64-linux-gnu qemu-user gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
 toolchains:
-	@missing=""; for tool in clang arm-none-eabi-gcc qemu-system-arm avr-gcc simavr; do \
+	@missing=""; for tool in clang arm-none-eabi-gcc qemu-system-arm avr-gcc simavr aarch64-linux-gnu-gcc qemu-aarch64 riscv64-unknown-elf-gcc qemu-system-riscv32; do \
 	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
 	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
