@@ -32,14 +32,17 @@ def register(subparsers) -> None:
     parser.add_argument("--opt", choices=("speed", "size"), default="speed",
                         help="what --build optimizes for (-O3 -march=native, or -Os); default speed")
     parser.add_argument("--target", default="host",
-                        help="host (default), cortex-m0, cortex-m3, cortex-m4, cortex-m7 or avr: C tuned for it "
-                             "(AVR: constants in program memory; microcontrollers: TFLite Micro's integer arithmetic)")
+                        help="host (default), cortex-m0, cortex-m3, cortex-m4, cortex-m7, riscv32 or avr: C "
+                             "tuned for it (AVR: constants in program memory; microcontrollers: TFLite Micro's "
+                             "integer arithmetic)")
     parser.add_argument("--board", help="emulated board for --verify/--project (default: the target's; "
-                                        "microbit, lm3s6965evb, mps2-an385, mps2-an386, mps2-an500, atmega328p)")
+                                        "microbit, lm3s6965evb, mps2-an385, mps2-an386, mps2-an500, virt-rv32, "
+                                        "atmega328p)")
     parser.add_argument("--verify", action="store_true",
                         help="build a test firmware, run it in the board's emulator (QEMU, simavr) on random inputs "
                              "(and --input), compare every output bit for bit with the interpreter, and report "
-                             "flash, RAM, stack and instructions or cycles; exit 1 on a difference")
+                             "flash (the deployable firmware's at -O2 and -Os apart from the inputs baked in), RAM, "
+                             "stack and instructions or cycles; exit 1 on a difference")
     parser.add_argument("--runs", type=int, default=20, metavar="N", help="random inputs for --verify (default 20)")
     parser.add_argument("--input", metavar="NPZ", help="inputs to verify first (.npz by input name or arr_0..)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")

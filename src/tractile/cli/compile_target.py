@@ -67,7 +67,7 @@ def run_target(model, name: str, args) -> int:
                                         inputs_in_arena=args.inputs_in_arena)
     report = verify_source(source, typed, board, runs=args.runs, inputs=extra, seed=args.seed,
                            opt="size" if args.opt == "size" else "speed", folder=args.out,
-                           compare_unconstrained=args.max_ram is not None, stack=args.stack)
+                           compare_unconstrained=args.max_ram is not None, stack=args.stack, both_opts=True)
     if args.report is not None:
         from .compile import write_report_page
 
@@ -102,7 +102,10 @@ def print_verification(report: dict, model_name: str) -> None:
     if report["first_difference"]:
         out.print(f"[red]first difference[/red]: {escape(str(report['first_difference']))}", markup=True)
     flash, ram = report["flash_bytes"], report["ram_bytes"]
-    out.print(f"flash: model {flash['model']} B, firmware {flash['firmware']} B")
+    deployable = ", ".join(f"{opt} {size} B" for opt, size in flash.get("deployable_by_opt", {}).items())
+    out.print(f"flash: model {flash['model']} B; deployable firmware (model, kernels, startup, console; without the "
+              f"{flash['inputs']} B of inputs baked in) {deployable or str(flash['deployable']) + ' B'}; "
+              f"test firmware {flash['firmware']} B")
     out.print(f"RAM: arena {ram['arena']} B, state {ram['state']} B, context {ram['context']} B, "
               f"{'outputs' if report.get('inputs_in_arena') else 'inputs and outputs'} "
               f"{ram['io']} B, peak stack {ram['stack_peak']} B: total {ram['total']} B "

@@ -2,7 +2,7 @@
 
 The firmware runs the model on inputs baked into its flash, one context carrying state
 across runs, and prints one line per fact over the board's console (semihosting on
-Cortex-M, the UART on AVR):
+Cortex-M and RISC-V, the UART on AVR):
 
     o RUN PART HEX      bytes of the outputs of run RUN (PART: 48-byte chunks)
     f RUN STATUS        what invoke returned (0 = ok)
@@ -22,6 +22,7 @@ import numpy as np
 from ..ctext import array_initializer
 from ..program import Program
 from .boards import Board
+from .riscv import RISCV_PLATFORM
 from .startup import AVR_CANARY
 
 #: instructions of the Cortex-M calibration loop (two per iteration)
@@ -312,4 +313,5 @@ def platform_header(board: Board, stack: int | None = None) -> str:
     RAM are the stack's; None: everything above .bss and the canary)."""
     if board.emulator == "simavr":
         return f"#define TL_STACK_BYTES {stack or 0}\n#define TL_CANARY_BYTES {AVR_CANARY}\n" + AVR_PLATFORM
-    return f"#define CALIBRATION_ITERATIONS {CALIBRATION // 2}\n" + CORTEX_M_PLATFORM
+    return f"#define CALIBRATION_ITERATIONS {CALIBRATION // 2}\n" + (
+        RISCV_PLATFORM if board.arch == "riscv" else CORTEX_M_PLATFORM)
