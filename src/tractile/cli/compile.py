@@ -54,6 +54,16 @@ def register(subparsers) -> None:
                         help="what builds --project: a Makefile (default), or CMake: the model as a static "
                              "library target NAME (add_subdirectory + target_link_libraries in your project), an "
                              "example for the host, and for a board its firmware and a GNU tool chain file")
+    parser.add_argument("--harness", choices=("mlperf-tiny",),
+                        help="with --project and a Cortex-M target: a firmware for a benchmark's own runner instead "
+                             "of the example; mlperf-tiny implements MLPerf Tiny's submitter API (serial port on the "
+                             "board's UART, timer, th_load_tensor, th_infer, th_results) and links its API sources")
+    parser.add_argument("--harness-model", choices=("kws01", "vww01", "ic01", "ad01"),
+                        help="the MLPerf Tiny model version the firmware reports (default: from the model's input "
+                             "shape)")
+    parser.add_argument("--harness-api", type=Path, metavar="PATH",
+                        help="MLPerf Tiny's API folder (benchmark/ of mlcommons/tiny, holding api/; default "
+                             "../shared/mlperf_tiny_api): referenced from the Makefile, not copied")
     parser.add_argument("--build", action="store_true",
                         help="also build the sources with the system C compiler (host target)")
     parser.add_argument("--pulse", metavar="P",
@@ -111,6 +121,8 @@ def run(args) -> int:
         macros = {"PULSE": (pulsed.pulse, f"frames of {pulsed.symbol} each invoke consumes"),
                   "DELAY": (pulsed.delay, "frames the outputs lag behind the inputs")}
         model = pulsed.model
+    if args.harness and (args.project is None or args.target == "host"):
+        raise TractileError("--harness writes a firmware project: give --project DIR and a --target with a board")
     if args.target != "host" and (args.verify or args.project):
         from .compile_target import run_target
 

@@ -50,15 +50,24 @@ def run_target(model, name: str, args) -> int:
 
             source = fit_ram_budget(typed, args.max_ram, name, board.target, origin=Path(args.model).name,
                                     inputs_in_arena=args.inputs_in_arena)
-        sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
-        written = write_project(source, board, args.project, sample, args.build_system, Path(args.model).name,
-                                stack=args.stack)
+        if getattr(args, "harness", None):
+            from ..compile.targets.mlperf import write_harness_project
+
+            if args.build_system != "make":
+                raise TractileError("the MLPerf Tiny harness project is built by make: drop --build-system")
+            written = write_harness_project(source, board, args.project, args.harness_model, args.harness_api,
+                                            stack=args.stack)
+        else:
+            sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
+            written = write_project(source, board, args.project, sample, args.build_system, Path(args.model).name,
+                                    stack=args.stack)
         if args.report is not None and not args.verify:
             from .compile import write_report_page
 
             written.append(write_report_page(source, args))
         if not args.verify:
-            out.print(f"wrote an example project for {board.name} in {args.project} ({len(written)} files): "
+            what = "an MLPerf Tiny firmware project" if getattr(args, "harness", None) else "an example project"
+            out.print(f"wrote {what} for {board.name} in {args.project} ({len(written)} files): "
                       + project_hint(args.project, args.build_system, board))
             return 0
     if not args.verify:
