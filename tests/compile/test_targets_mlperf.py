@@ -78,3 +78,20 @@ def test_the_harness_refuses_what_the_runner_cannot_drive(tmp_path, capsys):
         assert re.search(why, capsys.readouterr().err.replace("\n", " ")), why
     assert cli_main(["compile", path, "--target", "cortex-m4", "--harness", "mlperf-tiny"]) != 0
     assert "--project DIR" in capsys.readouterr().err
+
+
+def test_kws_on_the_cortex_m7_is_bit_exact_on_the_benchmark_sample(tmp_path):
+    from tractile.compile.targets.verify import verify
+
+    board = board_for("cortex-m7")
+    if toolchain_available(board):
+        pytest.skip(f"{', '.join(toolchain_available(board))} not installed")
+    model = tractile.load(shared_model("mlperf_tiny/kws_dscnn_int8.tflite"))
+    sample = np.load(shared_model("mlperf_tiny/testdata/kws_dscnn_int8_sample.npy")).astype(np.int8)
+    report = verify(model, "cortex-m7", runs=1, inputs=[[sample.reshape(1, 49, 10, 1)]], opt="speed",
+                    profile=False, folder=tmp_path)
+    assert report["board"] == "mps2-an500" and report["verified"], report["first_difference"]
+    assert report["ram_bytes"]["arena"] <= 10_816, "the RAM lead holds"
+    # 7.75 M instructions when written; X-CUBE-AI's published H7A3 figure is 3.17 M cycles
+    assert report["cycles_per_inference"] < 9_000_000
+    assert int(np.argmax(with_flavour(model, "micro").run([sample.reshape(1, 49, 10, 1)])[0])) == 5
