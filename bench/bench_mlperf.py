@@ -1,6 +1,6 @@
 """MLPerf Tiny's four reference models on the emulated Cortex-M4, Cortex-M7 and RV32 boards.
 
-    python bench/bench_mlperf.py [--models kws,vww,ic,ad,sine,speech] [--boards mps2-an386,mps2-an500,virt-rv32]
+    python bench/bench_mlperf.py [--models kws,vww,ic,ad,sine,speech,person] [--boards mps2-an386,mps2-an500,virt-rv32]
                                  [--runs 1] [--json results.json]
 
 For each model and board: the verification firmware is built -O2, run in QEMU on the given
@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 SHARED = HERE.parent.parent / "shared" / "models" / "mlperf_tiny"
 MODELS = {"kws": "kws_dscnn_int8", "vww": "vww_96_int8", "ic": "resnet8_int8", "ad": "ad01_int8"}
 #: the shared small models, for the same measurements (no published MLPerf figures)
-SMALL = {"sine": "hello_world_int8", "speech": "micro_speech_quantized"}
+SMALL = {"sine": "hello_world_int8", "speech": "micro_speech_quantized", "person": "person_detect"}
 BOARDS = {"mps2-an386": "cortex-m4", "mps2-an500": "cortex-m7", "virt-rv32": "riscv32"}
 #: published cycles per inference (millions): latency x clock
 X_CUBE_AI_M4 = {"kws": 5.18, "vww": 10.7, "ic": 19.8, "ad": 0.63}
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS),
-                        help="kws, vww, ic, ad (comma separated; also sine, speech)")
+                        help="kws, vww, ic, ad (comma separated; also sine, speech, person)")
     parser.add_argument("--boards", default=",".join(BOARDS), help="mps2-an386, mps2-an500, virt-rv32")
     parser.add_argument("--runs", type=int, default=1, help="random inputs per model (default 1)")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON")
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
                 rows.append(row)
                 print(f"{model_key:5} {board:11} {'yes' if row['verified'] else 'NO':>3} {row['flash_O2']:>10} "
                       f"{row['flash_Os']:>10} {row['arena']:>7} {row['state']:>6} {row['stack']:>6} "
-                      f"{row['instructions'] / 1e6:>11.3f} M   {row['published']}", flush=True)
+                      f"{row['instructions']:>13,}   {row['published']}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0 if all(row["verified"] for row in rows) else 1

@@ -206,13 +206,32 @@ def main_source(program: Program, profile: bool) -> str:
 static {name}_ctx ctx;
 {chr(10).join(buffers)}
 
+/* value / 10 by shifts and adds, *digit the remainder: no 64-bit division routine linked in (it
+ * would weigh on the firmware's flash at -Os) */
+static uint64_t div10(uint64_t value, unsigned *digit) {{
+  uint64_t q = (value >> 1) + (value >> 2), r;
+  q += q >> 4;
+  q += q >> 8;
+  q += q >> 16;
+  q += q >> 32;
+  q >>= 3;
+  r = value - ((q << 3) + (q << 1));
+  while (r >= 10u) {{
+    ++q;
+    r -= 10u;
+  }}
+  *digit = (unsigned)r;
+  return q;
+}}
+
 static void put_u64(uint64_t value) {{
   char text[24];
   int at = 23;
+  unsigned digit;
   text[at] = 0;
   do {{
-    text[--at] = (char)('0' + (int)(value % 10u));
-    value /= 10u;
+    value = div10(value, &digit);
+    text[--at] = (char)('0' + digit);
   }} while (value);
   tl_write(text + at);
 }}
