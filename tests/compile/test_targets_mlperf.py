@@ -67,6 +67,29 @@ def test_the_kws_firmware_answers_the_runner_like_the_interpreter(tmp_path):
         assert dut.command("bogus") == ["e-[Unknown command: bogus]"]
 
 
+def test_the_ad01_score_is_the_mean_squared_error_the_reference_submission_prints(tmp_path):
+    """ad01's results are one score (input against output, dequantized); the sine model stands in
+    for the autoencoder (one value in, one out: a quick build)."""
+    board, _ = needs_harness()
+    path = shared_model("tflite/hello_world_int8.tflite")
+    assert cli_main(["compile", str(path), "--target", "cortex-m4", "--project", str(tmp_path), "--harness",
+                     "mlperf-tiny", "--harness-model", "ad01", "--stack", "4096"]) == 0
+    built = subprocess.run(["make"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    model = with_flavour(tractile.load(path), "micro")
+    in_q, out_q = model.input_fact(0).qparams, model.output_fact(0).qparams
+    with SerialRunner(board, tmp_path / "firmware.elf", timeout=60) as dut:
+        assert dut.command("profile")[1] == "m-model-[ad01]"
+        scores = set()
+        for value in (-128, -3, 127):
+            x = np.array([[value]], np.int8)
+            dut.load(x.tobytes())
+            want = expected_results("ad01", x, model.run([x])[0], in_q, out_q)
+            assert [line for line in dut.infer(1, 0) if line.startswith("m-results-")] == [f"m-results-[{want[0]}]"]
+            scores.add(want[0])
+        assert len(scores) == 3
+
+
 def test_the_harness_refuses_what_the_runner_cannot_drive(tmp_path, capsys):
     needs_harness()
     path = str(shared_model("tflite/hello_world_int8.tflite"))
