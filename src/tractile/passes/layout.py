@@ -18,7 +18,7 @@ only moves size-1 axes becomes a Reshape (which costs nothing in C).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,13 +39,19 @@ from ..patch import ModelPatch
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 
-#: which wires a rewrite may touch (by the fact of the wire it reads)
-Scope = Callable[[TypedFact], bool]
+@dataclass(frozen=True)
+class Scope:
+    """Where the rewrites apply: the wires whose facts ``wires`` accepts; Squeeze and Unsqueeze
+    (the 1-D entrances and exits) too with ``squeezes``."""
+
+    wires: Callable[[TypedFact], bool]
+    squeezes: bool = True
 
 
-def everywhere(fact: TypedFact) -> bool:
-    """The scope of the compiler's layout choice: every wire."""
-    return True
+#: the compiler's layout choice: every wire
+EVERYWHERE = Scope(lambda fact: True)
+#: the quantized ONNX islands in declutter: Transposes on quantized wires
+QUANTIZED = Scope(quantized_fact, squeezes=False)
 
 
 def axes_const(*axes: int) -> np.ndarray:
@@ -86,11 +92,12 @@ def constant_axes(model, node: Node) -> tuple[int, ...] | None:
 
 
 # exits cancelled with entrances -----------------------------------------------------------------
-def cancel_layout(model, node: Node, scope: Scope = everywhere) -> ModelPatch | None:
+def cancel_layout(model, node: Node, scope: Scope = EVERYWHERE) -> ModelPatch | None:
     """Two Transposes composed (gone when they undo each other), an identity Transpose dropped,
     an Unsqueeze undoing a Squeeze dropped, a Transpose of size-1 axes made a Reshape."""
     op = node.op
-    if not isinstance(op, (Transpose, Unsqueeze)) or not scope(model.outlet_fact(node.inputs[0])):
+    if not (isinstance(op, Transpose) or isinstance(op, Unsqueeze) and scope.squeezes) \
+            or not scope.wires(model.outlet_fact(node.inputs[0])):
         return None
     source = model.nodes[node.inputs[0].node]
     if isinstance(op, Unsqueeze):
@@ -167,11 +174,11 @@ class _Exit:
         return patch.wire_node(name, Squeeze(), [outlet, patch.add_const(f"{name}.axes", axes_const(*self.axes))])[0]
 
 
-def _exit_node(model, outlet: OutletId) -> _Exit | None:
+def _exit_node(model, outlet: OutletId, scope: Scope) -> _Exit | None:
     node = model.nodes[outlet.node]
     if isinstance(node.op, Transpose):
         return _Exit(model, node)
-    if isinstance(node.op, Squeeze):
+    if isinstance(node.op, Squeeze) and scope.squeezes:
         axes = constant_axes(model, node)
         return None if axes is None else _Exit(model, node, axes)
     return None
@@ -185,14 +192,14 @@ def _absorbs(model, node: Node, exit_: _Exit, scope: Scope) -> bool:
     if isinstance(node.op, Unsqueeze) and not exit_.transpose:
         return constant_axes(model, node) == exit_.axes
     data = _carried(model, node, scope)
-    return bool(data) and all((found := _exit_node(model, node.inputs[slot])) is not None and found.key == exit_.key
-                              for slot in data)
+    found = [_exit_node(model, node.inputs[slot], scope) for slot in data]
+    return bool(found) and all(e is not None and e.key == exit_.key for e in found)
 
 
 def _exit_of(model, outlet: OutletId, scope: Scope) -> _Exit | None:
     """The exit giving ``outlet`` when everything reading it cancels it or takes it below itself
     (so moving it down leaves no copy behind)."""
-    exit_ = _exit_node(model, outlet)
+    exit_ = _exit_node(model, outlet, scope)
     if exit_ is None or outlet in model.outputs:
         return None
     readers = model.outlet_successors(outlet)
@@ -205,7 +212,7 @@ def _carried(model, node: Node, scope: Scope) -> list[int]:
     """The data inputs of an op the layout does not matter to (none when it matters)."""
     op = node.op
     facts = model.node_input_facts(node.id)
-    if len(node.outputs) != 1 or not scope(node.outputs[0].fact) \
+    if len(node.outputs) != 1 or not scope.wires(node.outputs[0].fact) \
             or any(f.qparams is not None and f.qparams.axis is not None for f in facts):
         return []
     if isinstance(op, UnaryOp) and not (isinstance(op, Clip) and (op.dynamic_low or op.dynamic_high)):
@@ -219,7 +226,7 @@ def _carried(model, node: Node, scope: Scope) -> list[int]:
     return []
 
 
-def sink_layout(model, node: Node, scope: Scope = everywhere) -> ModelPatch | None:
+def sink_layout(model, node: Node, scope: Scope = EVERYWHERE) -> ModelPatch | None:
     """An op indifferent to the layout whose data inputs all leave the same exit runs before it."""
     data = _carried(model, node, scope)
     if not data:
@@ -268,13 +275,13 @@ def _delay_shape(op: Delay, exit_: _Exit) -> tuple[int, ...]:
 
 # the quantized ONNX islands (declutter) ---------------------------------------------------------
 def cancel_quantized(model, node: Node) -> ModelPatch | None:
-    """:func:`cancel_layout` on quantized wires."""
-    return cancel_layout(model, node, quantized_fact)
+    """:func:`cancel_layout` on the Transposes of quantized wires."""
+    return cancel_layout(model, node, QUANTIZED)
 
 
 def sink_quantized(model, node: Node) -> ModelPatch | None:
-    """:func:`sink_layout` on quantized wires."""
-    return sink_layout(model, node, quantized_fact)
+    """:func:`sink_layout` of the Transposes on quantized wires."""
+    return sink_layout(model, node, QUANTIZED)
 
 
 def nhwc_max_pool(model, node: Node) -> ModelPatch | None:
