@@ -120,7 +120,7 @@ static inline void tl_max_pool_nhwc_f32(const float *x, float *y, int32_t batche
         tl_pool_taps(top, dil_h, k_h, in_h, &y0, &y1);
         tl_pool_taps(left, dil_w, k_w, in_w, &x0, &x1);
         for (c = 0; c < channels; ++c) {
-          float best = -HUGE_VALF;
+          float best = -INFINITY;
           for (ky = y0; ky < y1; ++ky)
             for (kx = x0; kx < x1; ++kx) {
               const float value = x[((b * in_h + top + ky * dil_h) * in_w + left + kx * dil_w) * channels + c];

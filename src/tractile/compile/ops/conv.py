@@ -90,7 +90,7 @@ def conv(e: Emit) -> None:
     op: Conv = e.op
     if op.data_format != "NHWC":
         raise Unsupported(f"a Conv on {op.data_format} {len(e.input(0).shape) - 2}-D tensors (NHWC 2-D is compiled; "
-                          "the compiler makes float NCHW 1-D and 2-D convolutions NHWC)")
+                          "the compiler makes float NCHW 1-D and 2-D convolutions with constant weights NHWC)")
     if op.quant is not None and op.flavour == "onnxruntime":
         from . import onnxruntime
 
