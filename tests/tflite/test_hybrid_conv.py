@@ -99,3 +99,20 @@ def test_hybrid_convolutions_verify_on_the_cortex_m4(tmp_path):
     model = g.outputs(g.depthwise("dw", [y, d], Window2D("VALID", 2, 1)))
     report = verify(model.into_optimized(), "cortex-m4", runs=2, folder=tmp_path)
     assert report["verified"], report["first_difference"]
+
+
+def test_hybrid_convolutions_are_neither_streamed_nor_computed_by_rows():
+    """Each image is quantized whole: a stream's chunk or a band of rows would be quantized on
+    its own range. Streaming is refused; row banding leaves the convolution whole."""
+    import tractile
+    from tractile.compile.bands import bandable
+    from tractile.compile.rows import row_geometry
+    from tractile.formats.tflite.writer import write_model
+
+    data = write_model(conv_model(window=Window2D("VALID"), shape=(1, 9, 3, 5)))
+    model = tractile.load(data, inputs=["1,T,3,5,f32"])
+    with pytest.raises(TractileError, match="hybrid convolution quantizes each whole image"):
+        model.pulse("T", 1)
+    typed = conv_model(shape=(1, 7, 6, 5)).into_optimized()
+    node = next(n for n in typed.nodes if isinstance(n.op, Conv))
+    assert not bandable(typed, node) and row_geometry(typed, node) is None

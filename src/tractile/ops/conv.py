@@ -75,11 +75,12 @@ class Conv(Op):
 
     def prepared(self, inputs):
         if self.quant is None:
-            return with_recipe(self, self._hybrid(inputs)) if self._is_hybrid(inputs) else self
+            return with_recipe(self, self._hybrid(inputs)) if self.is_hybrid(inputs) else self
         return with_recipe(self, self._recipe(inputs))
 
-    def _is_hybrid(self, inputs: list[TypedFact]) -> bool:
-        """A float NHWC input by int8 quantized weights: LiteRT's hybrid convolution."""
+    def is_hybrid(self, inputs: list[TypedFact]) -> bool:
+        """A float NHWC input by int8 quantized weights: LiteRT's hybrid convolution (each image
+        quantized whole: it is not computed by rows nor streamed)."""
         return self.quant is None and self.data_format == "NHWC" and is_hybrid(inputs[0], inputs[1])
 
     def _hybrid(self, inputs: list[TypedFact]) -> HybridConv:
@@ -101,7 +102,7 @@ class Conv(Op):
             fact = nhwc_facts(self, inputs)
             if self.quant is not None:
                 self._recipe(inputs)
-            elif self._is_hybrid(inputs):
+            elif self.is_hybrid(inputs):
                 self._hybrid(inputs)
             return [fact]
         if self.kernel_format != "OIHW" or self.quant is not None:
