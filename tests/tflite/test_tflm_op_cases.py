@@ -1,8 +1,7 @@
 """The cases of TFLite Micro's builtin operators no other test had (``test_tflm_op_list.py``
 holds the list and its completeness checks): int16 slicing and MAXIMUM/MINIMUM, float and int8
 SOFTMAX and SVDF on built models against LiteRT's reference kernels, written back and compiled;
-CUMSUM, ARG_MAX, ARG_MIN, RESIZE_BILINEAR and int8 SQUARED_DIFFERENCE compiled; int8 DIV's C
-lowering still refused with the node named."""
+CUMSUM, ARG_MAX, ARG_MIN, RESIZE_BILINEAR, int8 SQUARED_DIFFERENCE and DIV compiled."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +10,6 @@ import pytest
 from tests.compile.harness import assert_builds_without_warnings, check_against_interpreter
 from tests.tflite.builder import GraphBuilder, check_model, q, random_values
 from tests.tflite.test_ops_array import MASKS
-from tests.tflite.test_tflm_op_list import COMPILE_TYPE_GAPS
 from tractile.datum import DatumType
 from tractile.fact import TypedFact
 from tractile.formats.tflite.ops.slicing import slice_ops, strided_slice_ops
@@ -104,24 +102,19 @@ def test_arg_max_and_min_compile(kind, dtype, out, compile_cache):
     check_against_interpreter(model.into_optimized(), compile_cache, inputs=sets, name="arg")
 
 
-def test_int8_squared_difference_compiles_on_every_pair(compile_cache):
+@pytest.mark.parametrize("kind", ["squared_difference", "div"])
+def test_int8_squared_difference_and_div_compile_on_every_pair(kind, compile_cache):
+    """Every int8 pair (DIV: every nonzero divisor; small numerators shift past 31 bits)."""
     from tests.tflite.builder import all_pairs
     from tests.tflite.test_ops_elementwise import INT8_CASES, binary_model
 
+    quant = INT8_CASES[kind][0]
     a, b = all_pairs("i8")
-    model = binary_model("squared_difference", "i8", [a.shape, b.shape], INT8_CASES["squared_difference"][0])
-    check_against_interpreter(model, compile_cache, inputs=[[a, b]], name="squared_difference")
-
-
-@pytest.mark.parametrize("opcode,dtype", sorted(COMPILE_TYPE_GAPS))
-def test_compile_gaps_are_still_refused_with_the_node_named(opcode, dtype):
-    from tests.tflite.test_ops_elementwise import INT8_CASES, binary_model
-    from tractile.compile import generate
-    from tractile.errors import TractileError
-
-    model = binary_model(opcode.lower(), dtype, [(3, 4), (4,)], INT8_CASES[opcode.lower()][0])
-    with pytest.raises(TractileError, match='"y"'):
-        generate(model.into_optimized(), name="gap")
+    if kind == "div":
+        keep = b != quant[1].zero_point[0]
+        a, b = a[keep], b[keep]
+    model = binary_model(kind, "i8", [a.shape, b.shape], quant)
+    check_against_interpreter(model, compile_cache, inputs=[[a, b]], name=kind)
 
 
 def bilinear_model(dtype: str, size, align: bool, half: bool):
@@ -149,3 +142,7 @@ def test_new_kernels_build_without_warnings(tmp_path):
     for dtype in ("f32", "u8", "i8", "i16"):
         source = generate(bilinear_model(dtype, (7, 9), False, True), name=f"bilinear_{dtype}")
         assert_builds_without_warnings(source, tmp_path / dtype)
+    from tests.tflite.test_ops_elementwise import INT8_CASES, binary_model
+
+    division = binary_model("div", "i8", [(3, 4), (4,)], INT8_CASES["div"][0])
+    assert_builds_without_warnings(generate(division.into_optimized(), name="division"), tmp_path / "div")

@@ -205,11 +205,6 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
 TYPE_GAPS = {
     ("UNIDIRECTIONAL_SEQUENCE_LSTM", I16): "TFLite Micro's 16x8 integer LSTM has no core recipe yet",
 }
-#: (builtin, type) interpreted but not compiled, and why (checked below: they are still refused)
-COMPILE_TYPE_GAPS = {
-    ("DIV", I8): "TFLite's quantized DIV (reciprocal tables, shifts past 31 as x86 C computes them) has no C "
-                 "lowering; compile='auto' runs it interpreted",
-}
 #: what a test must call to check a built model against an oracle through the writer
 ROUND_TRIPS = ("check_model(", "check_file(", "_check(", "_check_and_compile(", "write_model(")
 #: how a test names a type: a type string, or the type's name in its own name or NumPy's

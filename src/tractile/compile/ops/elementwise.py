@@ -269,6 +269,11 @@ INTEGER_BINARY = {"Add": "(int32_t)((uint32_t)va + (uint32_t)vb)", "Sub": "(int3
 def quantized_binary(e: Emit, p: BinaryRecipe) -> None:
     """TFLite's quantized ADD/SUB/MUL/MAXIMUM/MINIMUM/SQUARED_DIFFERENCE, element by element with
     broadcasting."""
+    if p.kind == "div":
+        from .divide import quantized_div
+
+        quantized_div(e, p)
+        return
     a, b, y = e.input(0), e.input(1), e.output(0)
     if a.dtype not in (DatumType.I8, DatumType.U8, DatumType.I16) or \
             p.kind not in ("add", "sub", "mul", "maximum", "minimum", "squared_difference"):
