@@ -146,3 +146,26 @@ def test_new_kernels_build_without_warnings(tmp_path):
 
     division = binary_model("div", "i8", [(3, 4), (4,)], INT8_CASES["div"][0])
     assert_builds_without_warnings(generate(division.into_optimized(), name="division"), tmp_path / "div")
+
+
+def test_new_kernels_verify_on_the_cortex_m4(tmp_path):
+    """DIV's shifts past 31 bits, the bilinear taps and the int8 running sum on the device."""
+    from tests.compile.test_targets import needs_board
+    from tests.tflite.test_ops_elementwise import INT8_CASES, binary_model
+    from tractile.compile.targets.verify import verify
+
+    needs_board("cortex-m4")
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, 4, 5, 3), q(0.1, 3))
+    from tests.tflite.test_ops_spatial import _resize_inputs, resize_op
+
+    resized = g.op("r", resize_op("linear", False, True), [x, *_resize_inputs(g, (7, 9))])
+    summed = g.op("s", CumScan("sum", False, True, quant=q(0.3, -4)), [resized, g.const("axis", np.array(2, np.int32))])
+    report = verify(g.outputs(summed).into_optimized(), "cortex-m4", runs=2, folder=tmp_path / "resize")
+    assert report["verified"], report["first_difference"]
+    quant = INT8_CASES["div"][0]
+    a, b = np.arange(-128, 128).astype(np.int8).reshape(16, 16), np.arange(-128, 128, 16).astype(np.int8)
+    b[b == quant[1].zero_point[0]] += 1  # no zero divisor
+    model = binary_model("div", "i8", [a.shape, b.shape], quant).into_optimized()
+    report = verify(model, "cortex-m4", runs=0, inputs=[[a, b]], folder=tmp_path / "div")
+    assert report["verified"], report["first_difference"]
