@@ -117,6 +117,17 @@ def test_int8_squared_difference_and_div_compile_on_every_pair(kind, compile_cac
     check_against_interpreter(model, compile_cache, inputs=[[a, b]], name=kind)
 
 
+def test_uint8_div_compiles(compile_cache):
+    from tests.tflite.test_ops_elementwise import binary_model
+
+    quant = (q(0.05, 128), q(0.07, 125), q(0.1, 128))
+    model = binary_model("div", "u8", [(4, 64), (64,)], quant)
+    sets = [[random_values(f, RNG) for f in model.input_facts] for _ in range(3)]
+    for _, divisor in sets:
+        divisor[divisor == 125] = 126
+    check_against_interpreter(model, compile_cache, inputs=sets, name="div_u8")
+
+
 def bilinear_model(dtype: str, size, align: bool, half: bool):
     from tests.tflite.test_ops_spatial import _resize_inputs, resize_op
 
