@@ -1,7 +1,8 @@
 """Hybrid models as TensorFlow's converter emits them (Dense, LSTM, Conv2D and DepthwiseConv2D
 with int8 weights, float activations): within 1e-5 of LiteRT's reference kernels interpreted,
-and compiled equal to the interpreter. The convolutions run through the hybrid recipe the core
-convolution calls (``ops.quantized.hybrid.HybridConv``) with the file's weights."""
+and compiled equal to the interpreter. The convolutions (hybrid CONV_2D and DEPTHWISE_CONV_2D,
+as the converter writes them) load onto the core convolutions, which run LiteRT's hybrid
+arithmetic and compile."""
 from __future__ import annotations
 
 import importlib.util
@@ -14,10 +15,11 @@ import numpy as np
 import pytest
 
 from tests.tflite.oracle import assert_float_close, reference_interpreter, run_reference
+from tractile.datum import DatumType
 from tractile.formats.tflite import load_tflite
-from tractile.formats.tflite.reader import buffer_value, read_model
+from tractile.formats.tflite.reader import read_model
+from tractile.ops.conv import Conv
 from tractile.ops.matmul import MatMul
-from tractile.ops.quantized.hybrid import HybridConv
 
 if importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("tf_keras") is None:
     pytest.skip("the converter needs tensorflow-cpu and tf-keras", allow_module_level=True)
@@ -64,29 +66,26 @@ def test_converter_hybrid_models_match_litert_and_compile(name, shape, hybrid_op
                               name=f"converted_{name}")
 
 
-def _conv_weights(info, operator):
-    tensors = info.subgraphs[0].tensors
-    weights, bias = tensors[operator.inputs[1]], tensors[operator.inputs[2]]
-    return buffer_value(info, weights, "weights"), weights.quant, buffer_value(info, bias, "bias")
+def test_converter_hybrid_convolutions_match_litert_and_compile(exported, compile_cache):
+    """TensorFlow's converter writes Keras's Conv2D and DepthwiseConv2D as CONV_2D and
+    DEPTHWISE_CONV_2D with per-channel int8 weights on float inputs (not DEQUANTIZE + float
+    convolutions): the core convolutions run them with LiteRT's hybrid arithmetic."""
+    from tests.compile.harness import check_against_interpreter
 
-
-def test_converter_hybrid_convolutions_match_litert(exported):
     data = exported["conv"]
     info = read_model(data)
-    ops = {op.opcode: op for op in info.subgraphs[0].operators}
-    w, w_q, b = _conv_weights(info, ops["CONV_2D"])
-    assert w.dtype == np.int8 and len(w_q.scale) == 32, "per-channel int8 convolution weights"
-    conv = HybridConv(w, np.asarray(w_q.scale), b)
-    dw, dw_q, db = _conv_weights(info, ops["DEPTHWISE_CONV_2D"])
-    depthwise = HybridConv(np.transpose(dw, (3, 1, 2, 0)), np.asarray(dw_q.scale), db, groups=32, depthwise=True)
+    tensors = info.subgraphs[0].tensors
+    opcodes = {op.opcode: tensors[op.inputs[1]] for op in info.subgraphs[0].operators}
+    assert "DEQUANTIZE" not in opcodes
+    for name, units in (("CONV_2D", 32), ("DEPTHWISE_CONV_2D", 128)):
+        assert opcodes[name].dtype.name == "I8" and len(opcodes[name].quant.scale) == units, name
+    model = load_tflite(data)
+    hybrid = [n for n in model.nodes if isinstance(n.op, Conv)
+              and model.outlet_fact(n.inputs[1]).dtype == DatumType.I8 and n.outputs[0].fact.dtype == DatumType.F32]
+    assert len(hybrid) == 2
     interpreter = reference_interpreter(data)
-    names = [d["name"] for d in interpreter.get_output_details()]
-    for (x,) in runs((1, 9, 8, 16), count=4):
-        outputs = run_reference(interpreter, [x])
-        conv_out = outputs[0] if outputs[0].shape[-1] == 32 else outputs[1]
-        depth_out = outputs[1] if outputs[0].shape[-1] == 32 else outputs[0]
-        # SAME padding, stride 2, 3 x 3 over 9 x 8: (top, left, bottom, right) = (1, 0, 1, 1)
-        ours = np.maximum(conv(x, strides=(2, 2), pads=(1, 0, 1, 1)), 0)
-        assert ours.shape == conv_out.shape, names
-        assert_float_close(ours, conv_out)
-        assert_float_close(depthwise(conv_out, pads=(1, 1, 1, 1)), depth_out)
+    inputs = runs((1, 9, 8, 16), count=4)
+    for values in inputs:
+        for ours, expected in zip(model.run(values), run_reference(interpreter, values)):
+            assert_float_close(ours, expected)
+    check_against_interpreter(model.into_optimized(), compile_cache, inputs=inputs, name="converted_conv")

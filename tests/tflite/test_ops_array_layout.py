@@ -139,6 +139,22 @@ def test_cumsum(dtype, exclusive, reverse):
     check_model(model, sets)
 
 
+@pytest.mark.parametrize("exclusive,reverse", [(False, False), (True, True), (False, True)])
+def test_int8_cumsum_matches_tflite_micro(exclusive, reverse, compile_cache):
+    """TFLite Micro's int8 CUMSUM (LiteRT has none; the sum starts from the offset zero point),
+    compiled bit for bit."""
+    from tests.compile.harness import check_against_interpreter
+
+    g = GraphBuilder()
+    x = g.input("x", "i8", (3, 6, 2), q(0.1, 3))
+    op = CumScan("sum", exclusive, reverse, quant=q(0.3, -4))
+    model = g.outputs(g.op("y", op, [x, g.const("axis", np.array(1, np.int32))]))
+    sets = _sets(model)
+    outputs = check_model(model, sets, oracle="micro")
+    assert model.output_fact(0).qparams == q(0.3, -4) and outputs[0][0].dtype == np.int8
+    check_against_interpreter(model.into_optimized(), compile_cache, inputs=sets, name="cumsum8")
+
+
 @pytest.mark.parametrize("kind", ["max", "min"])
 @pytest.mark.parametrize("dtype,out", [("f32", "i32"), ("i8", "i64"), ("f32", "i64")])
 def test_arg_max_and_min(kind, dtype, out):

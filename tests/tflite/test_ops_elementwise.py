@@ -105,6 +105,18 @@ def test_int16_and_uint8_binary(kind, dtype, pot):
     check_model(model, sets)
 
 
+@pytest.mark.parametrize("quant", [(q(0.001), q(0.0015), q(0.15)), (q(2 ** -10), q(2 ** -10), q(2 ** -4))])
+def test_int16_squared_difference_matches_tflite_micro(quant, compile_cache):
+    """TFLite Micro's int16 SQUARED_DIFFERENCE (no left shift; LiteRT has none), compiled bit for bit."""
+    from tests.compile.harness import check_against_interpreter
+
+    model = binary_model("squared_difference", "i16", [(3, 40), (40,)], quant, pot=False)
+    sets = [[random_values(f, RNG) for f in model.input_facts] for _ in range(3)]
+    out = check_model(model, sets, oracle="micro")
+    assert 0 < np.count_nonzero(out[0][0] < 32767) < out[0][0].size  # some saturate, most do not
+    check_against_interpreter(model.into_optimized(), compile_cache, inputs=sets, name="squared_difference16")
+
+
 def test_int16_add_and_sub_with_power_of_two_scales():
     cases = (("add", (q(2 ** -10), q(2 ** -12), q(2 ** -10))), ("sub", (q(2 ** -13), q(2 ** -11), q(2 ** -11))))
     for kind, quant in cases:

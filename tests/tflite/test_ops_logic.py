@@ -9,7 +9,7 @@ import pytest
 from tests.tflite.builder import GraphBuilder, all_pairs, check_model, q, random_values
 from tests.tflite.raw import check_file, raw_model
 from tractile.datum import DatumType
-from tractile.errors import ModelFormatError
+from tractile.errors import ModelFormatError, TractileError
 from tractile.fact import TypedFact
 from tractile.formats.tflite import load_tflite
 from tractile.formats.tflite.writer import write_model
@@ -115,11 +115,27 @@ def test_add_n(dtype, count):
     check_file(model, sets)
 
 
-def test_quantized_add_n_is_refused():
-    quant = q(0.1, 2)
-    model = raw_model("ADD_N", [("a", "i8", (4,), quant), ("b", "i8", (4,), quant)],
-                      TypedFact(DatumType.I8, (4,), qparams=quant))
-    with pytest.raises(ModelFormatError, match="quantized ADD_N is not supported"):
+@pytest.mark.parametrize("count,in_q,out_q", [(2, q(0.1, 2), q(0.1, 2)), (3, q(2 ** -4, -7), q(2 ** -3, 5)),
+                                               (5, q(0.03, 0), q(0.2, -128))])
+def test_int8_add_n_matches_tflite_micro(count, in_q, out_q, compile_cache):
+    """TFLite Micro's int8 ADD_N (LiteRT has none), its sum starting from the offset zero point,
+    and compiled bit for bit."""
+    from tests.compile.harness import check_against_interpreter
+
+    model = raw_model("ADD_N", [(name, "i8", (4, 9), in_q) for name in "abcde"[:count]],
+                      TypedFact(DatumType.I8, (4, 9), qparams=out_q))
+    sets = [[random_values(f, RNG) for f in model.input_facts] for _ in range(3)]
+    sets.append([np.full((4, 9), value, np.int8) for value in (-128, 127, 0, 1, -1)[:count]])
+    out = check_file(model, sets, oracle="micro")
+    assert len({int(v) for o in out for v in o.reshape(-1)}) > 8
+    loaded = load_tflite(write_model(model)).into_optimized()
+    check_against_interpreter(loaded, compile_cache, inputs=sets, name="add_n")
+
+
+def test_add_n_inputs_of_different_quantizations_are_refused():
+    model = raw_model("ADD_N", [("a", "i8", (4,), q(0.1, 2)), ("b", "i8", (4,), q(0.2, 2))],
+                      TypedFact(DatumType.I8, (4,), qparams=q(0.1, 2)))
+    with pytest.raises(TractileError, match="share one scale and zero point"):
         load_tflite(write_model(model))
 
 

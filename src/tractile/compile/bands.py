@@ -51,7 +51,8 @@ class Chain:
 
 def bandable(model, node: Node) -> bool:
     """Whether ``node`` can be a link of a banded chain: a batch-1 NHWC convolution."""
-    if not isinstance(node.op, Conv) or node.op.data_format != "NHWC":
+    if not isinstance(node.op, Conv) or node.op.data_format != "NHWC" or \
+            node.op.is_hybrid([model.outlet_fact(i) for i in node.inputs]):
         return False
     shape = node.outputs[0].fact.concrete_shape()
     return shape is not None and len(shape) == 4 and int(shape[0]) == 1 and len(node.outputs) == 1

@@ -83,6 +83,8 @@ def row_geometry(model, node: Node) -> RowGeometry | None:
         return None
     op = node.op
     if isinstance(op, Conv) and op.data_format == "NHWC":
+        if op.is_hybrid([model.outlet_fact(i) for i in node.inputs]):
+            return None
         _, _, k_h, k_w = kernel_dims(model.outlet_fact(node.inputs[1]).shape, op.kernel_format)
         window = op.window.for_kernel((int(k_h), int(k_w)))
         begins, _, _ = window.concrete_pads(x[1:3])

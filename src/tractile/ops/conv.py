@@ -12,9 +12,10 @@ from ..fact import QParams, TypedFact
 from .activations import Activation
 from .base import Op, expect_inputs
 from .conv_depthwise import DepthwisePlan, depthwise, plan_depthwise
-from .conv_nhwc import DATA_FORMATS, Prepared, convolve_nhwc, is_depthwise, kernel_dims, nhwc_facts
+from .conv_nhwc import DATA_FORMATS, Prepared, convolve_nhwc, is_depthwise, kernel_dims, nhwc_facts, to_ohwi
 from .quantized.common import cached_recipe, recipe_of, with_recipe
 from .quantized.conv import conv_quant
+from .quantized.hybrid import HybridConv, hybrid_conv, is_hybrid
 from .window import Window, pad_spatial, taps, window_view
 
 
@@ -31,7 +32,9 @@ class Conv(Op):
     and W are quantized tensors (their facts' qparams), the bias int32 or int64, and the
     convolution follows TFLite's integer recipe (``ops.quantized.conv``), a fused activation
     being a Clip in the output's integers (NHWC only); ``flavour="onnxruntime"``: onnxruntime's
-    (int8 or uint8, float32 requantization, ``ops.quantized.onnxruntime``).
+    (int8 or uint8, float32 requantization, ``ops.quantized.onnxruntime``). A float NHWC X
+    by constant int8 quantized W with ``quant`` None is LiteRT's hybrid convolution
+    (``ops.quantized.hybrid.HybridConv``: images quantized on the fly).
     """
 
     weight_inputs = (1, 2)
@@ -71,7 +74,23 @@ class Conv(Op):
             flavour=self.flavour))
 
     def prepared(self, inputs):
-        return self if self.quant is None else with_recipe(self, self._recipe(inputs))
+        if self.quant is None:
+            return with_recipe(self, self._hybrid(inputs)) if self.is_hybrid(inputs) else self
+        return with_recipe(self, self._recipe(inputs))
+
+    def is_hybrid(self, inputs: list[TypedFact]) -> bool:
+        """A float NHWC input by int8 quantized weights: LiteRT's hybrid convolution (each image
+        quantized whole: it is not computed by rows nor streamed)."""
+        return self.quant is None and self.data_format == "NHWC" and is_hybrid(inputs[0], inputs[1])
+
+    def _hybrid(self, inputs: list[TypedFact]) -> HybridConv:
+        w = inputs[1]
+        if w.konst is None:
+            raise AnalysisError(f"a hybrid convolution needs constant int8 weights, got {w}")
+        depthwise = is_depthwise(self, inputs[0].shape[3], w.shape)
+        return cached_recipe(self, inputs, lambda: hybrid_conv(
+            to_ohwi(w.konst, self.kernel_format), w, inputs[2] if len(inputs) > 2 else None, self.group, depthwise,
+            self.window.dilations or (1, 1), 3 if self.kernel_format == "HWIO" else 0))
 
     def output_facts(self, inputs):
         expect_inputs(inputs, (2, 3), self)
@@ -83,6 +102,8 @@ class Conv(Op):
             fact = nhwc_facts(self, inputs)
             if self.quant is not None:
                 self._recipe(inputs)
+            elif self.is_hybrid(inputs):
+                self._hybrid(inputs)
             return [fact]
         if self.kernel_format != "OIHW" or self.quant is not None:
             raise AnalysisError("an NCHW Conv takes OIHW kernels and no quantization (NHWC does)")
@@ -124,6 +145,8 @@ class Conv(Op):
         x, w = inputs[0], inputs[1]
         bias = inputs[2] if len(inputs) > 2 else None
         if self.data_format == "NHWC":
+            if w.dtype == np.int8 and x.dtype.kind == "f" and self.quant is None:
+                return [self._run_hybrid(x, w)]
             return [convolve_nhwc(self, x, w, bias, self._prepared_weights(x, w, bias))]
         if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.kind == "V":
             # half-precision sums drift: accumulate in f32, round once
@@ -148,6 +171,13 @@ class Conv(Op):
         if self.activation is not None:
             y = self.activation.apply_inplace(y)
         return [y]
+
+    def _run_hybrid(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        recipe: HybridConv = recipe_of(self)
+        window = self.window.for_kernel(kernel_dims(w.shape, self.kernel_format)[2:])
+        begins, ends, _ = window.concrete_pads(tuple(x.shape[1:3]))
+        y = recipe(x, window.strides, window.dilations, (begins[0], begins[1], ends[0], ends[1]))
+        return self.activation.apply_inplace(y) if self.activation is not None else y
 
     def _prepared_weights(self, x: np.ndarray, w: np.ndarray, bias) -> Prepared:
         """The NHWC weights (and quantized output stage) prepared once per weight and bias arrays."""

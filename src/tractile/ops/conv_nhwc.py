@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import AnalysisError
 from ..fact import TypedFact
 from .quantized.conv import QuantizedStage
+from .quantized.hybrid import is_hybrid
 from .window import Window, strided_view
 
 KERNEL_FORMATS = ("OIHW", "OHWI", "HWIO")
@@ -54,7 +55,7 @@ def nhwc_facts(op, inputs: list[TypedFact]) -> TypedFact:
         raise AnalysisError(f"{filters} output channels cannot be split in {op.group} groups")
     if len(inputs) == 3 and inputs[2].volume != filters:
         raise AnalysisError(f"bias should hold {filters} values, got {inputs[2]}")
-    if op.quant is None:
+    if op.quant is None and not is_hybrid(x, w):
         if not x.dtype.is_float or w.dtype != x.dtype:
             raise AnalysisError(f"an NHWC Conv without quantization needs float input and kernel of one type, got "
                                 f"{x} and {w}")

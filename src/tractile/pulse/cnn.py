@@ -137,6 +137,8 @@ def conv(ctx: PulseContext, node: Node) -> list[Wire]:
     if geo is None:
         return ctx.keep(node, wires, 0)
     op: Conv = node.op
+    if op.is_hybrid([ctx.input_fact(node, i) for i in range(len(node.inputs))]):
+        raise AnalysisError(f"{node.name}: a hybrid convolution quantizes each whole image, so it cannot stream")
     w_shape = ctx.input_fact(node, 1).shape
     kernel = kernel_dims(w_shape, op.kernel_format)[2:] if op.data_format == "NHWC" else w_shape[2:]
     window = op.window.for_kernel(kernel)

@@ -199,20 +199,21 @@ static inline void tl_hybrid_lstm(const float *x, float *y, float *h, float *c, 
   }
 }
 
-/* CONV_2D and DEPTHWISE_CONV_2D over NHWC (LiteRT's per-channel hybrid kernels): each batch's
- * image quantized asymmetrically into q (in_h * in_w * in_c int8), padded positions skipped;
- * w [out_c][kh][kw][in_c / groups] int8 with per-output-channel scales; depthwise multiplies
- * the two scales first, as LiteRT's depthwise kernel does */
+/* CONV_2D and DEPTHWISE_CONV_2D over NHWC (LiteRT's hybrid kernels): each batch's image
+ * quantized into q (in_h * in_w * in_c int8; asymmetrically per channel, symmetrically per
+ * tensor), padded positions skipped; w [out_c][kh][kw][in_c / groups] int8 with per-output-
+ * channel scales; scales_first multiplies the image's factor and the channel's scale before
+ * the sum, as LiteRT's depthwise and per-tensor kernels do */
 static inline void tl_hybrid_conv(const float *x, const int8_t *w, const float *scales, const float *bias, float *y,
                                   int8_t *q, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
                                   int32_t out_w, int32_t out_c, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
                                   int32_t dh, int32_t dw, int32_t pad_top, int32_t pad_left, int32_t groups,
-                                  int depthwise, float low, float high) {
+                                  int asymmetric, int scales_first, float low, float high) {
   const int32_t per_group = in_c / groups, per_out = out_c / groups;
   int32_t b, oy, ox, oc, i, j, k;
   for (b = 0; b < batches; ++b) {
     int32_t offset;
-    const float factor = tl_hybrid_quantize(x + b * in_h * in_w * in_c, in_h * in_w * in_c, 1, q, &offset);
+    const float factor = tl_hybrid_quantize(x + b * in_h * in_w * in_c, in_h * in_w * in_c, asymmetric, q, &offset);
     for (oy = 0; oy < out_h; ++oy) {
       for (ox = 0; ox < out_w; ++ox) {
         float *out = y + ((b * out_h + oy) * out_w + ox) * out_c;
@@ -234,7 +235,7 @@ static inline void tl_hybrid_conv(const float *x, const int8_t *w, const float *
               }
             }
           }
-          if (depthwise) {
+          if (scales_first) {
             const float scale = TL_READ_F32(scales + oc) * factor;
             value = (float)acc * scale;
           } else {

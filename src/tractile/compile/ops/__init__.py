@@ -1,5 +1,6 @@
 """C emitters, one module per op family; importing this package registers them all."""
 from . import (  # noqa: F401
+    add_n,
     array,
     conv,
     dense,
@@ -11,6 +12,7 @@ from . import (  # noqa: F401
     recurrent,
     reduce,
     rnn,
+    scan,
     shape,
     signal,
     softmax,

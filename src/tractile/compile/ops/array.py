@@ -46,7 +46,12 @@ def _fill_values(op, inputs: list, maps: list[np.ndarray]) -> list:
 def data_movement(e: Emit) -> None:
     op = e.op
     if isinstance(op, Resize) and op.mode != "nearest":
-        raise Unsupported(f"{op.mode} resizing (only nearest-neighbour resizing moves values)")
+        if op.mode != "linear":
+            raise Unsupported(f"{op.mode} resizing (only nearest-neighbour resizing moves values)")
+        from .resize import tflite_bilinear
+
+        tflite_bilinear(e)
+        return
     if isinstance(op, core.Concat) and op.quant is not None:
         if op.flavour == "onnxruntime":
             from . import onnxruntime

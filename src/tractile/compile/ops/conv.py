@@ -96,6 +96,11 @@ def conv(e: Emit) -> None:
 
         onnxruntime.conv(e)
         return
+    if op.quant is None and e.input_fact(1).dtype == DatumType.I8:
+        from .hybrid import hybrid_conv
+
+        hybrid_conv(e)
+        return
     w_shape = e.input_fact(1).shape
     if op.kernel_format == "HWIO" and is_depthwise(op, int(e.input_fact(0).shape[3]), w_shape):
         depthwise_conv2d(e)

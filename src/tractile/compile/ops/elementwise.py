@@ -267,10 +267,16 @@ INTEGER_BINARY = {"Add": "(int32_t)((uint32_t)va + (uint32_t)vb)", "Sub": "(int3
 
 
 def quantized_binary(e: Emit, p: BinaryRecipe) -> None:
-    """TFLite's quantized ADD/SUB/MUL/MAXIMUM/MINIMUM, element by element with broadcasting."""
+    """TFLite's quantized ADD/SUB/MUL/MAXIMUM/MINIMUM/SQUARED_DIFFERENCE, element by element with
+    broadcasting."""
+    if p.kind == "div":
+        from .divide import quantized_div
+
+        quantized_div(e, p)
+        return
     a, b, y = e.input(0), e.input(1), e.output(0)
     if a.dtype not in (DatumType.I8, DatumType.U8, DatumType.I16) or \
-            p.kind not in ("add", "sub", "mul", "maximum", "minimum"):
+            p.kind not in ("add", "sub", "mul", "maximum", "minimum", "squared_difference"):
         raise Unsupported(f"quantized {p.kind} on {a.dtype}")
     e.use("tl_common.h")
     cast = C_TYPES[y.dtype]
@@ -295,5 +301,7 @@ def quantized_binary(e: Emit, p: BinaryRecipe) -> None:
         scaled1 = f"tl_mbqm((va - ({p.z1})) * {1 << p.left}, TL_READ_S32({m1}), (int)TL_READ_S32({s1}))"
         scaled2 = f"tl_mbqm((vb - ({p.z2})) * {1 << p.left}, TL_READ_S32({m2}), (int)TL_READ_S32({s2}))"
         raw = f"{scaled1} {'+' if p.kind == 'add' else '-'} {scaled2}"
+        if p.kind == "squared_difference":
+            raw = f"(int32_t)((uint32_t)({raw}) * (uint32_t)({raw}))"  # wraps as the interpreter's
     body = f"({cast})tl_clamp_i32(tl_mbqm({raw}, TL_READ_S32({mo}), (int)TL_READ_S32({so})) + ({p.zo}), {low}, {high})"
     broadcast_loop(e, a, b, y, body)

@@ -1,11 +1,12 @@
 """Hybrid (dynamic-range) products compiled: float activations quantized on the fly, int8 weights
-(``tl_hybrid.h``), for the core MatMul (FULLY_CONNECTED), Svdf and ProjectedLstm, with the
+(``tl_hybrid.h``), for the core MatMul (FULLY_CONNECTED), NHWC Conv, Svdf and ProjectedLstm, with the
 constants the interpreter's recipes (``ops.quantized.hybrid``, ``hybrid_recurrent``) use."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...datum import DatumType
+from ...ops.conv_nhwc import kernel_dims
 from ...ops.quantized.common import recipe_of
 from ..emit import Emit
 from ..registry import Unsupported
@@ -116,6 +117,18 @@ def emit_hybrid_conv(e: Emit, conv, strides=(1, 1), dilations=(1, 1), pads=(0, 0
     bias = e.constant("bias", conv.bias) if conv.bias is not None else "NULL"
     e.call("tl_hybrid_conv", x, e.constant("weights", conv.weights, DatumType.I8), e.constant("scales", conv.scales),
            bias, y, e.scratch("image", DatumType.I8, in_h * in_w * in_c), batches, in_h, in_w, in_c, out_h, out_w,
-           out_c, kh, kw, *strides, *dilations, pads[0], pads[1], conv.groups, int(conv.depthwise),
-           np.float32(low), np.float32(high))
+           out_c, kh, kw, *strides, *dilations, pads[0], pads[1], conv.groups, int(conv.asymmetric),
+           int(conv.scales_first), np.float32(low), np.float32(high))
     finish_activation(e, activation, y)
+
+
+def hybrid_conv(e: Emit) -> None:
+    """The core NHWC Conv of a float input by constant int8 weights (LiteRT's hybrid CONV_2D and
+    DEPTHWISE_CONV_2D), with the recipe the interpreter prepared."""
+    op = e.op
+    w_shape = e.input_fact(1).shape
+    kernel = kernel_dims(w_shape, op.kernel_format)[2:]
+    window = op.window.for_kernel(kernel)
+    begins, ends, _ = window.concrete_pads(tuple(int(d) for d in e.input(0).shape[1:3]))
+    emit_hybrid_conv(e, recipe_of(op), window.strides, window.dilations, (begins[0], begins[1], ends[0], ends[1]),
+                     op.activation)

@@ -150,8 +150,8 @@ def binary_recipe(kind: str, a: TypedFact, b: TypedFact, quant: QParams, clamp: 
         raise AnalysisError(f"quantized {kind.upper()} needs quantized 8- or 16-bit inputs, got {a} and {b}")
     if b.dtype != dtype:
         raise AnalysisError(f"{kind.upper()} inputs must have the same type, got {a} and {b}")
-    if kind == "squared_difference" and dtype != DatumType.I8:
-        raise AnalysisError(f"quantized SQUARED_DIFFERENCE supports int8, got {dtype}")
+    if kind == "squared_difference" and dtype not in (DatumType.I8, DatumType.I16):
+        raise AnalysisError(f"quantized SQUARED_DIFFERENCE supports int8 and int16, got {dtype}")
     low, high = integer_limits(dtype)
     if clamp is not None:
         low, high = max(low, math.ceil(clamp[0])), min(high, math.floor(clamp[1]))
@@ -162,7 +162,7 @@ def binary_recipe(kind: str, a: TypedFact, b: TypedFact, quant: QParams, clamp: 
     zero_points = (recipe.z1, recipe.z2, recipe.zo)
     if kind in ("add", "sub", "squared_difference"):
         if dtype == DatumType.I16 and any(zero_points):
-            raise AnalysisError("int16 ADD/SUB need zero points 0")
+            raise AnalysisError(f"int16 {kind.upper()} needs zero points 0")
         logs = [checked_log2(s) for s in (s1, s2, so)]
         if dtype == DatumType.I16 and pot_scale_int16 and None not in logs and kind != "squared_difference":
             shift1, shift2 = logs[0] - logs[2], logs[1] - logs[2]  # type: ignore[operator]
@@ -170,7 +170,10 @@ def binary_recipe(kind: str, a: TypedFact, b: TypedFact, quant: QParams, clamp: 
                 raise AnalysisError("int16 ADD/SUB with power-of-two scales can only scale one input down")
             recipe.pot = (shift1, shift2)
             return recipe
-        left = 7 if kind == "squared_difference" else (15 if dtype == DatumType.I16 else 20)
+        if kind == "squared_difference":  # TFLite Micro's int16 kernel shifts nothing: 16 bits squared fit
+            left = 0 if dtype == DatumType.I16 else 7
+        else:
+            left = 15 if dtype == DatumType.I16 else 20
         twice_max = np.float64(2 * max(_f32(s1), _f32(s2)))
         recipe.left = left
         recipe.r1 = Requantizer([np.float64(_f32(s1)) / twice_max])

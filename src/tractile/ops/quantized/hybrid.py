@@ -114,32 +114,41 @@ class HybridDense:
 
 
 class HybridConv:
-    """LiteRT's per-channel hybrid CONV_2D and DEPTHWISE_CONV_2D (``HybridConvPerChannel``,
-    ``DepthwiseConvHybridPerChannel``) over NHWC float input: the hook a core convolution calls
-    for a float input and int8 weights.
+    """LiteRT's hybrid CONV_2D and DEPTHWISE_CONV_2D over NHWC float input: the hook a core
+    convolution calls for a float input and int8 weights.
 
-    Each batch's whole image is quantized asymmetrically; the int32 sums skip padded
-    positions (the quantized zero point stands for them); each output channel's sum is scaled
-    back by its weights' scale and the image's factor, then given the float bias.
+    Per channel (``HybridConvPerChannel``, ``DepthwiseConvHybridPerChannel``): each batch's
+    whole image is quantized asymmetrically; the int32 sums skip padded positions (the
+    quantized zero point stands for them); each output channel's sum is scaled back by its
+    weights' scale and the image's factor, then given the float bias. Per tensor
+    (``asymmetric`` False, LiteRT's ``HybridConv``): each image is quantized symmetrically and
+    its factor multiplied by the weights' one scale before scaling the sums.
     ``weights``: (out channels, kernel h, kernel w, in channels per group), int8, with
     ``scales`` one per out channel (or one); ``groups`` splits the input channels
     (depthwise: ``groups`` = channels, ``depthwise`` True, as LiteRT's separate kernel
     multiplies the two scales first).
     """
 
-    def __init__(self, weights: np.ndarray, scales: np.ndarray, bias, groups: int = 1, depthwise: bool = False):
+    def __init__(self, weights: np.ndarray, scales: np.ndarray, bias, groups: int = 1, depthwise: bool = False,
+                 asymmetric: bool = True):
         self.weights = np.asarray(weights, dtype=np.int8)
         out_channels = self.weights.shape[0]
         self.scales = np.broadcast_to(np.asarray(scales, np.float32).reshape(-1), (out_channels,)).astype(np.float32)
         self.bias = None if bias is None else np.asarray(bias, np.float32).reshape(-1)
         self.groups = groups
         self.depthwise = depthwise
+        self.asymmetric = asymmetric
+
+    @property
+    def scales_first(self) -> bool:
+        """Whether the image's factor and the weights' scale are multiplied before the sums are."""
+        return self.depthwise or not self.asymmetric
 
     def __call__(self, x: np.ndarray, strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0)) -> np.ndarray:
         """``x`` (N, H, W, C) float32; ``pads``: (top, left, bottom, right). The output before
         the fused activation, (N, OH, OW, out channels) float32."""
         batch = x.shape[0]
-        values, factors, offsets = quantize_rows(x.reshape(batch, -1), asymmetric=True)
+        values, factors, offsets = quantize_rows(x.reshape(batch, -1), asymmetric=self.asymmetric)
         centred = values.reshape(x.shape).astype(np.float64) - offsets.reshape(-1, 1, 1, 1)
         top, left, bottom, right = pads
         centred = np.pad(centred, ((0, 0), (top, bottom), (left, right), (0, 0)))
@@ -159,10 +168,37 @@ class HybridConv:
                     acc[..., group * per_out:(group + 1) * per_out] += window @ weights[:, i, j, :].T
         sums = acc.astype(np.int64).astype(np.float32)
         factors = factors.reshape(-1, 1, 1, 1)
-        if self.depthwise:
+        if self.scales_first:
             out = sums * (self.scales * factors).astype(np.float32)
         else:
             out = (sums * self.scales).astype(np.float32) * factors
         if self.bias is not None:
             out = out + self.bias
         return out.astype(np.float32)
+
+
+def hybrid_conv(weights_ohwi: np.ndarray, weights: TypedFact, bias: TypedFact | None, groups: int, depthwise: bool,
+                dilations: tuple, units_axis: int = 0) -> HybridConv:
+    """The recipe of a core NHWC convolution of a float input by constant int8 ``weights``
+    (their values brought to (out channels, KH, KW, in channels per group) as
+    ``weights_ohwi``; ``units_axis`` the output channels' axis in ``weights``), as LiteRT
+    runs it: per channel when the weights' scales differ from each other (and always for a
+    depthwise one), else per tensor. An AnalysisError for what LiteRT's hybrid kernels do not
+    compute: zero points, grouped convolutions, per-tensor depthwise weights (LiteRT reads
+    past their one scale), dilated CONV_2D (LiteRT's hybrid CONV_2D ignores its dilations), a
+    non-constant or non-float bias."""
+    out_channels = weights_ohwi.shape[0]
+    scales = check_hybrid_weights(weights, "convolution weights", units_axis)
+    if depthwise and scales.size != out_channels:
+        raise AnalysisError(f"a hybrid depthwise convolution needs one weight scale per output channel "
+                            f"({out_channels}), got {weights}: LiteRT's kernel reads one per channel")
+    if not depthwise and groups != 1:
+        raise AnalysisError(f"a hybrid convolution cannot have groups ({groups}): LiteRT's has none")
+    if not depthwise and any(d != 1 for d in dilations):
+        raise AnalysisError(f"a hybrid CONV_2D with dilations {tuple(dilations)}: LiteRT's hybrid kernels ignore "
+                            "dilations, so their result is not the dilated convolution's")
+    if bias is not None and (bias.konst is None or bias.dtype != DatumType.F32 or bias.volume != out_channels):
+        raise AnalysisError(f"a hybrid convolution needs a constant float32 bias per output channel, got {bias}")
+    distinct = scales.size > 1 and bool(np.any(scales != scales[0]))
+    return HybridConv(weights_ohwi, scales, None if bias is None else bias.konst, groups, depthwise,
+                      asymmetric=depthwise or distinct)

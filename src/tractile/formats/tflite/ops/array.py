@@ -163,6 +163,15 @@ def cumsum(node: TflNode):
     options = node.options("CumsumOptions")
     exclusive = bool(options.Exclusive()) if options is not None else False
     reverse = bool(options.Reverse()) if options is not None else False
+    tensor = node.tensor(0)
+    if tensor.quant is not None and tensor.dtype in QUANTIZED:
+        if tensor.dtype.value != "i8":
+            raise ModelFormatError(f"{node.where}: quantized CUMSUM is int8 only (as TFLite Micro's), got "
+                                   f"{tensor.dtype}")
+        quant = node.output_quant()
+        if quant is None:
+            raise ModelFormatError(f"{node.where}: an int8 CUMSUM needs a quantized output")
+        return CumScan("sum", exclusive, reverse, quant=quant)
     return CumScan("sum", exclusive, reverse)
 
 

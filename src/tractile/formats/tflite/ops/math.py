@@ -5,8 +5,10 @@ comparison's recipe); LOGICAL_AND/OR/NOT; SELECT and SELECT_V2; FLOOR_DIV, FLOOR
 """
 from __future__ import annotations
 
+from ....datum import DatumType
 from ....errors import ModelFormatError
 from ....ops import binary, logic, unary
+from ....ops.add_n import AddN
 from ..registry import OpSpec, TflNode, Translated, tflite_op, tflite_writer
 from .activation import input_quantized, output_quant
 
@@ -106,12 +108,22 @@ def floor_div(node: TflNode):
 
 @tflite_op("ADD_N")
 def add_n(node: TflNode):
+    """A float or int32 ADD_N is a chain of core Adds; an int8 one the core AddN (TFLite Micro's
+    recipe: LiteRT has no quantized ADD_N)."""
     count = len(node.inputs)
-    if input_quantized(node):
-        raise ModelFormatError(f"{node.where}: quantized ADD_N is not supported (float32 and int32 are)")
     if count < 2:
         raise ModelFormatError(f"{node.where}: ADD_N needs at least 2 inputs, got {count}")
+    if input_quantized(node):
+        if node.tensor(0).dtype != DatumType.I8:
+            raise ModelFormatError(f"{node.where}: quantized ADD_N is int8 only (as TFLite Micro's), got "
+                                   f"{node.tensor(0).dtype}")
+        return AddN(quant=output_quant(node))
     total: list = [0]
     for index in range(1, count - 1):
         total = node.wire(f"sum{index}", binary.Add(), total + [index])
     return Translated(binary.Add(), total + [count - 1])
+
+
+@tflite_writer(AddN)
+def write_add_n(op: AddN, ctx) -> OpSpec:
+    return OpSpec("ADD_N")
