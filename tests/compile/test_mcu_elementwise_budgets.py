@@ -1,6 +1,6 @@
-"""int8 ADD/SUB/MUL on the Cortex-M4's DSP path (ops/binary_dsp.py, tl_binary_dsp.h): bit for bit
-with the interpreter in QEMU on odd shapes and broadcasting, and within instruction budgets per
-element. QEMU counts instructions deterministically (-icount): budgets, not timings."""
+"""int8 ADD/SUB/MUL, average pooling and MEAN on the Cortex-M4's DSP paths (ops/binary_dsp.py,
+ops/pool_dsp.py): bit for bit with the interpreter in QEMU on odd shapes and broadcasting, and
+within instruction budgets per element. QEMU counts instructions deterministically (-icount): budgets, not timings."""
 from __future__ import annotations
 
 import shutil
@@ -10,13 +10,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tests.tflite.builder import GraphBuilder
+from tests.tflite.builder import GraphBuilder, Window2D
 from tractile.compile import compile_model, generate
 from tractile.compile.ops import binary_dsp
 from tractile.compile.target import HOST
 from tractile.compile.targets.verify import verify
 from tractile.ops.quantized.binary import BinaryRecipe
 from tractile.ops.quantized.common import recipe_of
+from tractile.ops.reduce import Reduce
 
 from .harness import WARNING_FLAGS, assert_builds_without_warnings, assert_same_outputs, q, random_input
 from .test_dsp_kernels import M4_FLAGS
@@ -156,3 +157,42 @@ def test_rescaled_tables_are_the_interpreters_recipe():
     np.testing.assert_array_equal(tables[1], -2 * recipe.r2((every - recipe.z2) << recipe.left))
     m, k, r = binary_dsp.output_constants(recipe) or (0, 0, 0)
     assert r >= 1 and k == (1 << (r - 1)) + recipe.zo * (1 << r)
+
+
+# --- int8 average pooling and MEAN (ops/pool_dsp.py, tl_pool_dsp.h) ----------------------------------
+
+def pool_mean_model():
+    """An average pool (3x3, stride 2, SAME: windows of 4 to 9 taps; 11 channels, 8 through the
+    DSP loop and 3 alone) with a fused RELU6, a global one (8x8 over 16 channels), and MEAN over
+    H and W of 300 pixels (two halfword passes of at most 256) and 12 channels."""
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, 7, 9, 11), q(0.05, -3))
+    g_in = g.input("g", "i8", (1, 8, 8, 16), q(0.04, 5))
+    m_in = g.input("m", "i8", (1, 20, 15, 12), q(0.07, -11))
+    pooled = g.pool("pooled", "average", x, Window2D("SAME", 2, 2), 3, 3, q(0.05, -3), "RELU6")
+    whole = g.pool("whole", "average", g_in, Window2D("VALID", 1, 1), 8, 8, q(0.04, 5))
+    mean = g.op("mean", Reduce("mean", (1, 2), keepdims=False, quant=q(0.02, 3)), [m_in])
+    return g.outputs(pooled, whole, mean)
+
+
+def test_int8_average_pools_and_mean_are_bit_exact_on_the_cortex_m4(tmp_path):
+    needs_board("cortex-m4")
+    report = verify(pool_mean_model(), "cortex-m4", runs=4, opt="speed", folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    kernels = {layer["name"].removesuffix(".pre"): layer["kernel"] for layer in report["layers"]}
+    assert kernels["pooled"] == kernels["whole"] == "tl_avg_pool_nhwc_s8_dsp", kernels
+    assert kernels["mean"] == "tl_mean_pixels_s8_dsp", kernels
+    counts = {layer["name"].removesuffix(".pre"): layer["count"] for layer in report["layers"]}
+    # measured at -O2 (arm-none-eabi-gcc 12): 1.73 and 2.27 instructions per input element
+    assert counts["whole"] / (8 * 8 * 16) <= 1.9, counts
+    assert counts["mean"] / (20 * 15 * 12) <= 2.5, counts
+
+
+def test_int8_average_pools_and_mean_portable_form_match_the_interpreter(compile_cache):
+    model = pool_mean_model()
+    compiled = compile_model(model, name="pools_dsp", cache_dir=compile_cache, target=replace(HOST, dsp=True))
+    assert "tl_mean_pixels_s8_dsp(" in compiled.source.source
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        inputs = [random_input(f, rng) for f in compiled.input_facts]
+        assert_same_outputs(model.run(inputs), compiled.run(inputs))
