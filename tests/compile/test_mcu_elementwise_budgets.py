@@ -104,19 +104,22 @@ def every_pair() -> list[np.ndarray]:
 
 
 @pytest.mark.parametrize("compiler", ["arm-none-eabi-gcc", "clang"])
-def test_dsp_binary_ops_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
+def test_dsp_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
     if shutil.which(compiler) is None or shutil.which("arm-none-eabi-gcc") is None:
         pytest.skip(f"{compiler} or arm-none-eabi-gcc not installed")
-    generate(odd_shapes_model(), name="m4", target="cortex-m4").write(tmp_path)
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
                                                   "/usr/lib/arm-none-eabi/include"]
-    for opt in ("-Os", "-O2"):
-        built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "m4.c", "-o", "m4.o"], cwd=tmp_path,
-                               capture_output=True, text=True)
-        assert built.returncode == 0, built.stderr
-    listing = subprocess.run(["arm-none-eabi-objdump", "-d", "m4.o"], cwd=tmp_path, capture_output=True, text=True)
-    for instruction in ("smmlar", "ssat", "bfi", "ssub8", "sel"):
-        assert instruction in listing.stdout, f"{compiler}: no {instruction}"
+    listing = ""
+    for name, model in (("binary", odd_shapes_model()), ("pools", pool_mean_model())):
+        generate(model, name=name, target="cortex-m4").write(tmp_path)
+        for opt in ("-Os", "-O2"):
+            built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", f"{name}.c", "-o", f"{name}.o"],
+                                   cwd=tmp_path, capture_output=True, text=True)
+            assert built.returncode == 0, built.stderr
+        listing += subprocess.run(["arm-none-eabi-objdump", "-d", f"{name}.o"], cwd=tmp_path, capture_output=True,
+                                  text=True).stdout
+    for instruction in ("smmlar", "ssat", "bfi", "ssub8", "sel", "sxtab16"):
+        assert instruction in listing, f"{compiler}: no {instruction}"
 
 
 def budget_model():

@@ -63,14 +63,14 @@ def reduce(e: Emit) -> None:
     if axes is None and op.quant is None:
         e.alias()
         return
-    if op.quant is not None and x.dtype == DatumType.I8 and op.reducer in ("mean", "sum") and axes:
-        recipe = recipe_of(op)
-        multiplier, shift = recipe.parameters(math.prod(shape[a] for a in axes))
-        if pool_dsp.mean(e, x, y, shape, axes, multiplier, shift, recipe.zi, recipe.zo):
-            return
     base, step = offsets(shape, axes or ())
     if x.count == 0 or step.size == 0:
         raise Unsupported("a reduction over no elements")
+    if op.quant is not None and x.dtype == DatumType.I8 and op.reducer in ("mean", "sum") and axes:
+        recipe = recipe_of(op)
+        multiplier, shift = recipe.parameters(int(step.size))
+        if pool_dsp.mean(e, x, y, shape, axes, multiplier, shift, recipe.zi, recipe.zo):
+            return
     value = f"{x.var}[TL_READ_S32(bases + o) + TL_READ_S32(steps + r)]"
     if x.dtype == DatumType.F32:
         if op.reducer not in REDUCERS:
