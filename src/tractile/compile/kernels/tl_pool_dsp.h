@@ -1,4 +1,4 @@
-/* tl_pool_dsp.h: int8 average pooling and MEAN over the pixels of NHWC tensors on cores with the
+/* tl_pool_dsp.h: int8 average and max pooling and MEAN over the pixels of NHWC tensors on cores with the
  * Armv7E-M DSP extension (Cortex-M4/M7), the results of tl_pool.h's tl_avg_pool_nhwc_s8 and of
  * TFLite's quantized MEAN bit for bit (ops/pool_dsp.py chooses them).
  *
@@ -29,6 +29,34 @@ static inline uint32_t tl_halves_add(uint32_t acc, int32_t low, int32_t high) {
 }
 #define TL_SXTAB16(acc, w) tl_halves_add(acc, (int8_t)(w), (int8_t)((w) >> 16))
 #define TL_SXTAB16_ODD(acc, w) tl_halves_add(acc, (int8_t)((w) >> 8), (int8_t)((w) >> 24))
+#endif
+
+/* per byte: the larger (max) or smaller (min) signed value of a and b: SSUB8 sets the GE flags, SEL picks */
+#if defined(__ARM_FEATURE_DSP)
+static inline uint32_t tl_max4_s8(uint32_t a, uint32_t b) {
+  uint32_t t, r;
+  __asm__("ssub8 %0, %2, %3\n\tsel %1, %2, %3" : "=&r"(t), "=r"(r) : "r"(a), "r"(b) : "cc");
+  (void)t;
+  return r;
+}
+static inline uint32_t tl_min4_s8(uint32_t a, uint32_t b) {
+  uint32_t t, r;
+  __asm__("ssub8 %0, %3, %2\n\tsel %1, %2, %3" : "=&r"(t), "=r"(r) : "r"(a), "r"(b) : "cc");
+  (void)t;
+  return r;
+}
+#else
+static inline uint32_t tl_pick4_s8(uint32_t a, uint32_t b, int larger) {
+  uint32_t out = 0;
+  int i;
+  for (i = 0; i < 32; i += 8) {
+    const int8_t x = (int8_t)(a >> i), y = (int8_t)(b >> i);
+    out |= (uint32_t)(uint8_t)((larger ? x >= y : x <= y) ? x : y) << i;
+  }
+  return out;
+}
+#define tl_max4_s8(a, b) tl_pick4_s8(a, b, 1)
+#define tl_min4_s8(a, b) tl_pick4_s8(a, b, 0)
 #endif
 
 static inline int32_t tl_low_s16(uint32_t v) { return (int16_t)(v & 0xFFFFu); }
@@ -87,11 +115,52 @@ static inline void tl_avg_pool_nhwc_s8_dsp(const int8_t *x, int8_t *y, int32_t b
           }
         }
         for (; c < channels; ++c) {
+          const int8_t *row = window + c;
           int32_t total = 0, iy, ix, average;
-          for (iy = y0; iy < y1; ++iy)
-            for (ix = x0; ix < x1; ++ix) total += x[((b * in_h + iy) * in_w + ix) * channels + c];
+          for (iy = y0; iy < y1; ++iy, row += in_w * channels)
+            for (ix = 0; ix < x1 - x0; ++ix) total += row[ix * channels];
           average = total > 0 ? (total + count / 2) / count : (total - count / 2) / count;
           out[c] = (int8_t)tl_clamp_i32(average, low, high);
+        }
+      }
+}
+
+/* tl_max_pool_nhwc_s8 four channels at a time (a word per pixel, one SSUB8 and one SEL), the
+ * fused activation's range applied to the word, the rest of the channels one by one */
+static inline void tl_max_pool_nhwc_s8_dsp(const int8_t *x, int8_t *y, int32_t batches, int32_t in_h,
+                                           int32_t in_w, int32_t channels, int32_t out_h, int32_t out_w,
+                                           int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                                           int32_t pad_top, int32_t pad_left, int32_t low, int32_t high) {
+  const uint32_t lows = (uint32_t)(uint8_t)low * 0x01010101u, highs = (uint32_t)(uint8_t)high * 0x01010101u;
+  int32_t b, oy, ox, c, iy, ix;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy)
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t top = oy * stride_h - pad_top, left = ox * stride_w - pad_left;
+        const int32_t y0 = top < 0 ? 0 : top, y1 = top + k_h > in_h ? in_h : top + k_h;
+        const int32_t x0 = left < 0 ? 0 : left, x1 = left + k_w > in_w ? in_w : left + k_w;
+        const int8_t *window = x + ((b * in_h + y0) * in_w + x0) * channels;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * channels;
+        for (c = 0; c + 4 <= channels; c += 4) {
+          const int8_t *row = window + c;
+          uint32_t best, w;
+          memcpy(&best, row, 4);
+          for (iy = y0; iy < y1; ++iy, row += in_w * channels) {
+            const int8_t *q = row;
+            for (ix = x0; ix < x1; ++ix, q += channels) {
+              memcpy(&w, q, 4);
+              best = tl_max4_s8(w, best);
+            }
+          }
+          best = tl_min4_s8(tl_max4_s8(best, lows), highs);
+          memcpy(out + c, &best, 4);
+        }
+        for (; c < channels; ++c) {
+          const int8_t *row = window + c;
+          int32_t best = *row;
+          for (iy = y0; iy < y1; ++iy, row += in_w * channels)
+            for (ix = 0; ix < x1 - x0; ++ix) best = row[ix * channels] > best ? row[ix * channels] : best;
+          out[c] = (int8_t)tl_clamp_i32(best, low, high);
         }
       }
 }

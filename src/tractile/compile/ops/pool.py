@@ -60,7 +60,7 @@ def nhwc_pool(e: Emit) -> None:
     kind = "avg" if isinstance(op, AveragePool) else "max"
     args = (batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel, *op.window.strides, begins[0], begins[1],
             low, high)
-    if kind == "avg" and suffix == "s8" and pool_dsp.average_pool(e, x, y, args):
+    if suffix == "s8" and (pool_dsp.average_pool if kind == "avg" else pool_dsp.max_pool)(e, x, y, args):
         return
     e.call(f"tl_{kind}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
            *op.window.strides, begins[0], begins[1], low, high)

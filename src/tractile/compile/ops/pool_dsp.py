@@ -1,6 +1,7 @@
-"""int8 average pooling and quantized MEAN over the pixels of NHWC tensors on Cortex-M4/M7 (the
-DSP extension): eight channels per pass, each pixel's two words summed into halfword pairs by
-SXTAB16 (``tl_pool_dsp.h``). Other layers keep the portable kernels (pool.py, reduce.py)."""
+"""int8 average and max pooling and quantized MEAN over the pixels of NHWC tensors on Cortex-M4/M7
+(the DSP extension): averages and MEAN eight channels per pass, each pixel's two words summed
+into halfword pairs by SXTAB16; maxima four channels per word by SSUB8/SEL (``tl_pool_dsp.h``).
+Other layers keep the portable kernels (pool.py, reduce.py)."""
 from __future__ import annotations
 
 import math
@@ -27,6 +28,16 @@ def average_pool(e: Emit, x: CTensor, y: CTensor, args: tuple) -> bool:
     e.use("tl_common.h")
     e.use(HEADER)
     e.call("tl_avg_pool_nhwc_s8_dsp", x, y, *args)
+    return True
+
+
+def max_pool(e: Emit, x: CTensor, y: CTensor, args: tuple) -> bool:
+    """``args``: tl_max_pool_nhwc_s8's after its tensors; False (nothing emitted) below four channels."""
+    if not (e.target.dsp and not e.target.progmem and x.dtype == DatumType.I8 and int(args[3]) >= 4):
+        return False
+    e.use("tl_common.h")
+    e.use(HEADER)
+    e.call("tl_max_pool_nhwc_s8_dsp", x, y, *args)
     return True
 
 
