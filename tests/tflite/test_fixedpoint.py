@@ -80,3 +80,19 @@ def test_requantizer_per_tensor_and_per_channel_match_scalar():
 def test_round_half_away_from_zero():
     values = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994, -2.4, 2.6])
     assert round_half_away(values).tolist() == [1, 2, 3, -1, -2, 0, -2, 3]
+
+
+def test_output_stage_with_a_large_bias_and_shift_keeps_its_zero_point():
+    """vww_96_int8's all-zero channels: an int32 bias near 2^30, a right shift of 27 and a zero
+    point of -128 put the fused rounding constant past int64; the stage must not fuse then
+    (it lost the zero point: 5 instead of TFLite's -123)."""
+    from tractile.ops.quantized.output import OutputStage
+
+    multiplier, shift, bias, zero = 1320764593, -27, (1 << 30) - 64, -128
+    requant = Requantizer.from_pairs([multiplier, multiplier], [shift, shift])
+    stage = OutputStage(requant, np.array([bias, -bias]), zero, zero, 127, np.int8, 2, acc_bound=128 * 127 * 64)
+    acc = np.array([[0, 0], [1000, -1000]], np.int64)
+    expected = [[scalar_mbqm(int(a) + b, multiplier, shift) + zero for a, b in zip(row, (bias, -bias))]
+                for row in acc]
+    np.testing.assert_array_equal(stage(acc), np.clip(expected, zero, 127))
+    assert stage(acc)[0, 0] == -123

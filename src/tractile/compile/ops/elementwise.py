@@ -23,6 +23,7 @@ from ..ctext import literal
 from ..emit import Emit
 from ..program import CTensor
 from ..registry import Unsupported, emitter
+from . import binary_dsp
 from .dense import requant_constants
 from .fused import clamp_bounds, finish_activation, fused_float_activation, unary_loop
 
@@ -289,6 +290,8 @@ def quantized_binary(e: Emit, p: BinaryRecipe) -> None:
         first, second = (f"tl_rdbpot(v{name}, {-shift})" if shift else f"v{name}" for name, shift in zip("ab", p.pot))
         sign = "+" if p.kind == "add" else "-"
         broadcast_loop(e, a, b, y, f"({cast})tl_clamp_i32({first} {sign} {second}, {low}, {high})")
+        return
+    if binary_dsp.emit(e, p, a, b, y):
         return
     assert p.ro is not None
     mo, so, _ = requant_constants(e, p.ro.multipliers, p.ro.shifts, 1)

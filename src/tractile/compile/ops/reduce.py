@@ -16,6 +16,7 @@ from ...ops.reduce import Reduce, _RuntimeAxes
 from ..ctext import literal
 from ..emit import Emit
 from ..registry import Unsupported, emitter
+from . import pool_dsp
 
 #: reducer: (initial value, combine ``acc`` with ``v``, finish with ``n`` elements)
 REDUCERS = {
@@ -65,6 +66,11 @@ def reduce(e: Emit) -> None:
     base, step = offsets(shape, axes or ())
     if x.count == 0 or step.size == 0:
         raise Unsupported("a reduction over no elements")
+    if op.quant is not None and x.dtype == DatumType.I8 and op.reducer in ("mean", "sum") and axes:
+        recipe = recipe_of(op)
+        multiplier, shift = recipe.parameters(int(step.size))
+        if pool_dsp.mean(e, x, y, shape, axes, multiplier, shift, recipe.zi, recipe.zo):
+            return
     value = f"{x.var}[TL_READ_S32(bases + o) + TL_READ_S32(steps + r)]"
     if x.dtype == DatumType.F32:
         if op.reducer not in REDUCERS:

@@ -40,10 +40,11 @@ class OutputStage:
         self.sign = low < zero and bool(np.any(right > 0))
         self.fused = None
         if not self.sign and not self.generic and acc_bound is not None:
-            offset = bias * multipliers + (1 << 30) + (rounding << 31)
+            # in Python integers: with a large bias and shift (dead channels) the offset leaves int64
+            exact = [int(b) * int(m) + (1 << 30) + (int(r) << 31) for b, m, r in zip(bias, multipliers, rounding)]
             largest = (float(acc_bound) + float(np.abs(bias).max(initial=0))) * float(multipliers.max(initial=0))
-            if largest + float(np.abs(offset).max(initial=0)) < 2.0 ** 62:
-                self.fused = (multipliers, offset, right + 31)
+            if largest + float(max((abs(v) for v in exact), default=0)) < 2.0 ** 62:
+                self.fused = (multipliers, np.array(exact, np.int64), right + 31)
 
     def constants(self, repeat: int) -> tuple:
         """(multiplier, offset, rounding, right shift, sign mask), or (multiplier, offset, shift)

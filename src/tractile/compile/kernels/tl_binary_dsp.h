@@ -1,0 +1,77 @@
+/* tl_binary_dsp.h: TFLite's int8 ADD, SUB and MUL on cores with the Armv7E-M DSP extension
+ * (Cortex-M4/M7), written into each layer's code with its constants (ops/binary_dsp.py).
+ *
+ * ADD/SUB: each input's rescaling, MultiplyByQuantizedMultiplier((v - zero) << 20, m, s), has
+ * 256 possible results; the host computes them with the interpreter's recipe, doubled (and
+ * negated for SUB's second input), into a table per input. MUL: twice the product of the offset
+ * inputs. Either way the element is acc = 2x for TFLite's accumulator x (|x| < 2^30), and the
+ * output requantization MultiplyByQuantizedMultiplier(x, m, -r) + zero is tl_requant_doubled's
+ * (tl_conv_dsp.h): one SMMLAR over Ra = K - (x < 0), K = 2^(r-1) + zero * 2^r, then an
+ * arithmetic shift by r, which SSAT takes as its operand's shift (r = 0: Ra = zero, no sign
+ * term). The layer's m, K and r are literals of the generated code; four outputs are packed into
+ * a word, clamped to a fused activation's range by SSUB8/SEL, and stored at once. */
+#ifndef TL_BINARY_DSP_H
+#define TL_BINARY_DSP_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__ARM_FEATURE_DSP)
+/* v = SSAT8((high word of acc * m + (K + (acc >> 31)) * 2^32 + 2^31) >> r); r a literal 1..31 */
+#define TL_RQ8(v, acc, m, k, r)                                                            \
+  do {                                                                                     \
+    int32_t tl_ra;                                                                         \
+    __asm__("add %[ra], %[kk], %[a], asr #31\n\t"                                          \
+            "smmlar %[out], %[a], %[mm], %[ra]\n\t"                                        \
+            "ssat %[out], #8, %[out], asr #" #r                                            \
+            : [out] "=&r"(v), [ra] "=&r"(tl_ra) : [a] "r"(acc), [mm] "r"(m), [kk] "r"(k)); \
+  } while (0)
+/* the same for r = 0: Ra = the zero point, no shift */
+#define TL_RQ8_NOSHIFT(v, acc, m, k)                                                            \
+  __asm__("smmlar %[out], %[a], %[mm], %[kk]\n\tssat %[out], #8, %[out]"                       \
+          : [out] "=&r"(v) : [a] "r"(acc), [mm] "r"(m), [kk] "r"(k))
+/* four int8 values (each in the low byte of its register) as one word */
+#define TL_PACK4(w, v0, v1, v2, v3)                                                         \
+  do {                                                                                      \
+    (w) = (uint32_t)(v0);                                                                   \
+    __asm__("bfi %0, %1, #8, #8\n\tbfi %0, %2, #16, #8\n\tbfi %0, %3, #24, #8"              \
+            : "+r"(w) : "r"(v1), "r"(v2), "r"(v3));                                         \
+  } while (0)
+/* per byte: w = max(w, low) and w = min(w, high), the bounds repeated in each byte */
+#define TL_MAX4_S8(w, low)                                                                  \
+  do {                                                                                      \
+    uint32_t tl_t;                                                                          \
+    __asm__("ssub8 %1, %0, %2\n\tsel %0, %0, %2" : "+r"(w), "=&r"(tl_t) : "r"(low) : "cc"); \
+  } while (0)
+#define TL_MIN4_S8(w, high)                                                                  \
+  do {                                                                                       \
+    uint32_t tl_t;                                                                           \
+    __asm__("ssub8 %1, %2, %0\n\tsel %0, %0, %2" : "+r"(w), "=&r"(tl_t) : "r"(high) : "cc"); \
+  } while (0)
+#else
+/* the same results in C (tests on other hosts) */
+static inline int32_t tl_sat_s8(int32_t v) { return v < -128 ? -128 : (v > 127 ? 127 : v); }
+#define TL_SMMLAR_C(a, b, c) \
+  ((int32_t)(((int64_t)(c) * ((int64_t)1 << 32) + (int64_t)(a) * (int64_t)(b) + ((int64_t)1 << 31)) >> 32))
+#define TL_RQ8(v, acc, m, k, r) ((v) = tl_sat_s8(TL_SMMLAR_C(acc, m, ((acc) >> 31) + (k)) >> (r)))
+#define TL_RQ8_NOSHIFT(v, acc, m, k) ((v) = tl_sat_s8(TL_SMMLAR_C(acc, m, k)))
+#define TL_PACK4(w, v0, v1, v2, v3) \
+  ((w) = ((uint32_t)(v0) & 0xFFu) | ((uint32_t)(v1) & 0xFFu) << 8 | ((uint32_t)(v2) & 0xFFu) << 16 | (uint32_t)(v3) << 24)
+static inline uint32_t tl_bytes4(uint32_t w, uint32_t bound, int max) {
+  uint32_t out = 0;
+  for (int i = 0; i < 32; i += 8) {
+    const int8_t x = (int8_t)(w >> i), b = (int8_t)(bound >> i);
+    out |= (uint32_t)(uint8_t)((max ? x > b : x < b) ? x : b) << i;
+  }
+  return out;
+}
+#define TL_MAX4_S8(w, low) ((w) = tl_bytes4(w, low, 1))
+#define TL_MIN4_S8(w, high) ((w) = tl_bytes4(w, high, 0))
+#endif
+
+/* one int8 output from acc = 2x, clamped to [low, high] (the elements past the last word) */
+static inline int8_t tl_out_s8(int32_t v, int32_t low, int32_t high) {
+  return (int8_t)(v < low ? low : (v > high ? high : v));
+}
+
+#endif /* TL_BINARY_DSP_H */
