@@ -8,7 +8,7 @@ import onnx
 import pytest
 
 import tractile
-from tractile.compile.autocost import DECISION_FILE, MeasuredCosts, measure
+from tractile.compile.autocost import DECISION_FILE, WHOLE_MODEL, MeasuredCosts, measure
 from tractile.compile.segments import CompiledSegment, compile_segments
 from tractile.errors import TractileError
 
@@ -21,9 +21,11 @@ class FakeCosts:
     """Costs by node names: a segment costs the sum of its nodes' (compiled, interpreted) costs,
     plus ``joined`` compiled extra when it holds more than one node."""
 
-    def __init__(self, per_node: dict[str, tuple[float, float]], joined: float = 0.0):
+    def __init__(self, per_node: dict[str, tuple[float, float]], joined: float = 0.0,
+                 whole: tuple[float, float] = (1.0, 2.0)):
         self.per_node = per_node
         self.joined = joined
+        self.whole = whole
         self.calls: list[tuple[str, tuple[str, ...]]] = []
 
     def _names(self, segment) -> tuple[str, ...]:
@@ -40,12 +42,21 @@ class FakeCosts:
         self.calls.append(("nodes", names))
         return {n: self.per_node[n] for n in names}
 
+    def model(self, auto, interpreted):
+        self.calls.append(("model", ()))
+        return self.whole
+
 
 class NoCosts:
     def segment(self, segment, compiled):
         raise AssertionError("measured again although the decision is cached")
 
-    nodes = segment
+    nodes = model = segment
+
+
+def segment_rows(choices: list) -> list:
+    assert choices[-1].segment == WHOLE_MODEL
+    return choices[:-1]
 
 
 def compiled_ops(model) -> list[tuple[str, ...]]:
@@ -68,7 +79,7 @@ def test_a_segment_slower_compiled_stays_interpreted(tmp_path):
     assert compiled_ops(auto) == [("MatMul",)]
     assert {n.name for n in auto.nodes if n.op.name in ("MatMul", "Concat")} == {"second", "joined"}
     assert [(c.segment, c.compiled, c.compiled_s, c.interpreted_s) for c in choices] == \
-        [("first", True, 1.0, 2.0), ("second", False, 6.0, 4.0)]
+        [("first", True, 1.0, 2.0), ("second", False, 6.0, 4.0), (WHOLE_MODEL, True, 1.0, 2.0)]
     assert choices[1].why.startswith("measured: interpreted is faster")
     check_outputs(reference, auto)
 
@@ -81,7 +92,7 @@ def test_a_slower_segment_is_tried_again_as_its_nodes_faster_compiled(tmp_path):
     auto = compile_segments(reference, cache_dir=tmp_path, by="cost", costs=costs, choices=choices)
     assert compiled_ops(auto) == [("MatMul",), ("MatMul",)]
     assert choices[1].prefer == ("second",) and not choices[1].compiled
-    assert [c.segment for c in choices] == ["first", "second", "second"] and choices[2].compiled
+    assert [c.segment for c in segment_rows(choices)] == ["first", "second", "second"] and choices[2].compiled
     check_outputs(reference, auto, 1)
 
 
@@ -91,7 +102,7 @@ def test_a_segment_whose_nodes_are_each_faster_alone_but_slower_together_stays_i
     costs = FakeCosts({"first": (1.0, 2.0), "second": (1.0, 2.0), "joined": (1.0, 2.0)}, joined=10.0)
     choices: list = []
     auto = compile_segments(reference, cache_dir=tmp_path, by="cost", costs=costs, choices=choices)
-    assert [(c.segment, c.compiled) for c in choices] == [("first", True), ("second", False)]
+    assert [(c.segment, c.compiled) for c in segment_rows(choices)] == [("first", True), ("second", False)]
     assert [c for c in costs.calls if c[0] == "nodes"] == [("nodes", ("second", "joined"))]
     assert compiled_ops(auto) == [("MatMul",)]
     check_outputs(reference, auto, 2)
@@ -109,6 +120,7 @@ def test_a_smaller_run_slower_again_is_not_split_again(tmp_path):
     choices: list = []
     auto = compile_segments(model, cache_dir=tmp_path, by="cost", costs=costs, choices=choices)
     assert [(c.nodes, c.compiled) for c in choices] == [(len(names), False), (len(names) - 1, False)]
+    assert ("model", ()) not in costs.calls  # nothing compiled: nothing to check
     assert [c for c in costs.calls if c[0] == "nodes"] == [("nodes", tuple(names))]
     assert not compiled_ops(auto)
 
@@ -119,7 +131,7 @@ def test_the_decision_is_cached_with_the_build_and_reused(tmp_path):
     costs = FakeCosts({"first": (1.0, 2.0), "second": (1.0, 2.0), "joined": (4.0, 2.0)})
     first: list = []
     compile_segments(reference, cache_dir=tmp_path, by="cost", costs=costs, choices=first)
-    assert len(list(tmp_path.glob(f"*/{DECISION_FILE}"))) == 3
+    assert len(list(tmp_path.glob(f"*/{DECISION_FILE}"))) == 3 and len(list(tmp_path.glob("auto-models/*"))) == 1
     again: list = []
     auto = compile_segments(reference, cache_dir=tmp_path, by="cost", costs=NoCosts(), choices=again)
     assert [(c.segment, c.compiled, c.prefer) for c in again] == [(c.segment, c.compiled, c.prefer) for c in first]
@@ -135,13 +147,29 @@ def test_a_segment_that_cannot_be_measured_is_compiled_and_says_why(tmp_path):
         def segment(self, segment, compiled):
             raise TractileError("no inputs for this one")
 
-        nodes = segment
+        nodes = model = segment
 
     choices: list = []
     auto = compile_segments(tractile.load(mixed_proto()), cache_dir=tmp_path, by="cost", costs=Failing(),
                             choices=choices)
     assert len(compiled_ops(auto)) == 2 and all("not measured (no inputs for this one)" in c.why for c in choices)
-    assert not list(tmp_path.glob(f"*/{DECISION_FILE}"))
+    assert len(choices) == 3 and not list(tmp_path.glob(f"*/{DECISION_FILE}"))
+
+
+def test_a_model_not_faster_with_its_segments_stays_interpreted(tmp_path):
+    needs_cc()
+    reference = tractile.load(mixed_proto())
+    costs = FakeCosts({"first": (1.0, 2.0), "second": (1.0, 2.0), "joined": (1.0, 2.0)}, whole=(3.0, 3.1))
+    choices: list = []
+    auto = compile_segments(reference, cache_dir=tmp_path, by="cost", costs=costs, choices=choices)
+    assert auto is reference and not compiled_ops(auto)
+    assert [c.compiled for c in segment_rows(choices)] == [True, True] and not choices[-1].compiled
+    assert choices[-1].why == "measured: interpreted is faster: no segment kept"
+    again: list = []
+    assert compile_segments(reference, cache_dir=tmp_path, by="cost", costs=NoCosts(), choices=again) is reference
+    assert again[-1].why == "cached: interpreted is faster: no segment kept"
+    unchecked = compile_segments(reference, cache_dir=tmp_path, by="cost", costs=NoCosts(), check=False)
+    assert len(compiled_ops(unchecked)) == 2
 
 
 def test_measure_takes_turns_and_reports_medians_of_the_clock(compile_cache):
@@ -196,4 +224,4 @@ def test_run_and_profile_show_the_choices(tmp_path, capsys, monkeypatch):
     assert "compile='auto'" in out and "interpreted µs" in out and "measured:" in out
     assert cli_main(["profile", str(path), "--compiled", "auto", "--iters", "2", "--warmup", "0"]) == 0
     out = capsys.readouterr().out
-    assert "cached:" in out and "1 candidate segments" in out
+    assert "cached:" in out and "of 1 candidate segments" in out and WHOLE_MODEL in out

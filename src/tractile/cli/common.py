@@ -326,8 +326,11 @@ def choices_table(choices: list):
     """What ``compile="auto"`` chose as a table: segment, nodes, compiled µs, interpreted µs, choice."""
     from rich.table import Table
 
-    table = Table(title=f"compile='auto': {sum(c.compiled for c in choices)} of {len(choices)} candidate segments "
-                        "compiled (the faster of compiled and interpreted, timed on these shapes)",
+    from ..compile.autocost import WHOLE_MODEL
+
+    segments = [c for c in choices if c.segment != WHOLE_MODEL]
+    table = Table(title=f"compile='auto': {sum(c.compiled for c in segments)} of {len(segments)} candidate segments "
+                        "faster compiled (timed on these shapes, compiled and interpreted)",
                   title_justify="left", pad_edge=False)
     for column, justify in (("segment", "left"), ("nodes", "right"), ("ops", "left"), ("compiled µs", "right"),
                             ("interpreted µs", "right"), ("choice", "left"), ("why", "left")):

@@ -2,12 +2,16 @@
 the model's shapes, and the faster one is kept.
 
 The decision is cached beside the segment's built library (whose folder name is the build's
-content hash: generated C, shapes, weights, compiler and flags), so a second load of the same
-model on the same machine measures nothing. Kernels that change (a new SIMD kernel, another
-compiler) change the hash, and the segment is measured again.
+content hash: generated C, shapes, weights, compiler and flags), per thread setting, so a
+second load of the same model on the same machine measures nothing. Kernels that change (a new
+SIMD kernel, another compiler) change the hash, and the segment is measured again. A near tie
+(compiled within :data:`MARGIN` of interpreted) stays interpreted, and the whole model with its
+segments is timed once against the interpreter (:func:`check_model`): if it is not faster, the
+model stays interpreted.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
@@ -23,6 +27,10 @@ import numpy as np
 from ..errors import TractileError
 
 DECISION_FILE = "auto-cost.json"
+#: the name of the choice about the whole model in the list of choices
+WHOLE_MODEL = "(whole model)"
+#: compiled is kept when it takes at most this share of the interpreted time
+MARGIN = 0.95
 
 
 class Costs(Protocol):
@@ -35,6 +43,9 @@ class Costs(Protocol):
 
     def nodes(self, segment) -> dict[str, tuple[float, float]]:
         """(compiled, interpreted) seconds of each node of ``segment``, by node name."""
+
+    def model(self, auto, interpreted) -> tuple[float, float]:
+        """(with segments, interpreted) seconds of the whole model."""
 
 
 @dataclass
@@ -65,20 +76,23 @@ def choose(segment, compiled, label: str, ops: tuple[str, ...], costs: Costs, re
         counts[op] = counts.get(op, 0) + 1
     summary = ", ".join(f"{k}x{v}" if v > 1 else k for k, v in counts.items())
     cache = Path(compiled.library).parent / DECISION_FILE
-    known = _read_cached(cache)
+    setting = thread_setting()
+    stored = _read_cached(cache)
+    known = stored.get(setting)
     why = "cached"
     try:
         if known is None:
             compiled_s, interpreted_s = costs.segment(segment, compiled)
-            known = {"compiled_s": compiled_s, "interpreted_s": interpreted_s}
+            known = {"compiled_s": float(compiled_s), "interpreted_s": float(interpreted_s)}
             why = "measured"
-            _write_cached(cache, known)
-        faster = known["compiled_s"] <= known["interpreted_s"]
+        faster = known["compiled_s"] <= known["interpreted_s"] * MARGIN
         if not faster and refine and len(ops) > 1 and "prefer" not in known:
             per_node = costs.nodes(segment)
-            known["prefer"] = [name for name, (c, i) in per_node.items() if c < i]
-            _write_cached(cache, known)
-    except (TractileError, ValueError, FloatingPointError) as error:
+            known["prefer"] = [name for name, (c, i) in per_node.items() if c <= i * MARGIN]
+        if stored.get(setting) != known:
+            stored[setting] = known
+            _write_cached(cache, stored)
+    except (TractileError, TypeError, ValueError, FloatingPointError) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         return SegmentChoice(label, len(ops), summary, None, None, True, f"not measured ({first}): compiled")
     prefer = tuple(known.get("prefer", ())) if refine and not faster else ()
@@ -89,13 +103,29 @@ def choose(segment, compiled, label: str, ops: tuple[str, ...], costs: Costs, re
                          faster, reason, prefer)
 
 
-def _read_cached(path: Path) -> dict | None:
+def thread_setting() -> str:
+    """The thread counts of the numerical libraries (BLAS, OpenMP): timings hold for one setting."""
+    from ..runtime.threads import current_threads
+
+    return json.dumps(current_threads(), sort_keys=True)
+
+
+def _read_cached(path: Path) -> dict:
+    """The decisions stored at ``path``, by thread setting (those well formed)."""
     try:
         data = json.loads(path.read_text())
-        float(data["compiled_s"]), float(data["interpreted_s"])
-        return data
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    kept = {}
+    for setting, known in data.items():
+        try:
+            float(known["compiled_s"]), float(known["interpreted_s"])
+            kept[setting] = known
+        except (KeyError, TypeError, ValueError):
+            continue
+    return kept
 
 
 def _write_cached(path: Path, data: dict) -> None:
@@ -123,16 +153,28 @@ def sample_inputs(facts, seed: int = 0) -> list[np.ndarray]:
     return arrays
 
 
-class MeasuredCosts:
-    """Costs timed on this machine: ``clock`` (``time.perf_counter``), medians of a few runs
-    after warm-up; per-node compiled costs from a build with per-node timers (in ``cache_dir``)."""
+def default_clock() -> Callable[[], float]:
+    """The CPU time of the calling thread when the numerical libraries run on one thread (what a
+    run computes, whatever else the machine does), else elapsed time."""
+    from ..runtime.threads import current_threads
 
-    def __init__(self, cache_dir=None, clock: Callable[[], float] = time.perf_counter):
+    return time.thread_time if all(count <= 1 for count in current_threads().values()) else time.perf_counter
+
+
+class MeasuredCosts:
+    """Costs timed on this machine: ``clock`` (by default :func:`default_clock`), medians of a few
+    runs after warm-up; per-node compiled costs from a build with per-node timers (in ``cache_dir``)."""
+
+    def __init__(self, cache_dir=None, clock: Callable[[], float] | None = None):
         self.cache_dir = cache_dir
-        self.clock = clock
+        self.clock = clock or default_clock()
 
     def segment(self, segment, compiled) -> tuple[float, float]:
         return measure(segment, compiled, self.clock)
+
+    def model(self, auto, interpreted) -> tuple[float, float]:
+        inputs = sample_inputs(interpreted.input_facts)
+        return measure_pair(auto.state(), interpreted.state(), inputs, self.clock)
 
     def nodes(self, segment) -> dict[str, tuple[float, float]]:
         from ..runtime.profile import profile
@@ -161,11 +203,17 @@ class MeasuredCosts:
 def measure(segment, compiled, clock: Callable[[], float] = time.perf_counter, warmup: int = 2,
             runs: int = 15, budget: float = 1.0) -> tuple[float, float]:
     """Median seconds per run of ``compiled`` (a CompiledModel) and of ``segment`` (the same
-    nodes in the interpreter), on inputs of their shapes: ``warmup`` untimed runs of each, then
-    up to ``runs`` timed runs taking turns (a change of load falls on both alike), fewer when a
-    pair takes more than ``budget`` seconds."""
-    inputs = sample_inputs(compiled.input_facts)
-    engines = [compiled.state(), segment.state()]
+    nodes in the interpreter), on inputs of their shapes (:func:`measure_pair`)."""
+    return measure_pair(compiled.state(), segment.state(), sample_inputs(compiled.input_facts), clock, warmup,
+                        runs, budget)
+
+
+def measure_pair(first, second, inputs: list[np.ndarray], clock: Callable[[], float] = time.perf_counter,
+                 warmup: int = 2, runs: int = 15, budget: float = 1.0) -> tuple[float, float]:
+    """Median seconds per run of two states on ``inputs``: ``warmup`` untimed runs of each, then
+    up to ``runs`` timed runs taking turns (a change of load falls on both alike), at least 5,
+    fewer than ``runs`` once the timed runs took more than ``budget`` seconds."""
+    engines = [first, second]
     for engine in engines:
         for _ in range(warmup):
             engine.run(list(inputs))
@@ -180,3 +228,33 @@ def measure(segment, compiled, clock: Callable[[], float] = time.perf_counter, w
         if index >= 4 and spent > budget:
             break
     return statistics.median(samples[0]), statistics.median(samples[1])
+
+
+def check_model(auto, interpreted, costs: Costs, cache_root: Path) -> tuple[bool, float | None, float | None, str]:
+    """Whether ``auto`` (with compiled segments) runs faster than ``interpreted`` (within
+    :data:`MARGIN`), timed by ``costs`` once and cached under ``cache_root`` by the model's
+    nodes, its segments' builds and the thread setting: (faster, auto s, interpreted s, why)."""
+    digest = hashlib.sha256(thread_setting().encode())
+    for node in auto.nodes:
+        digest.update(f"{node.name}\0{node.op.name}\0".encode())
+        library = getattr(getattr(node.op, "compiled", None), "library", None)
+        if library is not None:
+            digest.update(Path(library).parent.name.encode())
+    cache = cache_root / "auto-models" / f"{digest.hexdigest()[:24]}.json"
+    stored = _read_cached(cache).get("model")
+    why = "cached"
+    if stored is None:
+        try:
+            auto_s, interpreted_s = costs.model(auto, interpreted)
+        except (TractileError, TypeError, ValueError, FloatingPointError) as error:
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            return True, None, None, f"not measured ({first})"
+        stored = {"compiled_s": float(auto_s), "interpreted_s": float(interpreted_s)}
+        why = "measured"
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
+        _write_cached(cache, {"model": stored})
+    faster = stored["compiled_s"] <= stored["interpreted_s"] * MARGIN
+    return faster, stored["compiled_s"], stored["interpreted_s"], why

@@ -10,6 +10,7 @@ interpreter state gets its own compiled context, so states stay independent and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..ops.base import Op
 from ..ops.io import Const, Source
 from ..passes.driver import run_passes
 from ..patch import ModelPatch
-from .autocost import Costs, MeasuredCosts, SegmentChoice, choose
+from .autocost import WHOLE_MODEL, Costs, MeasuredCosts, SegmentChoice, check_model, choose
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,13 +216,16 @@ def _flops(model: TypedModel, members: list[int]) -> int | None:
 
 
 def compile_segments(model: TypedModel, min_nodes: int = 1, cache_dir=None, by: str = "all",
-                     costs: Costs | None = None, choices: list[SegmentChoice] | None = None) -> TypedModel:
+                     costs: Costs | None = None, choices: list[SegmentChoice] | None = None,
+                     check: bool = True) -> TypedModel:
     """``model`` with maximal runs of compilable nodes replaced by compiled segments: every run
     (``by="all"``), or those that run faster compiled than interpreted (``by="cost"``: timed by
     ``costs``, by default :class:`~tractile.compile.autocost.MeasuredCosts`, and cached beside
     each build). A run slower compiled is tried again, once, as the smaller runs of its nodes
-    that are faster compiled one by one. ``choices``, if given, collects a
-    :class:`~tractile.compile.autocost.SegmentChoice` per run tried."""
+    that are faster compiled one by one; then the model with its segments is timed against
+    ``model`` (with ``check``), and ``model`` comes back if it is not faster. ``choices``, if
+    given, collects a :class:`~tractile.compile.autocost.SegmentChoice` per run tried (and one
+    for the whole model, named :data:`~tractile.compile.autocost.WHOLE_MODEL`)."""
     if by not in ("all", "cost"):
         raise TractileError(f"compile_segments: by must be 'all' or 'cost', got {by!r}")
     measured = costs or MeasuredCosts(cache_dir)
@@ -257,4 +261,16 @@ def compile_segments(model: TypedModel, min_nodes: int = 1, cache_dir=None, by: 
         # the driver visits the later nodes next: the run from this node must be tried now
         return fuse(model, node) if node.name in choice.prefer else None
 
-    return run_passes(model, [("compiled segments", fuse)])
+    result = run_passes(model, [("compiled segments", fuse)])
+    kept = sum(isinstance(n.op, CompiledSegment) for n in result.nodes)
+    if by == "all" or not check or not kept:
+        return result
+    from .host import default_cache_dir
+
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    faster, auto_s, interpreted_s, why = check_model(result, model, measured, root)
+    if choices is not None:
+        verdict = f"with its {kept} segment(s) faster" if faster else "interpreted is faster: no segment kept"
+        choices.append(SegmentChoice(WHOLE_MODEL, sum(n.op.name not in ("Source", "Const") for n in model.nodes),
+                                     f"{kept} segment(s)", auto_s, interpreted_s, faster, f"{why}: {verdict}"))
+    return result if faster else model
