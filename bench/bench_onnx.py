@@ -100,6 +100,7 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
     import onnxruntime as ort
 
     import tractile
+    from tractile.compile.autocost import WHOLE_MODEL
     from tractile.compile.segments import compile_segments
 
     if threads:
@@ -145,7 +146,8 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
             "tract_ratio": None if t_tract is None else t_ours / t_tract,
             "interpreted_ms": None if t_interpreted is None else t_interpreted * 1e3,
             "vs_interpreted": None if t_interpreted is None else t_ours / t_interpreted,
-            "load_s": load_s, "segments": f"{sum(c.compiled for c in choices)}/{len(choices)}",
+            "load_s": load_s, "segments": f"{sum(n.op.name == 'Compiled' for n in model.nodes)}/"
+                                          f"{sum(c.segment != WHOLE_MODEL for c in choices)}",
             "per_node_us": t_ours * 1e6 / max(1, sum(1 for n in model.nodes if n.op.name not in ("Source", "Const")))}
 
 
@@ -204,6 +206,10 @@ def main(argv=None) -> int:
             progress.update(task, description=f"benchmarking {name}")
             try:
                 results.append(bench_model(name, args.runs, args.threads, clock, stat, args.compiled))
+                r = results[-1]
+                console.print(f"{name}: tractile {r['tractile_ms']:.3f} ms, onnxruntime {r['ort_ms']:.3f} ms"
+                              + ("" if r["interpreted_ms"] is None else
+                                 f", interpreted {r['interpreted_ms']:.3f} ms, segments {r['segments']}"))
             except Exception as error:
                 console.print(f"[red]{name}: {type(error).__name__}: {str(error).splitlines()[0]}[/red]")
             progress.advance(task)

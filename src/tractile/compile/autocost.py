@@ -103,11 +103,16 @@ def choose(segment, compiled, label: str, ops: tuple[str, ...], costs: Costs, re
                          faster, reason, prefer)
 
 
-def thread_setting() -> str:
-    """The thread counts of the numerical libraries (BLAS, OpenMP): timings hold for one setting."""
+def blas_threads() -> int | None:
+    """The threads of NumPy's BLAS (the interpreter's products), if threadpoolctl can tell."""
     from ..runtime.threads import current_threads
 
-    return json.dumps(current_threads(), sort_keys=True)
+    return current_threads().get("blas")
+
+
+def thread_setting() -> str:
+    """The key of the timings: they hold for one thread count of the interpreter's BLAS."""
+    return f"blas threads {blas_threads()}"
 
 
 def _read_cached(path: Path) -> dict:
@@ -154,11 +159,9 @@ def sample_inputs(facts, seed: int = 0) -> list[np.ndarray]:
 
 
 def default_clock() -> Callable[[], float]:
-    """The CPU time of the calling thread when the numerical libraries run on one thread (what a
+    """The CPU time of the calling thread when the interpreter's BLAS runs on one thread (what a
     run computes, whatever else the machine does), else elapsed time."""
-    from ..runtime.threads import current_threads
-
-    return time.thread_time if all(count <= 1 for count in current_threads().values()) else time.perf_counter
+    return time.thread_time if blas_threads() == 1 else time.perf_counter
 
 
 class MeasuredCosts:
