@@ -1,6 +1,14 @@
 """Time tractile against onnxruntime and tract on the same ONNX models, in one process.
 
     python bench/bench_onnx.py [--models mlp,squeezenet,resnet50,...] [--runs 30] [--threads N]
+    python bench/bench_onnx.py --compiled auto --threads 1 [--models ...]
+
+With ``--compiled auto`` (or ``all``) tractile runs with compiled segments (``compile="auto"``:
+each segment compiled where it runs faster; ``all``: every segment the compiler supports) and
+the table also has the interpreter's time (timed in turns with tractile alone, without
+onnxruntime, and scaled to the tractile time of the main table), the ratio to it, the time the load took
+(building and, for ``auto``, timing the segments the first time) and the segments compiled.
+The transformer, conformer and crnn models are exported from PyTorch (skipped without torch).
 
 For each model: every engine runs the same input; after warm-up runs, the engines take
 turns run after run (so that changing load on the machine falls on all alike) and the
@@ -27,6 +35,7 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import builders
+import torch_builders
 from peer_tract import tract_available, tract_runner
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
@@ -61,6 +70,9 @@ MODELS = {
     "tcn": lambda: (builders.tcn(), [np.random.default_rng(0).standard_normal((1, 40, 200)).astype(np.float32)]),
     "mobilenet": lambda: builders.mobilenet_like(),
     "loop": lambda: builders.loop_model(),
+    "transformer": lambda: torch_builders.transformer_encoder(),
+    "conformer": lambda: torch_builders.conformer_block(),
+    "crnn": lambda: torch_builders.crnn(),
 }
 DEFAULT = "mlp,chain,tcn,lstm2,gru,mobilenet,squeezenet,resnet50,loop"
 
@@ -89,12 +101,21 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
     import onnxruntime as ort
 
     import tractile
+    from tractile.compile.autocost import WHOLE_MODEL
+    from tractile.compile.segments import compile_segments
 
     if threads:
         tractile.set_threads(threads)  # the same thread count as onnxruntime's
 
     proto, inputs = MODELS[name]()
-    model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs], compile=compiled)
+    model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
+    interpreted = model.state()
+    choices: list = []
+    load_s = None
+    if compiled:
+        start = time.perf_counter()
+        model = compile_segments(model, by="cost" if compiled == "auto" else "all", choices=choices)
+        load_s = time.perf_counter() - start
     state = model.state()
     options = ort.SessionOptions()
     options.log_severity_level = 3
@@ -107,7 +128,11 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
     diff = max(float(np.max(np.abs(a.astype(np.float64) - b))) for a, b in zip(ours, theirs))
     warmup = max(3, runs // 10)
     engines = [lambda: state.run(inputs), lambda: session.run(None, feeds)]
-    if tract_available():
+    if compiled:
+        # a pair of its own: the engine run after onnxruntime in turns is measured slower than alone
+        pair = interleaved_times([lambda: state.run(inputs), lambda: interpreted.run(inputs)], runs, warmup,
+                                 clock, stat)
+    elif tract_available():
         try:
             run_tract = tract_runner(proto.SerializeToString(), inputs)
             run_tract(inputs)
@@ -117,11 +142,41 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
     times = interleaved_times(engines, runs, warmup, clock, stat)
     t_ours, t_theirs = times[:2]
     t_tract = times[2] if len(times) > 2 else None
+    t_interpreted = pair[1] / pair[0] * t_ours if compiled else None
     return {"model": name, "nodes": len(model.nodes), "tractile_ms": t_ours * 1e3, "ort_ms": t_theirs * 1e3,
             "ratio": t_ours / t_theirs, "max_diff": diff,
             "tract_ms": None if t_tract is None else t_tract * 1e3,
             "tract_ratio": None if t_tract is None else t_ours / t_tract,
+            "interpreted_ms": None if t_interpreted is None else t_interpreted * 1e3,
+            "vs_interpreted": None if t_interpreted is None else t_ours / t_interpreted,
+            "load_s": load_s, "segments": f"{sum(n.op.name == 'Compiled' for n in model.nodes)}/"
+                                          f"{sum(c.segment != WHOLE_MODEL for c in choices)}",
             "per_node_us": t_ours * 1e6 / max(1, sum(1 for n in model.nodes if n.op.name not in ("Source", "Const")))}
+
+
+def results_table(results: list[dict], title: str, compiled: bool):
+    from rich.table import Table
+
+    table = Table(title=title)
+    if compiled:
+        columns = ("model", "tractile ms", "interpreted ms", "vs interpreted", "onnxruntime ms", "vs ort",
+                   "segments", "load s", "max |diff|")
+    else:
+        columns = ("model", "nodes", "tractile ms", "onnxruntime ms", "vs ort", "tract ms", "vs tract",
+                   "per node µs", "max |diff|")
+    for column in columns:
+        table.add_column(column, justify="right" if column != "model" else "left")
+    for r in results:
+        if compiled:
+            table.add_row(r["model"], f"{r['tractile_ms']:.3f}", f"{r['interpreted_ms']:.3f}",
+                          f"{r['vs_interpreted']:.2f}x", f"{r['ort_ms']:.3f}", f"{r['ratio']:.2f}x", r["segments"],
+                          f"{r['load_s']:.1f}", f"{r['max_diff']:.1e}")
+            continue
+        tract_ms = "-" if r["tract_ms"] is None else f"{r['tract_ms']:.3f}"
+        tract_ratio = "-" if r["tract_ratio"] is None else f"{r['tract_ratio']:.2f}x"
+        table.add_row(r["model"], str(r["nodes"]), f"{r['tractile_ms']:.3f}", f"{r['ort_ms']:.3f}",
+                      f"{r['ratio']:.2f}x", tract_ms, tract_ratio, f"{r['per_node_us']:.1f}", f"{r['max_diff']:.1e}")
+    return table
 
 
 def main(argv=None) -> int:
@@ -136,16 +191,15 @@ def main(argv=None) -> int:
                              "work; use it with --threads 1)")
     parser.add_argument("--stat", choices=("median", "min"), default="median",
                         help="what is reported of the timed runs (min: for a machine busy with other work)")
-    parser.add_argument("--compiled", choices=("auto",), default=None,
-                        help="auto: tractile runs with compile='auto' (the segments the C compiler supports run "
-                             "compiled, built once with the system C compiler)")
+    parser.add_argument("--compiled", choices=("auto", "all"), default=None,
+                        help="auto: tractile runs with compile='auto' (each segment the C compiler supports runs "
+                             "compiled where that is faster, timed once and cached with the build); all: every "
+                             "such segment compiled; the table then also gives the interpreter's time")
     args = parser.parse_args(argv)
     stat = min if args.stat == "min" else statistics.median
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     from rich.console import Console
     from rich.progress import Progress
-    from rich.table import Table
-
     console = Console(width=max(Console().width, 110))
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     results = []
@@ -155,20 +209,18 @@ def main(argv=None) -> int:
             progress.update(task, description=f"benchmarking {name}")
             try:
                 results.append(bench_model(name, args.runs, args.threads, clock, stat, args.compiled))
+                r = results[-1]
+                console.print(f"{name}: tractile {r['tractile_ms']:.3f} ms, onnxruntime {r['ort_ms']:.3f} ms"
+                              + ("" if r["interpreted_ms"] is None else
+                                 f", interpreted {r['interpreted_ms']:.3f} ms, segments {r['segments']}"))
             except Exception as error:
                 console.print(f"[red]{name}: {type(error).__name__}: {str(error).splitlines()[0]}[/red]")
             progress.advance(task)
-    mode = ", compile='auto'" if args.compiled else ""
-    table = Table(title=f"tractile{mode} vs onnxruntime and tract ({args.stat} of {args.runs} runs, "
-                        f"{args.clock} clock, threads {args.threads or 'default'}, {os.cpu_count()} cores)")
-    for column in ("model", "nodes", "tractile ms", "onnxruntime ms", "vs ort", "tract ms", "vs tract",
-                   "per node µs", "max |diff|"):
-        table.add_column(column, justify="right" if column != "model" else "left")
-    for r in results:
-        tract_ms = "-" if r["tract_ms"] is None else f"{r['tract_ms']:.3f}"
-        tract_ratio = "-" if r["tract_ratio"] is None else f"{r['tract_ratio']:.2f}x"
-        table.add_row(r["model"], str(r["nodes"]), f"{r['tractile_ms']:.3f}", f"{r['ort_ms']:.3f}",
-                      f"{r['ratio']:.2f}x", tract_ms, tract_ratio, f"{r['per_node_us']:.1f}", f"{r['max_diff']:.1e}")
+    mode = f", compile={args.compiled!r}" if args.compiled else ""
+    peers = "onnxruntime and the interpreter" if args.compiled else "onnxruntime and tract"
+    table = results_table(results, f"tractile{mode} vs {peers} ({args.stat} of {args.runs} runs, {args.clock} "
+                                   f"clock, threads {args.threads or 'default'}, {os.cpu_count()} cores)",
+                          bool(args.compiled))
     console.print(table)
     return 0
 

@@ -64,9 +64,11 @@ def load(source, inputs: FactSpecs = None, outputs: FactSpecs = None, optimize: 
     with each input signature (shapes, datum types, the values of small integer inputs that
     decide an If or a shape) types, optimizes and plans it for that signature, once.
 
-    ``compile="auto"`` runs every maximal run of nodes the C compiler supports as one compiled
-    function (built once for this machine with the system C compiler, cached), and the rest in
-    the interpreter (see docs/COMPILE.md). Shapes must then be concrete where it compiles.
+    ``compile="auto"`` runs each maximal run of nodes the C compiler supports as one compiled
+    function (built once for this machine with the system C compiler, cached) when it runs faster
+    compiled than interpreted (timed once on the model's shapes, the decision cached with the
+    build), and the rest in the interpreter; ``compile="all"`` compiles every such run (see
+    docs/COMPILE.md). Shapes must then be concrete where it compiles.
 
     ``values``: inputs whose value is known, by name or position (``{"sr": 16000}``): they
     become constants and stop being inputs, so an If on them folds away (see
@@ -106,12 +108,12 @@ def _load(source, inputs, outputs, optimize, format, compile, values):
             raise
         return _typed_at_first_run(_read(source, kind, inputs, outputs, values, optimize), model, error, compile)
     if compile is not None:
-        if compile != "auto":
-            raise TractileError(f"compile must be 'auto' (or None), got {compile!r}; "
+        if compile not in ("auto", "all"):
+            raise TractileError(f"compile must be 'auto' or 'all' (or None), got {compile!r}; "
                                 "for a whole compiled model use model.compile()")
         from .compile.segments import compile_segments
 
-        model = compile_segments(model)
+        model = compile_segments(model, by="cost" if compile == "auto" else "all")
     return model
 
 

@@ -33,7 +33,7 @@ def segments_of(model):
 def test_a_fully_supported_model_becomes_one_segment():
     needs_cc()
     reference = tractile.load(mlp_proto(1))
-    auto = tractile.load(mlp_proto(1), compile="auto")
+    auto = tractile.load(mlp_proto(1), compile="all")
     assert len(segments_of(auto)) == 1 and len([n for n in auto.nodes if n.inputs]) == 1
     x = np.random.default_rng(1).standard_normal((1, 1)).astype(np.float32)
     assert_same_outputs(reference.run([x]), auto.run([x]))

@@ -117,11 +117,11 @@ def test_the_explicit_pipeline_names_the_rank_dependent_branch():
         tractile.load(path, optimize=False).into_typed()
 
 
-@pytest.mark.parametrize("name,compile", [("silero_vad.onnx", None), ("silero_vad_16k_op15.onnx", "auto"),
-                                          ("silero_vad.onnx", "auto")])
+@pytest.mark.parametrize("name,compile", [("silero_vad.onnx", None), ("silero_vad_16k_op15.onnx", "all"),
+                                          ("silero_vad.onnx", "all")])
 def test_real_speech_recordings(name: str, compile):
     """The shared micro_speech recordings ("yes", "no", noise, silence: 125 chunks), also with
-    compiled segments (compile="auto": the whole network runs as one compiled function)."""
+    compiled segments (compile="all": the whole network runs as one compiled function)."""
     soundfile = pytest.importorskip("soundfile")
     from ..conftest import shared_model
 

@@ -287,22 +287,61 @@ def report_mismatches(out, problems: list[str], success: str) -> int:
 
 
 def add_compiled_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--compiled", nargs="?", const="full", choices=("full", "auto"),
+    parser.add_argument("--compiled", nargs="?", const="full", choices=("full", "auto", "all"),
                         help="run the model compiled to C and built for this machine (needs a C compiler; see "
-                             "docs/COMPILE.md) instead of the interpreter; '--compiled auto' compiles every part "
-                             "the compiler supports and interprets the rest")
+                             "docs/COMPILE.md) instead of the interpreter; '--compiled auto' compiles each part "
+                             "the compiler supports where it runs faster compiled (measured once, cached) and "
+                             "interprets the rest, with a table of the choices; '--compiled all' every such part")
 
 
 def compile_for_inputs(model, inputs: list, mode: str = "full"):
     """``model`` compiled for the shapes of ``inputs`` (which bind its symbols): a compiled model,
-    or with ``mode`` "auto" a state of the model with its compilable segments compiled."""
-    from ..compile import compile_model, prepare
+    or with ``mode`` "auto" / "all" a state of the model with its compilable segments compiled
+    (by measured cost / all of them; "auto" prints the table of choices)."""
+    from ..compile import compile_model
 
-    if mode == "auto":
-        from ..compile.segments import compile_segments
-
-        concrete = any(not fact.is_concrete() for fact in model.input_facts)
-        typed = prepare(model, list(inputs)) if concrete else model
-        return compile_segments(typed).state()
+    if mode in ("auto", "all"):
+        return compile_segments_for_inputs(model, inputs, mode).state()
     needs_facts = any(not fact.is_concrete() for fact in model.input_facts)
     return compile_model(model, inputs=list(inputs) if needs_facts else None, optimize=needs_facts)
+
+
+def compile_segments_for_inputs(model, inputs: list, mode: str, out=None):
+    """``model`` (typed for the shapes of ``inputs`` if it needs them) with compiled segments:
+    ``mode`` "auto" keeps those faster compiled and prints why (on ``out``, a rich Console;
+    standard output by default), "all" keeps every one."""
+    from ..compile import prepare
+    from ..compile.segments import compile_segments
+
+    symbolic = any(not fact.is_concrete() for fact in model.input_facts)
+    typed = prepare(model, list(inputs)) if symbolic else model
+    choices: list = []
+    compiled = compile_segments(typed, by="cost" if mode == "auto" else "all", choices=choices)
+    if mode == "auto":
+        (out or console()).print(choices_table(choices))
+    return compiled
+
+
+def choices_table(choices: list):
+    """What ``compile="auto"`` chose as a table: segment, nodes, compiled µs, interpreted µs, choice."""
+    from rich.table import Table
+
+    from ..compile.autocost import WHOLE_MODEL
+
+    segments = [c for c in choices if c.segment != WHOLE_MODEL]
+    table = Table(title=f"compile='auto': {sum(c.compiled for c in segments)} of {len(segments)} candidate segments "
+                        "faster compiled (timed on these shapes, compiled and interpreted)",
+                  title_justify="left", pad_edge=False)
+    for column, justify in (("segment", "left"), ("nodes", "right"), ("ops", "left"), ("compiled µs", "right"),
+                            ("interpreted µs", "right"), ("choice", "left"), ("why", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for choice in choices:
+        ops = choice.ops if len(choice.ops) <= 40 else choice.ops[:39] + "…"
+        table.add_row(escape(choice.segment), str(choice.nodes), escape(ops), _micros(choice.compiled_s),
+                      _micros(choice.interpreted_s), "compiled" if choice.compiled else "interpreted",
+                      escape(choice.why))
+    return table
+
+
+def _micros(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:.1f}"

@@ -28,9 +28,11 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print the whole profile as JSON")
     parser.add_argument("--plot", metavar="PNG", help="draw the time share per op type as a bar chart "
                                                       "(needs matplotlib: pip install 'tractile[viz]')")
-    parser.add_argument("--compiled", nargs="?", const="full", choices=("full", "auto"),
+    parser.add_argument("--compiled", nargs="?", const="full", choices=("full", "auto", "all"),
                         help="profile the model compiled to C (a build with per-node timers; needs a C compiler); "
-                             "'--compiled auto': compiled segments inside the interpreter, each a node of the profile")
+                             "'--compiled auto': compiled segments inside the interpreter where they run faster "
+                             "compiled (a table says which and why), each a node of the profile; '--compiled all': "
+                             "every segment the compiler supports")
     parser.set_defaults(handler=run)
 
 
@@ -72,12 +74,11 @@ def run(args: argparse.Namespace) -> int:
         from .profile_compiled import profile_compiled
 
         return profile_compiled(model, inputs, args)
-    if args.compiled == "auto":
-        from ..compile import prepare
-        from ..compile.segments import compile_segments
+    if args.compiled in ("auto", "all"):
+        from .common import compile_segments_for_inputs
 
-        concrete = all(fact.is_concrete() for fact in model.input_facts)
-        model = compile_segments(model if concrete else prepare(model, list(inputs)))
+        model = compile_segments_for_inputs(model, inputs, args.compiled,
+                                            stderr_console() if args.json else console())
     err = stderr_console()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err, transient=True) as progress:

@@ -1,13 +1,16 @@
 """Compiled segments inside the interpreter: ``tractile.load(path, compile="auto")``.
 
 Every maximal run of nodes the compiler can lower (concrete shapes, an emitter that accepts
-them) becomes one :class:`CompiledSegment` node, built once per model and shapes (cached
-on disk by content), and the interpreter runs the rest. Each interpreter state gets its
-own compiled context, so states stay independent and thread-safe.
+them) is a candidate segment, built once per model and shapes (cached on disk by content).
+With ``by="cost"`` (``compile="auto"``) a candidate becomes one :class:`CompiledSegment` node
+only when it runs faster compiled than interpreted (measured once, cached with the build: see
+:mod:`.autocost`); with ``by="all"`` every candidate does. The interpreter runs the rest. Each
+interpreter state gets its own compiled context, so states stay independent and thread-safe.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,6 +23,7 @@ from ..ops.base import Op
 from ..ops.io import Const, Source
 from ..passes.driver import run_passes
 from ..patch import ModelPatch
+from .autocost import WHOLE_MODEL, Costs, MeasuredCosts, SegmentChoice, check_model, choose
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,12 +81,15 @@ class Support:
 
     def __init__(self) -> None:
         self._known: dict[tuple, bool] = {}
+        self.declined: set[str] = set()
 
     def __call__(self, model: TypedModel, node) -> bool:
         from .lower import lower
         from .registry import find_emitter
         from .target import HOST
 
+        if node.name in self.declined:
+            return False
         if isinstance(node.op, (Source, Const, CompiledSegment)) or find_emitter(node.op) is None:
             return False
         facts = [model.outlet_fact(o) for o in node.inputs]
@@ -129,8 +136,20 @@ def grow_segment(model: TypedModel, start, supported: Support) -> list[int]:
     return [n for n in order if n in members]
 
 
-def segment_patch(model: TypedModel, members: list[int], index: int, cache_dir) -> ModelPatch:
-    """Replace ``members`` by one CompiledSegment node (built for this machine)."""
+@dataclass
+class Candidate:
+    """A run of nodes as a model of its own, built: what a :class:`CompiledSegment` would run."""
+
+    members: list[int]
+    segment: TypedModel
+    compiled: Any
+    external: list[OutletId]
+    used_outside: list[OutletId]
+
+
+def build_candidate(model: TypedModel, members: list[int], index: int, cache_dir) -> Candidate:
+    """``members`` as a model of their own (the wires they read from outside become its inputs,
+    the wires read outside become its outputs), compiled for this machine."""
     from . import compile_model
 
     inside = set(members)
@@ -165,11 +184,18 @@ def segment_patch(model: TypedModel, members: list[int], index: int, cache_dir) 
     for wire in used_outside:
         segment.outlet_labels[mapping[wire]] = model.outlet_label(wire) or model.nodes[wire.node].name
     compiled = compile_model(segment, name=f"segment{index}", cache_dir=cache_dir, optimize=False)
+    return Candidate(members, segment, compiled, external, used_outside)
+
+
+def segment_patch(model: TypedModel, members: list[int], index: int, cache_dir,
+                  candidate: Candidate | None = None) -> ModelPatch:
+    """Replace ``members`` by one CompiledSegment node (built for this machine)."""
+    built = candidate or build_candidate(model, members, index, cache_dir)
     patch = ModelPatch(model, f"compiled segment {index}")
-    op = CompiledSegment(compiled, tuple(model.nodes[n].op.name for n in members), _flops(model, members))
+    op = CompiledSegment(built.compiled, tuple(model.nodes[n].op.name for n in members), _flops(model, members))
     first = model.nodes[members[0]].name
-    outputs = patch.wire_node(f"compiled.{first}", op, [patch.tap(o) for o in external])
-    for wire, new in zip(used_outside, outputs):
+    outputs = patch.wire_node(f"compiled.{first}", op, [patch.tap(o) for o in built.external])
+    for wire, new in zip(built.used_outside, outputs):
         patch.shunt(wire, new)
     for node_id in members:
         patch.obliterate(node_id)
@@ -189,9 +215,22 @@ def _flops(model: TypedModel, members: list[int]) -> int | None:
     return total or None
 
 
-def compile_segments(model: TypedModel, min_nodes: int = 1, cache_dir=None) -> TypedModel:
-    """``model`` with every maximal run of compilable nodes replaced by a compiled segment."""
+def compile_segments(model: TypedModel, min_nodes: int = 1, cache_dir=None, by: str = "all",
+                     costs: Costs | None = None, choices: list[SegmentChoice] | None = None,
+                     check: bool = True) -> TypedModel:
+    """``model`` with maximal runs of compilable nodes replaced by compiled segments: every run
+    (``by="all"``), or those that run faster compiled than interpreted (``by="cost"``: timed by
+    ``costs``, by default :class:`~tractile.compile.autocost.MeasuredCosts`, and cached beside
+    each build). A run slower compiled is tried again, once, as the smaller runs of its nodes
+    that are faster compiled one by one; then the model with its segments is timed against
+    ``model`` (with ``check``), and ``model`` comes back if it is not faster. ``choices``, if
+    given, collects a :class:`~tractile.compile.autocost.SegmentChoice` per run tried (and one
+    for the whole model, named :data:`~tractile.compile.autocost.WHOLE_MODEL`)."""
+    if by not in ("all", "cost"):
+        raise TractileError(f"compile_segments: by must be 'all' or 'cost', got {by!r}")
+    measured = costs or MeasuredCosts(cache_dir)
     supported = Support()
+    refined: set[str] = set()
     counter = [0]
 
     def fuse(model: TypedModel, node):
@@ -201,6 +240,37 @@ def compile_segments(model: TypedModel, min_nodes: int = 1, cache_dir=None) -> T
         if len(members) < min_nodes:
             return None
         counter[0] += 1
-        return segment_patch(model, members, counter[0], cache_dir)
+        candidate = build_candidate(model, members, counter[0], cache_dir)
+        names = [model.nodes[n].name for n in members]
+        ops = tuple(model.nodes[n].op.name for n in members)
+        if by == "all":
+            if choices is not None:
+                choices.append(SegmentChoice(node.name, len(ops), ", ".join(ops), None, None, True, "compile='all'"))
+            return segment_patch(model, members, counter[0], cache_dir, candidate)
+        refine = not refined.issuperset(names)
+        choice = choose(candidate.segment, candidate.compiled, node.name, ops, measured, refine)
+        if choices is not None:
+            choices.append(choice)
+        if choice.compiled:
+            return segment_patch(model, members, counter[0], cache_dir, candidate)
+        if set(choice.prefer) == set(names):  # each node faster alone, slower together: no smaller run
+            supported.declined.update(names)
+            return None
+        supported.declined.update(name for name in names if name not in choice.prefer)
+        refined.update(choice.prefer)
+        # the driver visits the later nodes next: the run from this node must be tried now
+        return fuse(model, node) if node.name in choice.prefer else None
 
-    return run_passes(model, [("compiled segments", fuse)])
+    result = run_passes(model, [("compiled segments", fuse)])
+    kept = sum(isinstance(n.op, CompiledSegment) for n in result.nodes)
+    if by == "all" or not check or not kept:
+        return result
+    from .host import default_cache_dir
+
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    faster, auto_s, interpreted_s, why = check_model(result, model, measured, root)
+    if choices is not None:
+        verdict = f"with its {kept} segment(s) faster" if faster else "interpreted is faster: no segment kept"
+        choices.append(SegmentChoice(WHOLE_MODEL, sum(n.op.name not in ("Source", "Const") for n in model.nodes),
+                                     f"{kept} segment(s)", auto_s, interpreted_s, faster, f"{why}: {verdict}"))
+    return result if faster else model
