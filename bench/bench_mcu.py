@@ -1,7 +1,7 @@
 """tractile's generated code on emulated microcontrollers, in the form of MicroFlow's evaluation.
 
     python bench/bench_mcu.py [--models sine,speech,person] [--runs 10]
-    python bench/bench_mcu.py --per-layer [--models speech,person] [--runs 2]
+    python bench/bench_mcu.py --per-layer [--models kws,vww,ic,ad] [--runs 2] [--opt speed|size]
 
 For each model and board: the test firmware is built with the board's tool chain, run in its
 emulator (QEMU for Cortex-M, simavr for the ATmega328P) on random inputs, checked bit for bit
@@ -19,7 +19,11 @@ keeps them: the firmware writes each input at ``NAME_INPUTi_IN(&ctx)``, so RAM t
 the context (arena with the inputs, state), the outputs and the peak stack.
 
 ``--per-layer``: the instructions QEMU counts per layer and per multiply-accumulate on the
-Cortex-M4 (mps2-an386), built for speed (-O2), for the layers that multiply-accumulate.
+Cortex-M4 (mps2-an386), built for speed (-O2, or -Os with ``--opt size``), for the layers that
+multiply-accumulate, their sums per kind of kernel, and each model's instructions per inference
+beside the published cycles of X-CUBE-AI and TFLite Micro + CMSIS-NN on a Cortex-M4 (MLPerf Tiny's
+four models: kws, vww, ic, ad; also sine, speech, person). Instructions are not cycles: a load
+takes two cycles, a taken branch two to four, SMLAD one.
 """
 from __future__ import annotations
 
@@ -36,6 +40,27 @@ from bench_compile import micro_arena  # noqa: E402
 from bench_tflite import MODELS_DIR  # noqa: E402
 
 MODELS = {"sine": "hello_world_int8", "speech": "micro_speech_quantized", "person": "person_detect"}
+MLPERF_DIR = MODELS_DIR.parent / "mlperf_tiny"
+#: MLPerf Tiny's reference models and their published cycles per inference on a Cortex-M4 at 120 MHz
+#: (latency x clock, ../shared/models/mlperf_tiny/README.md): X-CUBE-AI 9.0, TFLite Micro + CMSIS-NN
+MLPERF = {"kws": ("kws_dscnn_int8", 5.18e6, 21.8e6), "vww": ("vww_96_int8", 10.7e6, 72.1e6),
+          "ic": ("resnet8_int8", 19.8e6, 84.5e6), "ad": ("ad01_int8", 0.63e6, 1.21e6)}
+
+
+def model_path(short: str) -> Path:
+    return MLPERF_DIR / f"{MLPERF[short][0]}.tflite" if short in MLPERF else MODELS_DIR / f"{MODELS[short]}.tflite"
+
+
+def kind_of(typed, layer: dict) -> str:
+    """general / pointwise / dense / depthwise (other: not a convolution or a dense layer)."""
+    if layer["op"] not in ("Conv", "MatMul"):
+        return "other"
+    if "dwconv" in layer["kernel"]:
+        return "depthwise"
+    if layer["op"] == "MatMul":
+        return "dense"
+    kernel = getattr(getattr(typed.nodes[layer["node"]].op, "window", None), "kernel", None)
+    return "pointwise" if kernel is not None and all(int(k) == 1 for k in kernel) else "general"
 #: (board, MicroFlow's MCU with the same core)
 BOARDS = (("lm3s6965evb", "LM3S6965 (Cortex-M3)"), ("mps2-an386", "nRF52840 (Cortex-M4F)"),
           ("mps2-an500", "ATSAMV71 (Cortex-M7F)"), ("atmega328p", "ATmega328 (AVR)"))
@@ -62,9 +87,10 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=10, help="random inputs per verification (default 10)")
     parser.add_argument("--per-layer", action="store_true",
                         help="instructions per layer and per MAC on the Cortex-M4 (-O2) instead of the table")
+    parser.add_argument("--opt", default="speed", choices=("speed", "size"), help="--per-layer builds: -O2 or -Os")
     args = parser.parse_args(argv)
     if args.per_layer:
-        return per_layer(args.models.split(","), args.runs)
+        return per_layer(args.models.split(","), args.runs, args.opt)
     header = (f"{'model':7} {'board':12} {'ok':>3} {'flash model':>11} {'flash fw':>9} {'RAM total':>9} "
               f"{'RAM fw':>7} {'stack':>6} {'per inference':>14}  {'MicroFlow flash/RAM':>20}  {'TFLM arena':>10}")
     print(header)
@@ -93,21 +119,33 @@ def main(argv=None) -> int:
     return 0
 
 
-def per_layer(models: list[str], runs: int) -> int:
+def per_layer(models: list[str], runs: int, opt: str = "speed") -> int:
     import tractile
+    from tractile.compile import prepare
     from tractile.compile.targets.verify import verify
 
     for short in models:
-        model = tractile.load(MODELS_DIR / f"{MODELS[short]}.tflite")
-        report = verify(model, "cortex-m4", runs=runs, opt="speed",
-                        folder=tempfile.mkdtemp(prefix=f"bench-{short}-layers-"), timeout=600)
-        print(f"{short} on mps2-an386 (-O2): verified {report['verified']}, "
-              f"{report['cycles_per_inference']} instructions per inference")
-        print(f"{'node':>5} {'kernel':20} {'MACs':>8} {'instructions':>12} {'per MAC':>8}  name")
+        model = tractile.load(model_path(short))
+        typed = prepare(model, None, True)
+        report = verify(model, "cortex-m4", runs=runs, opt=opt,
+                        folder=tempfile.mkdtemp(prefix=f"bench-{short}-layers-"), timeout=1200)
+        total = report["cycles_per_inference"]
+        print(f"{short} on mps2-an386 ({'-O2' if opt == 'speed' else '-Os'}): verified {report['verified']}, "
+              f"{total} instructions per inference, arena {report['ram_bytes']['arena']} B")
+        if short in MLPERF:
+            _, xcube, tflm = MLPERF[short]
+            print(f"  published cycles on a Cortex-M4: X-CUBE-AI {xcube / 1e6:.2f} M, TFLite Micro + CMSIS-NN "
+                  f"{tflm / 1e6:.2f} M (instructions are not cycles)")
+        print(f"{'node':>5} {'kernel':24} {'MACs':>8} {'instructions':>12} {'per MAC':>8}  name")
+        kinds: dict[str, list[int]] = {}
         for layer in report["layers"]:
             if layer["macs"]:
-                print(f"{layer['node']:5} {layer['kernel']:20} {layer['macs']:8} {layer['count']:12} "
-                      f"{layer['per_mac']:8.2f}  {layer['name']}")
+                print(f"{layer['node']:5} {layer['kernel']:24} {layer['macs']:8} {layer['count']:12} "
+                      f"{layer['per_mac']:8.2f}  {layer['name'][:60]}")
+                sums = kinds.setdefault(kind_of(typed, layer), [0, 0])
+                sums[0], sums[1] = sums[0] + layer["macs"], sums[1] + layer["count"]
+        for kind, (macs, count) in sorted(kinds.items()):
+            print(f"  {kind:10} {macs:9} MACs {count:11} instructions {count / macs:6.2f} per MAC")
     return 0
 
 

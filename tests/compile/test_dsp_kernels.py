@@ -110,7 +110,7 @@ def test_smlal_requantization_equals_tflites_recipe(tmp_path):
 @pytest.mark.parametrize("compiler", ["arm-none-eabi-gcc", "clang"])
 def all_dsp_kernels_model():
     """One model through every DSP kernel: depthwise from one channel (single), multiplier 4 (the
-    earlier kernel), stride 1 (rows) and 2 (packed), pointwise of depth 16 (wide) and 32 (tl_fc_s8)."""
+    earlier kernel), stride 1 (rows) and 2 (packed), pointwise of depth 16 and 32 (tl_conv_gemm.h)."""
     rng = np.random.default_rng(1)
     g = GraphBuilder()
     h = g.input("x", "i8", (1, 8, 8, 1), q(0.05, -7))
@@ -134,7 +134,7 @@ def test_m4_kernels_build_without_warnings(compiler, tmp_path):
         pytest.skip(f"{compiler} or arm-none-eabi-gcc not installed")
     source = generate(all_dsp_kernels_model(), name="m4", target=find_target("cortex-m4"))
     for kernel in ("tl_dwconv3x3_s8_single", "tl_dwconv_nhwc_s8", "tl_dwconv3x3_s8_rows", "tl_dwconv3x3_s8_packed",
-                   "tl_pointwise_s8_wide", "tl_fc_s8"):
+                   "tl_conv_nhwc_s8_gemm"):
         assert f"{kernel}(" in source.source, kernel
     source.write(tmp_path)
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
@@ -250,6 +250,7 @@ def test_widened_pointwise_convolutions_are_bit_exact_on_the_cortex_m4(depth, tm
     needs_board("cortex-m4")
     report = verify(pointwise_model(depth, 7), "cortex-m4", runs=3, folder=tmp_path)
     assert report["verified"], report["first_difference"]
+    # shallow layers alone: the widened kernel (in place; columns would grow the arena)
     assert report["layers"][0]["kernel"] == "tl_pointwise_s8_wide", report["layers"][0]
 
 

@@ -21,7 +21,8 @@ from .ctext import program_name
 from .files import write_file
 from .layout import channels_last
 from .lower import lower
-from .memory import MemoryPlan, plan_memory
+from .memory import MemoryPlan
+from .ops.conv_gemm import lower_within_arena
 from .program import Program
 from .render import render_header, render_source
 from .report import build_report
@@ -115,10 +116,10 @@ def generate(model, name: str = "model", target: str | Target = "host", inputs: 
     c_name = program_name(name)
     target = find_target(target)
     typed = prepare(model, inputs, optimize)
-    program = lower(typed, c_name, target, chains, inputs_in_arena, regions, order)
+    program, plan = lower_within_arena(lambda: lower(typed, c_name, target, chains, inputs_in_arena, regions, order),
+                                       target.alignment)
     program.profile = profile
     program.macros = dict(macros or {})
-    plan = plan_memory(program, target.alignment)
     files = {f"{c_name}.h": render_header(program, plan, origin)}
     files[f"{c_name}.c"] = render_source(program, plan, origin, target)
     for header in ["tl_common.h", *program.headers]:

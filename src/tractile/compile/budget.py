@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..errors import TractileError, UnsupportedOpError
 from .budget_search import Candidate, Schedule, candidates, memory_order, schedule_cost
 from .lower import lower
-from .memory import plan_memory
+from .ops.conv_gemm import lower_within_arena
 from .program import ARENA
 from .target import Target, find_target
 
@@ -98,9 +98,9 @@ class _Search:
         self.costs: dict = {}
 
     def planned(self, schedule: Schedule):
-        program = lower(self.typed, self.name, self.target, schedule.chains, self.inputs_in_arena, schedule.regions,
-                        schedule.order)
-        plan = plan_memory(program, self.target.alignment)
+        program, plan = lower_within_arena(lambda: lower(self.typed, self.name, self.target, schedule.chains,
+                                                         self.inputs_in_arena, schedule.regions, schedule.order),
+                                           self.target.alignment)
         return program, plan.arena_bytes + self.fixed
 
     def run(self, budget: int, unconstrained: int) -> Schedule:

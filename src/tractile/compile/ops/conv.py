@@ -22,7 +22,7 @@ from ...ops.quantized.common import recipe_of
 from ...ops.quantized.conv import ConvQuant
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from . import conv_dsp
+from . import conv_dsp, conv_gemm
 from .dense import requant_constants
 from .fused import finish_activation, fused_float_activation
 
@@ -137,6 +137,14 @@ def conv2d(e: Emit) -> None:
     offset = offset_weights(e, w)
     sums = offset.reshape(filters, -1).sum(axis=1)
     raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
+    ahead = conv_gemm.emit_conv(e, x, y, offset, raw_bias, quantized_numbers(e, x.dtype), (
+        batches, in_h, in_w, in_c, out_h, out_w, filters, *window_args(window, top, left), depth))
+    if ahead is not None:
+        if pointwise and batches * in_h * in_w > 0:
+            e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c, filters) + ahead * filters)
+        elif not pointwise:
+            _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, window.strides[0], top, batches)
+        return
     if pointwise and x.dtype == DatumType.I8 and conv_dsp.emit_pointwise(
             e, x, y, offset, raw_bias, quantized_numbers(e, x.dtype), in_c):
         if batches * in_h * in_w > 0:

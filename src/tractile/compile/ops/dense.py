@@ -14,6 +14,7 @@ from ...ops.quantized.dense import IntegerDense, IntegerRescale
 from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 from ..registry import Unsupported, emitter
+from . import conv_gemm
 from .fused import finish_activation, fused_float_activation
 
 HEADER = "tl_fully_connected.h"
@@ -168,8 +169,12 @@ def quantized_dense(e: Emit) -> None:
         name, weight_type, bias_type = "tl_fc_s16", DatumType.I8, DatumType.I64
     if weight_type == DatumType.I8 and (weight_offset.min(initial=0) < -128 or weight_offset.max(initial=0) > 127):
         raise Unsupported("int8 weights with a zero point (offset weights leave the int8 range)")
-    weights_name = e.constant("weights", np.ascontiguousarray(weight_offset), weight_type)
     folded = np.asarray(kernel.bias, dtype=np.int64)
+    if name == "tl_fc_s8" and flavour != "reference" and conv_gemm.usable(e, x.dtype):
+        conv_gemm.emit_dense(e, x, y, weight_offset, wrap32(folded), batches, (
+            kernel.rescale.multiplier, kernel.rescale.shift, kernel.zero, kernel.low, kernel.high))
+        return
+    weights_name = e.constant("weights", np.ascontiguousarray(weight_offset), weight_type)
     # int32 accumulators wrap modulo 2^32 (TFLite's, the interpreter's, the kernels'): so may the folded bias
     total_bias = e.constant("bias", wrap32(folded) if bias_type == DatumType.I32 else folded, bias_type)
     if flavour == "reference":

@@ -1,0 +1,494 @@
+/* tl_conv_gemm.h: int8 convolutions of any shape, pointwise and dense layers on cores with the
+ * Armv7E-M DSP extension (Cortex-M4/M7), as a product of a few widened input columns by int8
+ * weights, two 16-bit multiply-accumulates per SMLAD.
+ *
+ * - Columns: the window of an output pixel (its taps in NHWC order, `depth` channels each) is
+ *   copied into `col` as int16 values, two pixels at a time (2 * k4 halfwords of scratch, k4 the
+ *   window's size rounded up to 4). The window is read in segments of contiguous inputs (a whole
+ *   window row when the dilation along the rows is 1, else one tap); each word of four inputs
+ *   x0..x3 of a segment is widened by SXTB16 and its rotated form into [x0 | x2], [x1 | x3], the
+ *   last (length % 4) inputs of a segment one by one. Padding taps read the input zero point, so
+ *   that the input offset folds into the bias (bias + x_offset * the sum of the weights).
+ * - Weights: int8, one row of k4 bytes per output channel, repacked on the host (conv_gemm.py) so
+ *   that each word [w0 w1 w2 w3] of a row meets the columns' halfwords c0..c3 as
+ *   SMLAD([c0 | c1], SXTB16 = [w0 | w2]) + SMLAD([c2 | c3], SXTB16 ror 8 = [w1 | w3]).
+ * - Blocking: two output channels by two pixels in registers (each word of weights feeds four
+ *   SMLAD, each pair of column words, one LDRD, two); a lone last pixel (and a dense layer of one
+ *   row, read in place without columns) four channels at a time.
+ * - Requantization (`mode` 0 or 1): the columns hold twice the inputs (SADD16) and the bias is
+ *   doubled on the host, so the accumulators are doubled as tl_conv_dsp.h's one-SMMLAR
+ *   requantization wants them (`rq`: {multiplier, K, r} per channel; mode 1 when some channel
+ *   takes TFLite's recipe, r < 0); the host proved |accumulator| < 2^30. Mode 2: plain inputs and
+ *   accumulators, TFLite Micro's recipe for every channel (rq: {multiplier, shift, 0}).
+ *
+ * Loop bounds and strides are the layer's constants: the kernels are inlined into every layer
+ * in speed builds (TL_KERNEL). Without the DSP extension the same code runs on portable
+ * equivalents of the instructions (tested on the host). */
+#ifndef TL_CONV_GEMM_H
+#define TL_CONV_GEMM_H
+
+#include <string.h>
+
+#include "tl_common.h"
+#include "tl_conv.h"
+#include "tl_conv_dsp.h"
+#include "tl_fully_connected.h"
+
+/* the functions of the layers that call these kernels (conv_gemm.py): compiled for speed in size
+ * builds too with gcc (-Os allocates the blocked loops' registers badly: twice the instructions) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE_SIZE__)
+#define TL_NOINLINE __attribute__((noinline, optimize("O2")))
+#elif defined(__GNUC__)
+#define TL_NOINLINE __attribute__((noinline))
+#else
+#define TL_NOINLINE
+#endif
+
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+#define TL_DOUBLE16(v) ((uint32_t)__sadd16(v, v))
+#else
+#define TL_DOUBLE16(v) (((uint32_t)(v) << 1) & 0xFFFEFFFFu)
+#endif
+
+/* the int8 output of accumulator s with the channel's words m, k, r (see above) */
+static TL_INLINE int8_t tl_gemm_out(int32_t s, int32_t m, int32_t k, int32_t r, int32_t mode, int32_t zero,
+                                    int32_t low, int32_t high) {
+  int32_t v;
+  if (mode == 2 || (mode == 1 && r < 0)) {
+    v = tl_mbqm(mode == 2 ? s : s >> 1, m, (int)k) + zero;
+  } else {
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(v) : "r"(s), "r"(m), "r"((s >> 31) + k));
+#else
+    v = (int32_t)((((int64_t)((s >> 31) + k) << 32) + (int64_t)s * m + ((int64_t)1 << 31)) >> 32);
+#endif
+    v >>= r;
+  }
+  return TL_CLAMP_OUT(v, low, high);
+}
+
+static TL_INLINE void tl_put_halves(int32_t *col, int32_t at, uint32_t even, uint32_t odd) {
+  memcpy((int16_t *)col + at, &even, 4);
+  memcpy((int16_t *)col + at + 2, &odd, 4);
+}
+
+/* `length` inputs from `src` (times 1 + twice) into the halfwords of `col` from `at`, in the
+ * order above */
+static TL_INLINE void tl_widen_segment(int32_t *col, int32_t at, const int8_t *src, int32_t length, int32_t twice) {
+  int32_t j;
+  for (j = 0; j + 4 <= length; j += 4) {
+    const uint32_t v = TL_WORD(src + j), e = TL_SXTB16(v), o = TL_SXTB16_ODD(v);
+    tl_put_halves(col, at + j, twice ? TL_DOUBLE16(e) : e, twice ? TL_DOUBLE16(o) : o);
+  }
+  for (j = length & ~3; j < length; ++j) ((int16_t *)col)[at + j] = (int16_t)(src[j] * (1 + twice));
+}
+
+/* 0, 2, 1, 3 for 0..3 within each group of four */
+static TL_INLINE int32_t tl_swap_middle(int32_t j) { return (j & ~3) + ((j & 1) << 1) + ((j >> 1) & 1); }
+/* where input j of a segment of `length` inputs lands in its halfwords */
+static TL_INLINE int32_t tl_segment_slot(int32_t j, int32_t length) {
+  return j < (length & ~3) ? tl_swap_middle(j) : j;
+}
+
+/* the window of output pixel `pixel` (batch-major raster order) into col from halfword `at`,
+ * padding taps as `fill` */
+static TL_INLINE void tl_gemm_window(const int8_t *x, int32_t *col, int32_t at, int32_t pixel, int32_t in_h,
+                                     int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w, int32_t k_h,
+                                     int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+                                     int32_t pad_top, int32_t pad_left, int32_t k4, int32_t fill, int32_t twice) {
+  const int32_t per_image = out_h * out_w, b = pixel / per_image, oy = pixel % per_image / out_w;
+  const int32_t ox = pixel % out_w, top = oy * stride_h - pad_top, left = ox * stride_w - pad_left;
+  const int32_t segment = dil_w == 1 ? k_w * in_c : in_c, taps = dil_w == 1 ? 1 : k_w;
+  const int8_t *base = x + b * in_h * in_w * in_c;
+  int32_t ky0, ky1, kx0, kx1, ky, kx, j, end = at;
+  tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+  tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+  if (ky0 == 0 && ky1 == k_h && kx0 == 0 && kx1 == k_w) {
+    const int8_t *corner = base + (top * in_w + left) * in_c;
+    for (ky = 0; ky < k_h; ++ky)
+      for (kx = 0; kx < taps; ++kx, end += segment)
+        tl_widen_segment(col, end, corner + (ky * dil_h * in_w + kx * dil_w) * in_c, segment, twice);
+  } else { /* padding taps hold the input zero point, whatever their slots */
+    for (j = at; j < at + k4; ++j) ((int16_t *)col)[j] = (int16_t)fill;
+    for (ky = ky0; ky < ky1; ++ky) {
+      const int8_t *row = base + (top + ky * dil_h) * in_w * in_c;
+      end = at + ky * k_w * in_c;
+      if (dil_w == 1) { /* the valid taps [kx0, kx1) of a whole-row segment */
+        const int8_t *src = row + (left + kx0) * in_c;
+        const int32_t first = kx0 * in_c, last = kx1 * in_c;
+        j = first;
+        if (in_c % 4 == 0)
+          for (; j + 4 <= last; j += 4) {
+            const uint32_t v = TL_WORD(src + j - first), e = TL_SXTB16(v), o = TL_SXTB16_ODD(v);
+            tl_put_halves(col, end + j, twice ? TL_DOUBLE16(e) : e, twice ? TL_DOUBLE16(o) : o);
+          }
+        for (; j < last; ++j)
+          ((int16_t *)col)[end + tl_segment_slot(j, segment)] = (int16_t)(src[j - first] * (1 + twice));
+      } else
+        for (kx = kx0; kx < kx1; ++kx)
+          tl_widen_segment(col, end + kx * in_c, row + (left + kx * dil_w) * in_c, segment, twice);
+    }
+  }
+  for (end = at + k_h * k_w * in_c; end < at + k4; ++end) ((int16_t *)col)[end] = 0;
+}
+
+/* the next two words of columns at p (one LDRD that steps p on) */
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM) && defined(__GNUC__)
+typedef struct {
+  int32_t word[2];
+} tl_word_pair;
+#define TL_PAIR_NEXT(p, a0, a1) \
+  __asm__("ldrd %0, %1, [%2], #8" : "=r"(a0), "=r"(a1), "+r"(p) : "m"(*(const tl_word_pair *)(p)))
+#else
+#define TL_PAIR_NEXT(p, a0, a1) (a0 = (uint32_t)(p)[0], a1 = (uint32_t)(p)[1], (p) += 2)
+#endif
+/* SMLAD of column words a0, a1 (halfwords c0..c3) with the weight word's halves e, o into s */
+#define TL_GEMM_MAC(a0, a1, e, o, s) (s = TL_SMLAD(a1, o, TL_SMLAD(a0, e, s)))
+/* body() k4 / 4 times, two per pass */
+#define TL_GEMM_LOOP(body)            \
+  do {                                \
+    int32_t n;                        \
+    if (k4 / 4 % 2) body();           \
+    for (n = k4 / 8; n > 0; --n) {    \
+      body();                         \
+      body();                         \
+    }                                 \
+  } while (0)
+#define TL_GEMM_ARGS mode, zero, low, high
+
+/* two pixels' columns (c0, c1: k4 halfwords each) by every output channel */
+static TL_INLINE void tl_gemm_2x2(const int32_t *c0, const int32_t *c1, const int8_t *restrict w,
+                                  const int32_t *restrict bias, int8_t *y0, int8_t *y1, int32_t k4, int32_t filters,
+                                  const int32_t *restrict rq, int32_t mode, int32_t zero, int32_t low, int32_t high) {
+  int32_t f;
+  for (f = 0; f + 2 <= filters; f += 2) {
+    const int8_t *w0 = w + f * k4, *w1 = w0 + k4;
+    const int32_t *p0 = c0, *p1 = c1, *r = rq + 3 * f;
+    int32_t s00 = bias[f], s01 = bias[f + 1], s10 = s00, s11 = s01;
+    int8_t o00, o01, o10, o11;
+#define TL_GEMM_2X2()                                                                                            \
+  do {                                                                                                         \
+    uint32_t a0, a1, b0, b1;                                                                                   \
+    const uint32_t v0 = TL_WORD(w0), v1 = TL_WORD(w1);                                                         \
+    const uint32_t e0 = TL_SXTB16(v0), o0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16(v1), o1 = TL_SXTB16_ODD(v1);     \
+    TL_PAIR_NEXT(p0, a0, a1);                                                                                  \
+    TL_PAIR_NEXT(p1, b0, b1);                                                                                  \
+    w0 += 4, w1 += 4;                                                                                          \
+    TL_GEMM_MAC(a0, a1, e0, o0, s00);                                                                          \
+    TL_GEMM_MAC(b0, b1, e0, o0, s10);                                                                          \
+    TL_GEMM_MAC(a0, a1, e1, o1, s01);                                                                          \
+    TL_GEMM_MAC(b0, b1, e1, o1, s11);                                                                          \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+    TL_GEMM_LOOP(TL_GEMM_2X2);
+    o00 = tl_gemm_out(s00, r[0], r[1], r[2], TL_GEMM_ARGS);
+    o10 = tl_gemm_out(s10, r[0], r[1], r[2], TL_GEMM_ARGS);
+    o01 = tl_gemm_out(s01, r[3], r[4], r[5], TL_GEMM_ARGS);
+    o11 = tl_gemm_out(s11, r[3], r[4], r[5], TL_GEMM_ARGS);
+    y0[f] = o00, y0[f + 1] = o01, y1[f] = o10, y1[f + 1] = o11;
+  }
+  if (f < filters) {
+    const int8_t *w0 = w + f * k4;
+    const int32_t *p0 = c0, *p1 = c1, *r = rq + 3 * f;
+    int32_t s0 = bias[f], s1 = s0;
+    int8_t o0, o1;
+#define TL_GEMM_2X1()                                                                                            \
+  do {                                                                                                         \
+    const uint32_t v = TL_WORD(w0), e = TL_SXTB16(v), o = TL_SXTB16_ODD(v);                                    \
+    uint32_t a0, a1, b0, b1;                                                                                   \
+    TL_PAIR_NEXT(p0, a0, a1);                                                                                  \
+    TL_PAIR_NEXT(p1, b0, b1);                                                                                  \
+    w0 += 4;                                                                                                   \
+    TL_GEMM_MAC(a0, a1, e, o, s0);                                                                             \
+    TL_GEMM_MAC(b0, b1, e, o, s1);                                                                             \
+  } while (0)
+    TL_GEMM_LOOP(TL_GEMM_2X1);
+    o0 = tl_gemm_out(s0, r[0], r[1], r[2], TL_GEMM_ARGS);
+    o1 = tl_gemm_out(s1, r[0], r[1], r[2], TL_GEMM_ARGS);
+    y0[f] = o0, y1[f] = o1;
+  }
+}
+
+/* one pixel by four (or one) output channels: TL_GEMM_LOAD(a0, a1) gives the next two column
+ * words of the pixel */
+#define TL_GEMM_1X4()                                                                                            \
+  do {                                                                                                         \
+    uint32_t a0, a1, v;                                                                                        \
+    TL_GEMM_LOAD(a0, a1);                                                                                      \
+    v = TL_WORD(w0);                                                                                           \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(v), TL_SXTB16_ODD(v), s0);                                                   \
+    v = TL_WORD(w0 + k4);                                                                                      \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(v), TL_SXTB16_ODD(v), s1);                                                   \
+    v = TL_WORD(w0 + 2 * k4);                                                                                  \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(v), TL_SXTB16_ODD(v), s2);                                                   \
+    v = TL_WORD(w0 + 3 * k4);                                                                                  \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(v), TL_SXTB16_ODD(v), s3);                                                   \
+    w0 += 4;                                                                                                   \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+#define TL_GEMM_1X1()                                                                                            \
+  do {                                                                                                         \
+    uint32_t a0, a1, v;                                                                                        \
+    TL_GEMM_LOAD(a0, a1);                                                                                      \
+    v = TL_WORD(w0);                                                                                           \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(v), TL_SXTB16_ODD(v), s0);                                                   \
+    w0 += 4;                                                                                                   \
+  } while (0)
+/* the four outputs from f */
+#define TL_GEMM_STORE4()                                                                                         \
+  do {                                                                                                         \
+    const int32_t *r = rq + 3 * f;                                                                             \
+    const int8_t o0 = tl_gemm_out(s0, r[0], r[1], r[2], TL_GEMM_ARGS);                                         \
+    const int8_t o1 = tl_gemm_out(s1, r[3], r[4], r[5], TL_GEMM_ARGS);                                         \
+    const int8_t o2 = tl_gemm_out(s2, r[6], r[7], r[8], TL_GEMM_ARGS);                                         \
+    const int8_t o3 = tl_gemm_out(s3, r[9], r[10], r[11], TL_GEMM_ARGS);                                       \
+    y0[f] = o0, y0[f + 1] = o1, y0[f + 2] = o2, y0[f + 3] = o3;                                                \
+  } while (0)
+
+#define TL_GEMM_LOAD(a0, a1) TL_PAIR_NEXT(p0, a0, a1)
+static TL_INLINE void tl_gemm_1x4(const int32_t *c0, const int8_t *restrict w, const int32_t *restrict bias,
+                                  int8_t *y0, int32_t k4, int32_t filters, const int32_t *restrict rq, int32_t mode,
+                                  int32_t zero, int32_t low, int32_t high) {
+  int32_t f;
+  for (f = 0; f + 4 <= filters; f += 4) {
+    const int8_t *w0 = w + f * k4;
+    const int32_t *p0 = c0;
+    int32_t s0 = bias[f], s1 = bias[f + 1], s2 = bias[f + 2], s3 = bias[f + 3];
+    TL_GEMM_LOOP(TL_GEMM_1X4);
+    TL_GEMM_STORE4();
+  }
+  for (f = filters - filters % 4; f < filters; ++f) { /* the last filters % 4 */
+    const int8_t *w0 = w + f * k4;
+    const int32_t *p0 = c0, *r = rq + 3 * f;
+    int32_t s0 = bias[f];
+    TL_GEMM_LOOP(TL_GEMM_1X1);
+    y0[f] = tl_gemm_out(s0, r[0], r[1], r[2], TL_GEMM_ARGS);
+  }
+}
+#undef TL_GEMM_LOAD
+
+/* a single row of int8 inputs widened as the product reads them (the sums doubled and added to
+ * the bias at the end): the next four (the last depth
+ * % 4, which land in order, as zero-padded halfwords) */
+#define TL_GEMM_LOAD(a0, a1)                                                                                     \
+  do {                                                                                                         \
+    if (d + 4 <= depth) {                                                                                      \
+      const uint32_t tl_xv = TL_WORD(x + d);                                                                   \
+      a0 = TL_SXTB16(tl_xv), a1 = TL_SXTB16_ODD(tl_xv);                                                        \
+    } else {                                                                                                   \
+      a0 = tl_pkhbt((uint32_t)(int32_t)x[d], d + 1 < depth ? (uint32_t)(int32_t)x[d + 1] : 0u);                \
+      a1 = tl_pkhbt(d + 2 < depth ? (uint32_t)(int32_t)x[d + 2] : 0u, 0u);                                     \
+    }                                                                                                          \
+  } while (0)
+static TL_INLINE void tl_gemm_row(const int8_t *x, const int8_t *restrict w, const int32_t *restrict bias, int8_t *y0,
+                                  int32_t depth, int32_t k4, int32_t filters, const int32_t *restrict rq, int32_t mode,
+                                  int32_t zero, int32_t low, int32_t high) {
+  const int32_t scale = mode == 2 ? 1 : 2;
+  int32_t f, d;
+  for (f = 0; f + 4 <= filters; f += 4) {
+    const int8_t *w0 = w + f * k4;
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (d = 0; d < k4; d += 4) TL_GEMM_1X4();
+    s0 = tl_add_wrap_s32(bias[f], scale * s0), s1 = tl_add_wrap_s32(bias[f + 1], scale * s1);
+    s2 = tl_add_wrap_s32(bias[f + 2], scale * s2), s3 = tl_add_wrap_s32(bias[f + 3], scale * s3);
+    TL_GEMM_STORE4();
+  }
+  for (f = filters - filters % 4; f < filters; ++f) {
+    const int8_t *w0 = w + f * k4;
+    const int32_t *r = rq + 3 * f;
+    int32_t s0 = 0;
+    for (d = 0; d < k4; d += 4) TL_GEMM_1X1();
+    y0[f] = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s0), r[0], r[1], r[2], TL_GEMM_ARGS);
+  }
+}
+#undef TL_GEMM_LOAD
+
+/* The kernels below are inlined into the function of each layer (conv_gemm.py) in size builds
+ * too: specialised to the layer's constants, they are much faster. */
+
+/* Arguments as tl_conv_nhwc_s8's up to depth (weights repacked, [filters][k4]; bias with the
+ * input offset folded in, doubled unless mode is 2), x_offset, then rq and mode (see above),
+ * zero, low, high and `col`, 2 * k4 halfwords of scratch. */
+static TL_INLINE void tl_conv_nhwc_s8_gemm(const int8_t *x, const int8_t *restrict w, const int32_t *restrict bias,
+    int8_t *y, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
+    int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+    int32_t pad_top, int32_t pad_left, int32_t depth, int32_t x_offset, const int32_t *restrict rq, int32_t mode,
+    int32_t zero, int32_t low, int32_t high, int32_t *col) {
+  const int32_t k4 = (k_h * k_w * depth + 3) & ~3, pixels = batches * out_h * out_w;
+  const int32_t twice = mode != 2, fill = -x_offset * (1 + twice);
+  int32_t p;
+  for (p = 0; p + 2 <= pixels; p += 2) {
+    tl_gemm_window(x, col, 0, p, in_h, in_w, in_c, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top,
+                   pad_left, k4, fill, twice);
+    tl_gemm_window(x, col, k4, p + 1, in_h, in_w, in_c, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
+                   pad_top, pad_left, k4, fill, twice);
+    tl_gemm_2x2(col, col + k4 / 2, w, bias, y + p * filters, y + (p + 1) * filters, k4, filters, rq, mode, zero, low,
+                high);
+  }
+  if (p < pixels) {
+    tl_gemm_window(x, col, 0, p, in_h, in_w, in_c, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top,
+                   pad_left, k4, fill, twice);
+    tl_gemm_1x4(col, w, bias, y + p * filters, k4, filters, rq, mode, zero, low, high);
+  }
+}
+
+/* Without columns (depth a multiple of 4): the inputs read in place, widened as the product
+ * reads them, padding taps as words of the input zero point. */
+/* s0..s3 += the inputs from px (or the zero-point word when px is NULL) times the weights from
+ * w0 (four rows k4 apart), `words` words */
+static TL_INLINE void tl_direct_1x4(const int8_t *px, uint32_t zero_word, const int8_t *w0, int32_t k4, int32_t words,
+                                   int32_t *s0, int32_t *s1, int32_t *s2, int32_t *s3) {
+  int32_t a = *s0, b = *s1, c = *s2, d = *s3, j;
+  for (j = 0; j < words; ++j, w0 += 4) {
+    const uint32_t xv = px ? TL_WORD(px + 4 * j) : zero_word, x0 = TL_SXTB16(xv), x1 = TL_SXTB16_ODD(xv);
+    uint32_t v = TL_WORD(w0);
+    TL_GEMM_MAC(x0, x1, TL_SXTB16(v), TL_SXTB16_ODD(v), a);
+    v = TL_WORD(w0 + k4);
+    TL_GEMM_MAC(x0, x1, TL_SXTB16(v), TL_SXTB16_ODD(v), b);
+    v = TL_WORD(w0 + 2 * k4);
+    TL_GEMM_MAC(x0, x1, TL_SXTB16(v), TL_SXTB16_ODD(v), c);
+    v = TL_WORD(w0 + 3 * k4);
+    TL_GEMM_MAC(x0, x1, TL_SXTB16(v), TL_SXTB16_ODD(v), d);
+    TL_TAP_ORDER();
+  }
+  *s0 = a, *s1 = b, *s2 = c, *s3 = d;
+}
+static TL_INLINE int32_t tl_direct_1x1(const int8_t *px, uint32_t zero_word, const int8_t *w0, int32_t words,
+                                      int32_t s) {
+  int32_t j;
+  for (j = 0; j < words; ++j, w0 += 4) {
+    const uint32_t xv = px ? TL_WORD(px + 4 * j) : zero_word, v = TL_WORD(w0);
+    TL_GEMM_MAC(TL_SXTB16(xv), TL_SXTB16_ODD(xv), TL_SXTB16(v), TL_SXTB16_ODD(v), s);
+  }
+  return s;
+}
+
+/* Arguments as tl_conv_nhwc_s8_gemm's without col. */
+static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *restrict w, const int32_t *restrict bias,
+    int8_t *y, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
+    int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+    int32_t pad_top, int32_t pad_left, int32_t depth, int32_t x_offset, const int32_t *restrict rq, int32_t mode,
+    int32_t zero, int32_t low, int32_t high) {
+  const int32_t k4 = k_h * k_w * depth, segment = dil_w == 1 ? k_w * in_c : in_c, taps = dil_w == 1 ? 1 : k_w;
+  const int32_t scale = mode == 2 ? 1 : 2, next = stride_w * in_c;
+  const uint32_t zero_word = (uint32_t)(uint8_t)(int8_t)-x_offset * 0x01010101u;
+  int32_t b, oy, ox, f, ky, t;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      const int8_t *base = x + b * in_h * in_w * in_c;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w;) {
+        const int32_t left = ox * stride_w - pad_left;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * filters;
+        int32_t kx0, kx1;
+        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        if (ky0 == 0 && ky1 == k_h && kx0 == 0 && kx1 == k_w && ox + 1 < out_w &&
+            left + stride_w + (k_w - 1) * dil_w < in_w) { /* two pixels inside */
+          const int8_t *corner = base + (top * in_w + left) * in_c;
+          for (f = 0; f + 2 <= filters; f += 2) {
+            const int8_t *w0 = w + f * k4;
+            const int32_t *r = rq + 3 * f;
+            int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+            int8_t o00, o01, o10, o11;
+            for (ky = 0; ky < k_h; ++ky)
+              for (t = 0; t < taps; ++t) {
+                const int8_t *px = corner + (ky * dil_h * in_w + t * dil_w) * in_c, *end = px + segment;
+                TL_OPAQUE(px);
+                for (; px < end; px += 4, w0 += 4) {
+                  const uint32_t xa = TL_WORD(px), xb = TL_WORD(px + next), v0 = TL_WORD(w0), v1 = TL_WORD(w0 + k4);
+                  const uint32_t a0 = TL_SXTB16(xa), a1 = TL_SXTB16_ODD(xa), b0 = TL_SXTB16(xb), b1 = TL_SXTB16_ODD(xb);
+                  const uint32_t e0 = TL_SXTB16(v0), o0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16(v1), o1 = TL_SXTB16_ODD(v1);
+                  TL_GEMM_MAC(a0, a1, e0, o0, s00);
+                  TL_GEMM_MAC(b0, b1, e0, o0, s10);
+                  TL_GEMM_MAC(a0, a1, e1, o1, s01);
+                  TL_GEMM_MAC(b0, b1, e1, o1, s11);
+                  TL_TAP_ORDER();
+                }
+              }
+            o00 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s00), r[0], r[1], r[2], TL_GEMM_ARGS);
+            o10 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s10), r[0], r[1], r[2], TL_GEMM_ARGS);
+            o01 = tl_gemm_out(tl_add_wrap_s32(bias[f + 1], scale * s01), r[3], r[4], r[5], TL_GEMM_ARGS);
+            o11 = tl_gemm_out(tl_add_wrap_s32(bias[f + 1], scale * s11), r[3], r[4], r[5], TL_GEMM_ARGS);
+            out[f] = o00, out[f + 1] = o01, out[filters + f] = o10, out[filters + f + 1] = o11;
+          }
+          for (; f < filters; ++f) {
+            const int32_t *r = rq + 3 * f;
+            int32_t sa = 0, sb = 0;
+            for (ky = 0; ky < k_h; ++ky)
+              for (t = 0; t < taps; ++t) {
+                const int8_t *px = corner + (ky * dil_h * in_w + t * dil_w) * in_c;
+                const int8_t *w0 = w + f * k4 + (ky * taps + t) * segment;
+                sa = tl_direct_1x1(px, zero_word, w0, segment / 4, sa);
+                sb = tl_direct_1x1(px + next, zero_word, w0, segment / 4, sb);
+              }
+            out[f] = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * sa), r[0], r[1], r[2], TL_GEMM_ARGS);
+            out[filters + f] = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * sb), r[0], r[1], r[2], TL_GEMM_ARGS);
+          }
+          ox += 2;
+        } else { /* one pixel, its padding taps as the zero-point word */
+          for (f = 0; f < filters;) {
+            const int32_t group = filters - f >= 4 ? 4 : 1;
+            int32_t s[4] = {0, 0, 0, 0}, i;
+            for (ky = 0; ky < k_h; ++ky) {
+              const int valid_row = ky >= ky0 && ky < ky1;
+              const int32_t row_at = (top + ky * dil_h) * in_w + left;
+              for (t = 0; t < taps; ++t) {
+                const int8_t *w0 = w + f * k4 + (ky * taps + t) * segment;
+                /* [0, first) and [last, segment) are padding, [first, last) inputs */
+                const int32_t first = !valid_row ? segment
+                                      : dil_w == 1 ? kx0 * in_c
+                                                   : (t >= kx0 && t < kx1 ? 0 : segment);
+                const int32_t last = !valid_row ? segment : dil_w == 1 ? kx1 * in_c : segment;
+                const int8_t *px = first < last ? base + (row_at + t * dil_w) * in_c + first : NULL;
+                if (group == 4) {
+                  tl_direct_1x4(NULL, zero_word, w0, k4, first / 4, &s[0], &s[1], &s[2], &s[3]);
+                  tl_direct_1x4(px, zero_word, w0 + first, k4, (last - first) / 4, &s[0], &s[1], &s[2], &s[3]);
+                  tl_direct_1x4(NULL, zero_word, w0 + last, k4, (segment - last) / 4, &s[0], &s[1], &s[2], &s[3]);
+                } else {
+                  s[0] = tl_direct_1x1(NULL, zero_word, w0, first / 4, s[0]);
+                  s[0] = tl_direct_1x1(px, zero_word, w0 + first, (last - first) / 4, s[0]);
+                  s[0] = tl_direct_1x1(NULL, zero_word, w0 + last, (segment - last) / 4, s[0]);
+                }
+              }
+            }
+            for (i = 0; i < group; ++i, ++f)
+              out[f] = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s[i]), rq[3 * f], rq[3 * f + 1], rq[3 * f + 2],
+                                   TL_GEMM_ARGS);
+          }
+          ox += 1;
+        }
+      }
+    }
+}
+
+/* Arguments as tl_fc_s8's over `rows` rows of `depth` inputs (weights repacked, [units][k4],
+ * bias with the input offset folded in, doubled unless mode is 2) up to units, then rq, mode,
+ * zero, low, high as tl_conv_nhwc_s8_gemm's and `col`, 2 * k4 halfwords of scratch (NULL for a
+ * single row, whose inputs are widened as the product reads them). */
+static TL_INLINE void tl_fc_s8_gemm(const int8_t *x, const int8_t *restrict w, const int32_t *restrict bias,
+    int8_t *y, int32_t rows, int32_t depth, int32_t units, const int32_t *restrict rq, int32_t mode, int32_t zero,
+    int32_t low, int32_t high, int32_t *col) {
+  const int32_t k4 = (depth + 3) & ~3, twice = mode != 2;
+  int32_t r, k;
+  for (r = 0; r + 2 <= rows; r += 2) {
+    tl_widen_segment(col, 0, x + r * depth, depth, twice);
+    tl_widen_segment(col, k4, x + (r + 1) * depth, depth, twice);
+    for (k = depth; k < k4; ++k) ((int16_t *)col)[k] = ((int16_t *)col)[k4 + k] = 0;
+    tl_gemm_2x2(col, col + k4 / 2, w, bias, y + r * units, y + (r + 1) * units, k4, units, rq, mode, zero, low, high);
+  }
+  if (r < rows) tl_gemm_row(x + r * depth, w, bias, y + r * units, depth, k4, units, rq, mode, zero, low, high);
+}
+
+#undef TL_GEMM_1X4
+#undef TL_GEMM_1X1
+#undef TL_GEMM_2X2
+#undef TL_GEMM_2X1
+#undef TL_GEMM_STORE4
+#undef TL_GEMM_MAC
+#undef TL_GEMM_LOOP
+#undef TL_GEMM_ARGS
+#undef TL_PAIR_NEXT
+#undef TL_DOUBLE16
+#endif /* TL_CONV_GEMM_H */

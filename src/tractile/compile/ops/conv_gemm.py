@@ -1,0 +1,206 @@
+"""int8 convolutions of any shape, pointwise and dense layers on targets with the Armv7E-M DSP
+instructions (Cortex-M4/M7), as blocked products of widened input columns by int8 weights
+(kernels in ``tl_conv_gemm.h``): the weights repacked on the host in the order the columns
+hold the inputs, the input offset folded into the bias."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...datum import DatumType
+from ..emit import Emit, call_text
+from .conv_dsp import WIDE_DEPTHS, doubled_requant
+
+HEADER = "tl_conv_gemm.h"
+
+
+@dataclass
+class _Columns:
+    """During a lowering by :func:`lower_within_arena`: the nodes told to read their inputs in
+    place, and the scratch tensors (C names) of the nodes that could."""
+
+    in_place: frozenset = frozenset()
+    optional: dict[str, int] = field(default_factory=dict)
+
+
+_COLUMNS: ContextVar[_Columns | None] = ContextVar("tractile_conv_columns", default=None)
+
+
+def lower_within_arena(lower: Callable, alignment: int):
+    """``lower()``'s program and its memory plan, the columns of the convolutions that can do
+    without them (depth a multiple of 4: tl_conv_nhwc_s8_direct) dropped where they would make
+    the arena bigger than it is without any: those layers read their inputs in place (slower),
+    the others keep their columns (scratch beside the arena's peak). Layer by layer, greedily:
+    one more lowering per such layer when some must go without."""
+    from ..memory import plan_memory
+
+    def attempt(in_place: frozenset):
+        columns = _Columns(in_place)
+        token = _COLUMNS.set(columns)
+        try:
+            program = lower()
+        finally:
+            _COLUMNS.reset(token)
+        return program, plan_memory(program, alignment), columns.optional
+
+    program, plan, optional = attempt(frozenset())
+    if not optional:
+        return program, plan
+    lean, lean_plan, _ = attempt(frozenset(optional.values()))
+    if lean_plan.arena_bytes >= plan.arena_bytes:
+        return program, plan
+    best, best_plan, keep = lean, lean_plan, set[int]()
+    for node in sorted(set(optional.values())):  # each layer keeps its columns if the arena allows
+        trial, trial_plan, _ = attempt(frozenset(optional.values()) - keep - {node})
+        if trial_plan.arena_bytes <= lean_plan.arena_bytes:
+            best, best_plan = trial, trial_plan
+            keep.add(node)
+    return best, best_plan
+
+
+def swap_middle(j: np.ndarray) -> np.ndarray:
+    """0, 2, 1, 3 within each group of four (self-inverse)."""
+    return (j & ~3) + ((j & 1) << 1) + ((j >> 1) & 1)
+
+
+def column_slots(segments: int, length: int) -> np.ndarray:
+    """The halfword of the column each input of a window lands in (tl_widen_segment): the
+    window read as ``segments`` runs of ``length`` contiguous inputs, each word of four inputs
+    x0..x3 as [x0 | x2], [x1 | x3], the last ``length % 4`` of a run in order."""
+    j = np.arange(length)
+    within = np.where(j < (length & ~3), swap_middle(j), j)
+    return (np.arange(segments)[:, None] * length + within[None, :]).reshape(-1)
+
+
+def repack(rows: np.ndarray, segments: int, length: int) -> np.ndarray:
+    """[filters][k] weights (k = segments * length, inputs in window order) as [filters][k4]
+    int8 bytes: the weight of the input in column halfword s at byte swap_middle(s), where
+    SXTB16 and its rotated form bring it against that halfword; zeros beyond k."""
+    filters, k = rows.shape
+    k4 = (k + 3) & ~3
+    out = np.zeros((filters, k4), np.int64)
+    out[:, swap_middle(column_slots(segments, length))] = rows
+    return out
+
+
+def usable(e: Emit, dtype: DatumType) -> bool:
+    """Whether the target runs these kernels: a DSP core without program-memory constants."""
+    return bool(e.target.dsp) and not e.target.progmem and dtype == DatumType.I8
+
+
+def folded_bias(raw_bias: np.ndarray, x_offset: int, rows: np.ndarray) -> np.ndarray | None:
+    """bias + x_offset * the sum of each filter's weights, or None when it leaves int32."""
+    total = raw_bias.astype(np.int64) + int(x_offset) * rows.sum(axis=1)
+    return total if np.abs(total).max(initial=0) < 1 << 31 else None
+
+
+def requant_words(total: np.ndarray, rows: np.ndarray, multipliers, shifts, zero: int) -> tuple[np.ndarray, int]:
+    """The kernels' requantization words, three per output channel, and their mode
+    (tl_conv_gemm.h; the bias is doubled for modes 0 and 1): 0 or 1 for tl_conv_dsp.h's doubled
+    accumulators (1 when some channel takes TFLite's recipe) when every accumulator stays below
+    2^30 in magnitude (the inputs are int8), else 2, {multiplier, shift, 0} for TFLite Micro's
+    recipe."""
+    channels = rows.shape[0]
+    bound = np.abs(total.astype(np.int64)) + 128 * np.abs(rows).sum(axis=1)
+    if bound.max(initial=0) < 1 << 30:
+        return doubled_requant(multipliers, shifts, zero, channels)
+    m = np.broadcast_to(np.atleast_1d(np.asarray(multipliers, np.int64)), (channels,))
+    shift = np.broadcast_to(np.atleast_1d(np.asarray(shifts, np.int64)), (channels,))
+    return np.stack([m, shift, np.zeros(channels, np.int64)], axis=1).reshape(-1).astype(np.int32), 2
+
+
+def _use(e: Emit) -> None:
+    e.use("tl_conv.h")
+    e.use("tl_conv_dsp.h")
+    e.use("tl_fully_connected.h")
+    e.use(HEADER)
+
+
+def layer_call(e: Emit, kernel: str, args: list, params: dict[int, str]) -> None:
+    """``kernel(args...)`` through a function of the layer's own (file scope, never inlined):
+    ``params`` (argument index -> C type) are its parameters (x, y and col, in order), the other
+    arguments its constants, so that the compiler specialises the kernel to this layer in a
+    function of its own rather than in the middle of the model's (where the registers it gets
+    vary). Chains in bands record the kernel call itself."""
+    from ..bands import BandEmit
+
+    if isinstance(e, BandEmit):
+        e.call(kernel, *args)
+        return
+    names = {i: ("x", "y", "col")[n] for n, i in enumerate(sorted(params))}
+    rendered = [names[i] if i in params else e.arg(a) for i, a in enumerate(args)]
+    signature = ", ".join(f"{ctype}{names[i]}" for i, ctype in params.items())
+
+    def text(name: str) -> str:
+        return (f"static TL_NOINLINE void {name}({signature}) {{\n"
+                + "\n".join("  " + line for line in call_text(kernel, rendered).splitlines()) + "\n}")
+
+    name = e.definition("layer", text)
+    e.call(name, *[args[i] for i in params])
+    e.set_kernel(kernel)
+
+
+def emit_conv(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: tuple,
+              geometry: tuple) -> int | None:
+    """An int8 NHWC convolution (one group) on a DSP target; None (nothing emitted) elsewhere,
+    else how many pixels ahead of its last input pixel still read it writes (0 with columns; 1
+    in place, a pair of pixels each output channel at a time: output p + 1 is written while
+    input p is read again). ``offset``: OHWI weights without their zero point; ``numbers``:
+    (multipliers, shifts, x_offset, zero, low, high) as quantized_numbers gives them;
+    ``geometry``: tl_conv_nhwc_s8's arguments from batches to depth."""
+    if not usable(e, x.dtype):
+        return None
+    multipliers, shifts, x_offset, zero, low, high = numbers
+    batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w, _, _, _, dil_w, _, _, depth = geometry
+    if depth != in_c:
+        return None
+    rows = offset.reshape(filters, -1).astype(np.int64)
+    total = folded_bias(raw_bias, x_offset, rows)
+    if total is None:
+        return None
+    columns = _COLUMNS.get()
+    in_place = in_c % 4 == 0 and columns is not None and e.node.id in columns.in_place
+    if in_place and k_h == k_w == 1 and geometry[9:11] == (1, 1) and in_c in WIDE_DEPTHS:
+        return None  # conv_dsp's pointwise kernel does shallow layers in place faster
+    words, mode = requant_words(total, rows, multipliers, shifts, zero)
+    total = total if mode == 2 else 2 * total
+    _use(e)
+    if in_place:  # inputs read in place
+        args = [x, e.constant("weights", rows, DatumType.I8), e.constant("bias", total, DatumType.I32), y, *geometry,
+                x_offset, e.constant("requant", words, DatumType.I32), mode, zero, low, high]
+        layer_call(e, "tl_conv_nhwc_s8_direct", args, {0: "const int8_t *", 3: "int8_t *"})
+        return 1
+    segments, length = (k_h, k_w * in_c) if dil_w == 1 else (k_h * k_w, in_c)
+    k4 = (rows.shape[1] + 3) & ~3
+    args = [x, e.constant("weights_packed", repack(rows, segments, length), DatumType.I8),
+            e.constant("bias", total, DatumType.I32), y, *geometry, x_offset,
+            e.constant("requant", words, DatumType.I32), mode, zero, low, high, e.scratch("col", DatumType.I32, k4)]
+    if in_c % 4 == 0 and columns is not None:
+        columns.optional[args[-1]] = e.node.id
+    layer_call(e, "tl_conv_nhwc_s8_gemm", args, {0: "const int8_t *", 3: "int8_t *", len(args) - 1: "int32_t *"})
+    return 0
+
+
+def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, numbers: tuple) -> bool:
+    """``count`` rows of int8 inputs by [units][depth] weights (their zero point removed) with
+    the folded bias ``total`` (int32, wrapped as TFLite's accumulators wrap) on a DSP target;
+    False (nothing emitted) elsewhere. ``numbers``: (multipliers, shifts, zero, low, high)."""
+    if not usable(e, x.dtype):
+        return False
+    multipliers, shifts, zero, low, high = numbers
+    rows = rows.astype(np.int64)
+    units, depth = rows.shape
+    words, mode = requant_words(total, rows, multipliers, shifts, zero)
+    total = total if mode == 2 else 2 * total
+    k4 = (depth + 3) & ~3
+    _use(e)
+    args = [x, e.constant("weights_packed", repack(rows, 1, depth), DatumType.I8),
+            e.constant("bias", total, DatumType.I32), y, count, depth, units,
+            e.constant("requant", words, DatumType.I32), mode, zero, low, high,
+            e.scratch("col", DatumType.I32, k4) if count > 1 else "NULL"]
+    params = {0: "const int8_t *", 3: "int8_t *"}
+    layer_call(e, "tl_fc_s8_gemm", args, {**params, len(args) - 1: "int32_t *"} if count > 1 else params)
+    return True
