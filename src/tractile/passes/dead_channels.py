@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import TractileError
 from ..fact import QParams
 from ..graph import OutletId
 from ..ops.conv import Conv
@@ -36,8 +37,9 @@ def _konst(model, outlet):
 
 
 def _per_tensor_int8(fact) -> bool:
+    """A computed int8 or uint8 tensor of concrete shape, quantized per tensor."""
     return (fact.dtype.np in (np.int8, np.uint8) and fact.qparams is not None and fact.qparams.axis is None
-            and fact.konst is None)
+            and fact.konst is None and fact.has_rank and all(isinstance(d, int) for d in fact.shape))
 
 
 def _weights_symmetric(model, outlet) -> bool:
@@ -142,39 +144,42 @@ class Region:
 
 def find_region(model, start: OutletId) -> Region | None:
     """The region of ``start``'s channels, or None when one of its wires is a model input or
-    output or meets a node that is none of rows, channelwise, absorb."""
+    output or meets a node that is none of rows, channelwise, absorb (or two of them)."""
     channels = int(model.outlet_fact(start).shape[-1])
     region = Region(channels)
     seen, queue = {start}, [start]
+
+    def assign(node_id: int, role: str) -> bool:
+        return region.roles.setdefault(node_id, role) == role
+
+    def follow(wire: OutletId) -> None:
+        if wire not in seen:
+            seen.add(wire)
+            queue.append(wire)
+
     while queue:
         wire = queue.pop()
         region.wires.append(wire)
-        if wire in model.outputs or wire in model.inputs or wire.slot != 0:
+        if wire in model.outputs or wire in model.inputs or wire.slot != 0 \
+                or not _per_tensor_int8(model.outlet_fact(wire)):
             return None
         producer = model.nodes[wire.node]
         if len(producer.inputs) and _channelwise(model, producer, channels):
-            region.roles[producer.id] = CHANNELWISE
-            above = producer.inputs[0]
-            if above not in seen:
-                seen.add(above)
-                queue.append(above)
-        elif weight_rows(model, producer) is not None and _conv(model, producer) != "depthwise":
-            region.roles[producer.id] = ROWS
-        else:
+            if not assign(producer.id, CHANNELWISE):
+                return None
+            follow(producer.inputs[0])
+        elif weight_rows(model, producer) is None or _conv(model, producer) == "depthwise" \
+                or not assign(producer.id, ROWS):
             return None
         for inlet in model.outlet_successors(wire):
             consumer = model.nodes[inlet.node]
             if _absorbs(model, consumer, inlet.slot):
-                region.roles[consumer.id] = ABSORB
+                if not assign(consumer.id, ABSORB):
+                    return None
             elif inlet.slot == 0 and _channelwise(model, consumer, channels):
-                below = OutletId(consumer.id, 0)
-                if below not in seen:
-                    seen.add(below)
-                    queue.append(below)
+                follow(OutletId(consumer.id, 0))
             else:
                 return None
-    if any(region.roles.get(w.node) == ABSORB for w in region.wires):
-        return None  # a layer both sums over the channels and makes them: not a region
     return region
 
 
@@ -213,12 +218,16 @@ def eliminate_dead_channels(model, node) -> ModelPatch | None:
     """Node pass: at a layer with an all-zero output channel, drop from its region every channel
     that is constant wherever it is summed over (see the module's docstring)."""
     rows = weight_rows(model, node)
-    if rows is None or rows.any(axis=1).all() or node.outputs[0].fact.shape[-1] < 2:
+    if rows is None or rows.any(axis=1).all() or not _per_tensor_int8(node.outputs[0].fact) \
+            or node.outputs[0].fact.shape[-1] < 2:
         return None
     region = find_region(model, OutletId(node.id, 0))
     if region is None:
         return None
-    constants = region_constants(model, region)
+    try:
+        constants = region_constants(model, region)
+    except TractileError:
+        return None  # a layer cannot be evaluated alone: its channels stay
     removable = np.ones(region.channels, bool)
     for node_id, role in region.roles.items():
         if role == ABSORB:
@@ -238,11 +247,18 @@ def drop_dead_channels(model):
     and dense layers removed."""
     if "dead_channels_removed" in model.properties:
         return model  # done already (prepare runs again on a model it prepared)
+    if not any(_has_zero_row(model, node) for node in model.nodes):
+        return model
     before = _layer_channels(model)
     result = run_passes(model, [("dead-channels", eliminate_dead_channels)])
     removed = before - _layer_channels(result)
     result.properties["dead_channels_removed"] = model.properties.get("dead_channels_removed", 0) + removed
     return result
+
+
+def _has_zero_row(model, node) -> bool:
+    rows = None if isinstance(node.op, Const) else weight_rows(model, node)
+    return rows is not None and not rows.any(axis=1).all()
 
 
 def keep_dead_channels(model):
