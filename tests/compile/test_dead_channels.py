@@ -92,6 +92,20 @@ def pool_squeeze_dense():
     return g.outputs(_dense(g, rng, "dense", s, MID_Q, 2)), 3
 
 
+def requantize_and_activation():
+    """conv with dead channels -> QUANTIZE (requantization) -> LEAKY_RELU (not fused) -> pointwise:
+    element-wise ops carry the constants through."""
+    from tractile.datum import DatumType
+    from tractile.ops.quant import Quantize
+
+    g, rng = GraphBuilder(), np.random.default_rng(7)
+    x = g.input("x", "i8", (1, 5, 5, 3), IN_Q)
+    h = _layer(g, rng, "conv", x, IN_Q, 6, kernel=3, dead=(0, 4), biases=[100, 900, -600, 3000, 5000, 40])
+    r = g.op("requantize", Quantize(DatumType("i8"), q(0.12, 10)), [h])
+    a = g.activation("leaky", "leaky_relu", r, q(0.1, -20), alpha=0.2)
+    return g.outputs(_layer(g, rng, "pointwise", a, q(0.1, -20), 4, out_q=OUT_Q, activation="NONE")), 2
+
+
 def residual_add():
     """conv with a dead channel -> pointwise and a residual ADD: the ADD keeps the channel."""
     g, rng = GraphBuilder(), np.random.default_rng(5)
@@ -109,7 +123,8 @@ def output_layer():
     return g.outputs(_layer(g, rng, "last", h, MID_Q, 4, dead=(0,), out_q=OUT_Q, activation="NONE")), 2
 
 
-CASES = [pointwise_after_conv, depthwise_chain, dense_after_flatten, pool_squeeze_dense, residual_add, output_layer]
+CASES = [pointwise_after_conv, depthwise_chain, dense_after_flatten, pool_squeeze_dense, requantize_and_activation,
+         residual_add, output_layer]
 
 
 def _channels(model) -> int:

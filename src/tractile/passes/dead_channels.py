@@ -3,15 +3,15 @@
 An output channel of a convolution or dense layer whose weights are all zero is a constant
 (its bias requantized, clamped, activated). Such a channel is dropped from a *region*: the
 wires one channel index runs through, from the layers that make it (weight rows, the *rows*
-role) through per-channel layers (depthwise convolutions, pooling, squeeze and flattening
-reshapes: *channelwise*) to the pointwise convolutions and dense layers that sum over it
-(*absorb*). An absorber takes a constant channel as a bias term, ``sum((c - zp_in) * w)``
-added to its int32 bias, which is its own integer arithmetic regrouped, so the result is bit
-for bit the same. A channel is dropped when it is constant on every wire an absorber reads;
-whether it is, is found by evaluating the region's own layers on inputs holding the
-constants (the interpreter's arithmetic, so a depthwise layer whose padding makes a constant
-channel vary at the borders keeps that channel). Channels reaching a model output, a
-Concat, an element-wise op or anything else not listed stay.
+role) through per-channel layers (depthwise convolutions, pooling, element-wise activations and
+requantizations, squeeze and flattening reshapes: *channelwise*) to the pointwise convolutions
+and dense layers that sum over it (*absorb*). An absorber takes a constant channel as a bias
+term, ``sum((c - zp_in) * w)`` added to its int32 bias, which is its own integer arithmetic
+regrouped, so the result is bit for bit the same. A channel is dropped when it is constant on
+every wire an absorber reads; whether it is, is found by evaluating the region's own layers on
+inputs holding the constants (the interpreter's arithmetic, so a depthwise layer whose padding
+makes a constant channel vary at the borders keeps that channel). Channels reaching a model
+output, a Concat, an element-wise binary op or anything else not listed stay.
 """
 from __future__ import annotations
 
@@ -20,11 +20,13 @@ import numpy as np
 from ..errors import TractileError
 from ..fact import QParams
 from ..graph import OutletId
+from ..ops.activations import Activation
 from ..ops.conv import Conv
 from ..ops.conv_nhwc import is_depthwise
 from ..ops.io import Const
 from ..ops.matmul import MatMul
 from ..ops.pool import AveragePool, MaxPool
+from ..ops.quant import Quantize
 from ..ops.shape import Flatten, Reshape, Squeeze
 from ..patch import ModelPatch
 from .driver import run_passes
@@ -112,6 +114,8 @@ def _channelwise(model, node, channels: int) -> bool:
         return False
     if _conv(model, node) == "depthwise":
         return True
+    if isinstance(op, Activation) or type(op) is Quantize:  # element-wise, one input
+        return len(node.inputs) == 1
     if type(op) in (AveragePool, MaxPool):
         return op.data_format == "NHWC" and not getattr(op, "with_indices", False) \
             and getattr(op, "flavour", "reference") != "onnxruntime"
