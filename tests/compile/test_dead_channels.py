@@ -106,6 +106,17 @@ def requantize_and_activation():
     return g.outputs(_layer(g, rng, "pointwise", a, q(0.1, -20), 4, out_q=OUT_Q, activation="NONE")), 2
 
 
+def dense_after_dense():
+    """a dense layer's zero units stay (their constant depends on the requantization flavour)."""
+    g, rng = GraphBuilder(), np.random.default_rng(8)
+    x = g.input("x", "i8", (1, 12), IN_Q)
+    w = rng.integers(-90, 91, (6, 12)).astype(np.int8)
+    w[[1, 4]] = 0
+    h = g.dense("first", x, g.const("first.w", w, None, q(0.01)),
+                g.const("first.b", rng.integers(-3000, 3000, 6), "i32", q(IN_Q.scale[0] * 0.01)), MID_Q, "RELU")
+    return g.outputs(_dense(g, rng, "second", h, MID_Q, 3)), 0
+
+
 def residual_add():
     """conv with a dead channel -> pointwise and a residual ADD: the ADD keeps the channel."""
     g, rng = GraphBuilder(), np.random.default_rng(5)
@@ -124,7 +135,7 @@ def output_layer():
 
 
 CASES = [pointwise_after_conv, depthwise_chain, dense_after_flatten, pool_squeeze_dense, requantize_and_activation,
-         residual_add, output_layer]
+         dense_after_dense, residual_add, output_layer]
 
 
 def _channels(model) -> int:

@@ -1,7 +1,8 @@
 """Exact dead-channel elimination on quantized models (docs/COMPILE.md, "Dead channels").
 
-An output channel of a convolution or dense layer whose weights are all zero is a constant
-(its bias requantized, clamped, activated). Such a channel is dropped from a *region*: the
+An output channel of a convolution (general or depthwise) whose weights are all zero is a
+constant (its bias requantized, clamped, activated; a dense layer's is left alone, since its
+requantization changes with the flavour a target picks). Such a channel is dropped from a *region*: the
 wires one channel index runs through, from the layers that make it (weight rows, the *rows*
 role) through per-channel layers (depthwise convolutions, pooling, element-wise activations and
 requantizations, squeeze and flattening reshapes: *channelwise*) to the pointwise convolutions
@@ -172,9 +173,8 @@ def find_region(model, start: OutletId) -> Region | None:
             if not assign(producer.id, CHANNELWISE):
                 return None
             follow(producer.inputs[0])
-        elif weight_rows(model, producer) is None or _conv(model, producer) == "depthwise" \
-                or not assign(producer.id, ROWS):
-            return None
+        elif _conv(model, producer) != "general" or not assign(producer.id, ROWS):
+            return None  # a dense layer's constants would depend on its flavour, which targets change
         for inlet in model.outlet_successors(wire):
             consumer = model.nodes[inlet.node]
             if _absorbs(model, consumer, inlet.slot):
