@@ -84,7 +84,7 @@ def _pointwise(model, node) -> bool:
     if _conv(model, node) != "general" or _konst(model, node.inputs[1]).shape[1:3] != (1, 1):
         return False
     spatial = tuple(int(d) for d in model.outlet_fact(node.inputs[0]).shape[1:3])
-    begins, ends, _ = node.op._window(_konst(model, node.inputs[1]).shape[1:3]).concrete_pads(spatial)
+    begins, ends, _ = node.op.window.for_kernel((1, 1)).concrete_pads(spatial)
     return not any(begins) and not any(ends)
 
 
@@ -118,8 +118,7 @@ def _channelwise(model, node, channels: int) -> bool:
     if isinstance(op, Activation) or type(op) is Quantize:  # element-wise, one input
         return len(node.inputs) == 1
     if type(op) in (AveragePool, MaxPool):
-        return op.data_format == "NHWC" and not getattr(op, "with_indices", False) \
-            and getattr(op, "flavour", "reference") != "onnxruntime"
+        return op.data_format == "NHWC" and not getattr(op, "with_indices", False)
     y = node.outputs[0].fact
     if type(op) is Squeeze:
         return len(node.inputs) == 2 and y.rank > 0 and y.shape[-1] == channels
