@@ -6,7 +6,7 @@ For each model: the firmware built without the pass (``keep_dead_channels``) and
 compiler's default), both verified in QEMU against the interpreter on the same random inputs.
 The model with the pass is checked against the *original* model's interpreter, not against the
 rewritten one, so the rewrite is tested, not assumed. Printed: constant channels removed (output
-channels of convolution, depthwise and dense layers), flash of the model (``flash_bytes.model``:
+channels of convolution and depthwise layers), flash of the model (``flash_bytes.model``:
 text, rodata and data of ``NAME.o``), the arena, the bytes of all planned tensors summed (the
 arena without reuse), and instructions per inference (QEMU -icount; instructions, not cycles).
 The MLPerf Tiny models come from ../shared/models/mlperf_tiny, person_detect from

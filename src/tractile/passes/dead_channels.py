@@ -246,8 +246,8 @@ def eliminate_dead_channels(model, node) -> ModelPatch | None:
 
 def drop_dead_channels(model):
     """``model`` with every removable dead channel folded away (a copy, through the pass driver);
-    its ``properties["dead_channels_removed"]`` adds the output channels of convolution, depthwise
-    and dense layers removed."""
+    its ``properties["dead_channels_removed"]`` adds the output channels of convolution and depthwise
+    layers removed."""
     if "dead_channels_removed" in model.properties:
         return model  # done already (prepare runs again on a model it prepared)
     if not any(_has_zero_row(model, node) for node in model.nodes):
