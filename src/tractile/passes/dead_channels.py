@@ -111,6 +111,8 @@ def _channelwise(model, node, channels: int) -> bool:
     op, x = node.op, model.outlet_fact(node.inputs[0])
     if x.rank == 0 or x.shape[-1] != channels or not _per_tensor_int8(x) or len(node.outputs) != 1:
         return False
+    if any(model.outlet_fact(o).konst is None for o in node.inputs[1:]):
+        return False  # evaluated on the constants alone: every other input must be a constant
     if not _per_tensor_int8(node.outputs[0].fact):
         return False
     if _conv(model, node) == "depthwise":
