@@ -208,3 +208,24 @@ def test_quantized_onnx_model(tmp_path, compile_cache):
     for values in inputs:
         assert np.array_equal(typed.run(values)[0], folded.run(values)[0])
     check_against_interpreter(typed, compile_cache, inputs=inputs, name="dead_onnx", atol=0, rtol=0)
+
+
+def test_cortex_m4_firmware_equals_the_original(tmp_path):
+    """The depthwise chain built for the Cortex-M4 (QEMU): the firmware of the rewritten model,
+    checked against the interpreter of the original; fewer instructions than without the pass."""
+    from tractile.compile.targets.verify import build_source, verify_source, with_flavour
+
+    from .test_targets import needs_board
+
+    needs_board("cortex-m4")
+    model, expected = depthwise_chain()
+    typed = model.into_optimized()
+    _, source, board = build_source(typed, "cortex-m4")
+    assert source.report["dead_channels_removed"] == expected
+    original = with_flavour(typed, board.target.flavour)
+    report = verify_source(source, original, board, runs=3, folder=tmp_path / "after", opt="speed")
+    assert report["verified"], report["first_difference"]
+    _, kept, _ = build_source(keep_dead_channels(typed.compact()), "cortex-m4")
+    baseline = verify_source(kept, original, board, runs=1, folder=tmp_path / "before", opt="speed")
+    assert report["cycles_per_inference"] < baseline["cycles_per_inference"]
+    assert report["flash_bytes"]["model"] < baseline["flash_bytes"]["model"]
