@@ -126,10 +126,11 @@ def test_quantize_linear_facts_carry_the_quantization():
 def test_a_qlinear_contrib_op_without_zero_points_is_refused_by_name():
     nodes = [helper.make_node("QLinearAdd", ["a", "s", "", "a", "s", "", "s", "z"], ["y"], domain="com.microsoft",
                               name="adder")]
-    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"), helper.make_tensor("z", TensorProto.UINT8, [], [0])]
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+             helper.make_tensor("z", TensorProto.UINT8, [], [0])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.UINT8, [4])],
                               [helper.make_tensor_value_info("y", TensorProto.UINT8, [4])], inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)],
-                              ir_version=8)
+    opsets = [helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)]
+    proto = helper.make_model(graph, opset_imports=opsets, ir_version=8)
     with pytest.raises(TractileError, match=r"adder.*scales and zero points"):
         tractile.load(proto)

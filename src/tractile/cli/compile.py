@@ -32,14 +32,17 @@ def register(subparsers) -> None:
     parser.add_argument("--opt", choices=("speed", "size"), default="speed",
                         help="what --build optimizes for (-O3 -march=native, or -Os); default speed")
     parser.add_argument("--target", default="host",
-                        help="host (default), cortex-m0, cortex-m3, cortex-m4, cortex-m7 or avr: C tuned for it "
-                             "(AVR: constants in program memory; microcontrollers: TFLite Micro's integer arithmetic)")
+                        help="host (default), cortex-m0, cortex-m3, cortex-m4, cortex-m7, riscv32 or avr: C "
+                             "tuned for it (AVR: constants in program memory; microcontrollers: TFLite Micro's "
+                             "integer arithmetic)")
     parser.add_argument("--board", help="emulated board for --verify/--project (default: the target's; "
-                                        "microbit, lm3s6965evb, mps2-an385, mps2-an386, mps2-an500, atmega328p)")
+                                        "microbit, lm3s6965evb, mps2-an385, mps2-an386, mps2-an500, virt-rv32, "
+                                        "atmega328p)")
     parser.add_argument("--verify", action="store_true",
                         help="build a test firmware, run it in the board's emulator (QEMU, simavr) on random inputs "
                              "(and --input), compare every output bit for bit with the interpreter, and report "
-                             "flash, RAM, stack and instructions or cycles; exit 1 on a difference")
+                             "flash (the deployable firmware's at -O2 and -Os apart from the inputs baked in), RAM, "
+                             "stack and instructions or cycles; exit 1 on a difference")
     parser.add_argument("--runs", type=int, default=20, metavar="N", help="random inputs for --verify (default 20)")
     parser.add_argument("--input", metavar="NPZ", help="inputs to verify first (.npz by input name or arr_0..)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
@@ -51,6 +54,16 @@ def register(subparsers) -> None:
                         help="what builds --project: a Makefile (default), or CMake: the model as a static "
                              "library target NAME (add_subdirectory + target_link_libraries in your project), an "
                              "example for the host, and for a board its firmware and a GNU tool chain file")
+    parser.add_argument("--harness", choices=("mlperf-tiny",),
+                        help="with --project and a Cortex-M target: a firmware for a benchmark's own runner instead "
+                             "of the example; mlperf-tiny implements MLPerf Tiny's submitter API (serial port on the "
+                             "board's UART, timer, th_load_tensor, th_infer, th_results) and links its API sources")
+    parser.add_argument("--harness-model", choices=("kws01", "vww01", "ic01", "ad01"),
+                        help="the MLPerf Tiny model version the firmware reports (default: from the model's input "
+                             "shape)")
+    parser.add_argument("--harness-api", type=Path, metavar="PATH",
+                        help="MLPerf Tiny's API folder (benchmark/ of mlcommons/tiny, holding api/; default "
+                             "../shared/mlperf_tiny_api): referenced from the Makefile, not copied")
     parser.add_argument("--build", action="store_true",
                         help="also build the sources with the system C compiler (host target)")
     parser.add_argument("--pulse", metavar="P",
@@ -108,6 +121,8 @@ def run(args) -> int:
         macros = {"PULSE": (pulsed.pulse, f"frames of {pulsed.symbol} each invoke consumes"),
                   "DELAY": (pulsed.delay, "frames the outputs lag behind the inputs")}
         model = pulsed.model
+    if args.harness and (args.project is None or args.target == "host"):
+        raise TractileError("--harness writes a firmware project: give --project DIR and a --target with a board")
     if args.target != "host" and (args.verify or args.project):
         from .compile_target import run_target
 

@@ -50,15 +50,24 @@ def run_target(model, name: str, args) -> int:
 
             source = fit_ram_budget(typed, args.max_ram, name, board.target, origin=Path(args.model).name,
                                     inputs_in_arena=args.inputs_in_arena)
-        sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
-        written = write_project(source, board, args.project, sample, args.build_system, Path(args.model).name,
-                                stack=args.stack)
+        if getattr(args, "harness", None):
+            from ..compile.targets.mlperf import write_harness_project
+
+            if args.build_system != "make":
+                raise TractileError("the MLPerf Tiny harness project is built by make: drop --build-system")
+            written = write_harness_project(source, board, args.project, args.harness_model, args.harness_api,
+                                            stack=args.stack)
+        else:
+            sample = extra[0] if extra else random_runs([t.fact for t in source.program.inputs], 1, args.seed)[0]
+            written = write_project(source, board, args.project, sample, args.build_system, Path(args.model).name,
+                                    stack=args.stack)
         if args.report is not None and not args.verify:
             from .compile import write_report_page
 
             written.append(write_report_page(source, args))
         if not args.verify:
-            out.print(f"wrote an example project for {board.name} in {args.project} ({len(written)} files): "
+            what = "an MLPerf Tiny firmware project" if getattr(args, "harness", None) else "an example project"
+            out.print(f"wrote {what} for {board.name} in {args.project} ({len(written)} files): "
                       + project_hint(args.project, args.build_system, board))
             return 0
     if not args.verify:
@@ -67,7 +76,7 @@ def run_target(model, name: str, args) -> int:
                                         inputs_in_arena=args.inputs_in_arena)
     report = verify_source(source, typed, board, runs=args.runs, inputs=extra, seed=args.seed,
                            opt="size" if args.opt == "size" else "speed", folder=args.out,
-                           compare_unconstrained=args.max_ram is not None, stack=args.stack)
+                           compare_unconstrained=args.max_ram is not None, stack=args.stack, both_opts=True)
     if args.report is not None:
         from .compile import write_report_page
 
@@ -102,7 +111,10 @@ def print_verification(report: dict, model_name: str) -> None:
     if report["first_difference"]:
         out.print(f"[red]first difference[/red]: {escape(str(report['first_difference']))}", markup=True)
     flash, ram = report["flash_bytes"], report["ram_bytes"]
-    out.print(f"flash: model {flash['model']} B, firmware {flash['firmware']} B")
+    deployable = ", ".join(f"{opt} {size} B" for opt, size in flash.get("deployable_by_opt", {}).items())
+    out.print(f"flash: model {flash['model']} B; deployable firmware (model, kernels, startup, console; without the "
+              f"{flash['inputs']} B of inputs baked in) {deployable or str(flash['deployable']) + ' B'}; "
+              f"test firmware {flash['firmware']} B")
     out.print(f"RAM: arena {ram['arena']} B, state {ram['state']} B, context {ram['context']} B, "
               f"{'outputs' if report.get('inputs_in_arena') else 'inputs and outputs'} "
               f"{ram['io']} B, peak stack {ram['stack_peak']} B: total {ram['total']} B "

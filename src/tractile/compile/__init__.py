@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import TractileError
 from .ctext import program_name
 from .files import write_file
+from .layout import channels_last
 from .lower import lower
 from .memory import MemoryPlan, plan_memory
 from .program import Program
@@ -76,8 +77,9 @@ def kernel_header(filename: str) -> str:
 
 
 def prepare(model, inputs: Sequence | None = None, optimize: bool = True):
-    """The typed, optimized model to lower (input facts applied to a copy first), its constant
-    channels folded away (:func:`~tractile.passes.dead_channels.drop_dead_channels`)."""
+    """The typed, optimized model to lower (input facts applied to a copy first), its
+    convolutions and pools channels last (:func:`~tractile.compile.layout.channels_last`), its
+    constant channels folded away (:func:`~tractile.passes.dead_channels.drop_dead_channels`)."""
     from ..passes.dead_channels import drop_dead_channels
 
     return drop_dead_channels(_optimized(model, inputs, optimize))
@@ -89,15 +91,15 @@ def _optimized(model, inputs: Sequence | None, optimize: bool):
     if isinstance(model, InferenceModel):
         for index, spec in enumerate(inputs or ()):
             model.set_input_fact(index, spec)
-        return model.into_optimized()
+        return channels_last(model.into_optimized())
     if not isinstance(model, TypedModel):
         raise TractileError(f"compile takes a loaded model, got {type(model).__name__}")
     if inputs:
         model = model.compact()
         for index, spec in enumerate(inputs):
             model.set_input_fact(index, spec)
-        return model.into_optimized()
-    return model.into_optimized() if optimize else model
+        return channels_last(model.into_optimized())
+    return channels_last(model.into_optimized() if optimize else model)
 
 
 def generate(model, name: str = "model", target: str | Target = "host", inputs: Sequence | None = None,

@@ -6,7 +6,7 @@ from .driver import op_declutter, op_optimize, run_passes
 from .fold_affine import fold_affine_chain
 from .fold_batchnorm import fold_batchnorm, merge_constant_adds, push_mul_above_add
 from .fuse import fuse_activation, fuse_bias
-from .nhwc import compose_transposes, nhwc_max_pool, sink_transpose
+from .layout import cancel_quantized, nhwc_max_pool, sink_quantized
 from .qdq import fuse_qdq
 from .qlinear import lower_qlinear
 
@@ -21,8 +21,8 @@ DECLUTTER_PASSES = [
     ("push-mul-above-add", push_mul_above_add),
     ("merge-constant-adds", merge_constant_adds),
     ("nhwc-max-pool", nhwc_max_pool),
-    ("compose-transposes", compose_transposes),
-    ("sink-transpose", sink_transpose),
+    ("cancel-quantized-layout", cancel_quantized),
+    ("sink-quantized-layout", sink_quantized),
 ]
 
 #: speed rewrites

@@ -12,7 +12,7 @@ select values (MaxPool, Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Identit
 DequantizeLinear and a QuantizeLinear of the same quantization run on the integers.
 
 2-d convolutions and pools compute in NHWC (the quantized core ops' layout): the fused op sits
-between two Transposes, which ``passes.nhwc`` cancels between neighbouring ops.
+between two Transposes, which ``passes.layout`` cancels between neighbouring ops.
 """
 from __future__ import annotations
 
@@ -35,10 +35,9 @@ from ..ops.quant import DequantizeLinear, QuantizeLinear, constant_qparams
 from ..ops.shape import Flatten, Reshape, Squeeze, Unsqueeze
 from ..ops.window import Window
 from ..patch import ModelPatch
+from .layout import nhwc
 
 EIGHT_BITS = (DatumType.I8, DatumType.U8)
-TO_NHWC = (0, 2, 3, 1)
-TO_NCHW = (0, 3, 1, 2)
 ORT = "onnxruntime"
 
 
@@ -95,13 +94,6 @@ def wire_input(patch: ModelPatch, name: str, q: Quantized) -> OutletId:
     if q.outlet is not None:
         return patch.tap(q.outlet)
     return patch.add_const(name, q.value, q.qparams)
-
-
-def nhwc(patch: ModelPatch, name: str, op, x: OutletId, others: list[OutletId]) -> OutletId:
-    """``op`` (an NHWC op) applied to the NCHW wire ``x``: Transposes around it."""
-    inner = patch.wire_node(f"{name}.nhwc_in", Transpose(TO_NHWC), [x])[0]
-    y = patch.wire_node(name, op, [inner, *others])[0]
-    return patch.wire_node(f"{name}.nchw_out", Transpose(TO_NCHW), [y])[0]
 
 
 def finish(patch: ModelPatch, node, q_node, y: OutletId) -> ModelPatch:

@@ -15,7 +15,8 @@ from ..ops.qlinear import QLinearConv, QLinearMatMul
 from ..ops.qlinear_ms import QGemm, QLinearAveragePool, QLinearBinary, QLinearConcat, QLinearUnary
 from ..ops.quant import constant_qparams
 from ..patch import ModelPatch
-from .qdq import EIGHT_BITS, ORT, Quantized, build_conv, global_window, nhwc, wire_input
+from .layout import nhwc
+from .qdq import EIGHT_BITS, ORT, Quantized, build_conv, global_window, wire_input
 
 
 def declared(model, node, first: int, axis: int = 0) -> Quantized | None:

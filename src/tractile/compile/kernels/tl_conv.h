@@ -1,11 +1,11 @@
-/* tl_conv.h: convolutions. TFLite's CONV_2D and DEPTHWISE_CONV_2D on NHWC tensors (float and
- * int8 with per-channel requantization) and TRANSPOSE_CONV, ONNX Conv on NCHW tensors (float;
- * 1-D runs as 2-D with a height of 1).
+/* tl_conv.h: convolutions on NHWC tensors: TFLite's CONV_2D and DEPTHWISE_CONV_2D (float and
+ * int8 with per-channel requantization) and TRANSPOSE_CONV; ONNX's Conv runs here too, made NHWC
+ * by the compiler (1-D as 2-D with a height of 1).
  *
  * Padding taps are skipped, as TFLite's kernels do: an integer sum runs over the valid taps of
- * (x + x_offset) * w, with x_offset = -input zero point. TFLite weights are [filter][kh][kw][c]
- * (CONV_2D, c over the group's channels) and [kh][kw][channel * multiplier] (DEPTHWISE);
- * ONNX weights are [filter][c][kh][kw]. Outputs are written pixel after pixel in NHWC order,
+ * (x + x_offset) * w, with x_offset = -input zero point. Weights are [filter][kh][kw][c] (CONV_2D,
+ * c over the group's channels) and [kh][kw][channel * multiplier] (DEPTHWISE); ONNX's
+ * [filter][c][kh][kw] are transposed to those on the host. Outputs are written pixel after pixel in NHWC order,
  * each after every input it reads: the memory planner relies on that to overlap outputs with
  * inputs that die at the node (a lag computed on the host). Sizes are int32_t throughout (AVR's
  * int is 16 bits). */
@@ -25,13 +25,18 @@ static inline void tl_valid_taps(int32_t start, int32_t dilation, int32_t taps, 
   *last = hi;
 }
 
-static inline void tl_conv_nhwc_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
+/* float: per output pixel and group, the valid taps run outside, then the group's input
+ * channels, and the filters of the group inside, accumulated in `acc` (filters / groups floats
+ * of scratch) over weights stored wt[group][kh][kw][c][filter of the group]: the inner loop
+ * runs over contiguous filters and vectorises; each output's sum runs over the taps and
+ * channels in order. bias may be NULL. */
+static inline void tl_conv_nhwc_f32(const float *x, const float *wt, const float *bias, float *y, int32_t batches,
                                     int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
                                     int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
                                     int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left, int32_t depth,
-                                    float low, float high) {
-  const int32_t per_group = filters / (in_c / depth);
-  int32_t b, oy, ox, f, ky, kx, c;
+                                    float low, float high, float *restrict acc) {
+  const int32_t groups = in_c / depth, per_group = filters / groups;
+  int32_t b, oy, ox, g, f, ky, kx, c;
   for (b = 0; b < batches; ++b) {
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
@@ -42,19 +47,23 @@ static inline void tl_conv_nhwc_f32(const float *x, const float *w, const float 
         int32_t kx0, kx1;
         float *out = y + ((b * out_h + oy) * out_w + ox) * filters;
         tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-        for (f = 0; f < filters; ++f) {
-          const float *xg = x + (f / per_group) * depth;
-          const float *wf = w + f * k_h * k_w * depth;
-          float acc = bias ? TL_READ_F32(bias + f) : 0.0f;
+        for (g = 0; g < groups; ++g) {
+          const float *xg = x + g * depth;
+          const float *wg = wt + g * k_h * k_w * depth * per_group;
+          for (f = 0; f < per_group; ++f) acc[f] = bias ? TL_READ_F32(bias + g * per_group + f) : 0.0f;
           for (ky = ky0; ky < ky1; ++ky) {
             const float *row = xg + ((b * in_h + top + ky * dil_h) * in_w) * in_c;
             for (kx = kx0; kx < kx1; ++kx) {
               const float *px = row + (left + kx * dil_w) * in_c;
-              const float *pw = wf + (ky * k_w + kx) * depth;
-              for (c = 0; c < depth; ++c) acc += px[c] * TL_READ_F32(pw + c);
+              const float *pw = wg + (ky * k_w + kx) * depth * per_group;
+              for (c = 0; c < depth; ++c) {
+                const float value = px[c];
+                const float *w = pw + c * per_group;
+                for (f = 0; f < per_group; ++f) acc[f] += value * TL_READ_F32(w + f);
+              }
             }
           }
-          out[f] = tl_clamp_f32(acc, low, high);
+          for (f = 0; f < per_group; ++f) out[g * per_group + f] = tl_clamp_f32(acc[f], low, high);
         }
       }
     }
@@ -423,44 +432,6 @@ static inline void tl_pointwise_s8(const int8_t *x, const int8_t *wt, const int3
       out[u] = (int8_t)tl_clamp_i32(v + zero, low, high);
     }
   }
-}
-
-/* ONNX Conv, NCHW, float. Each output position gathers its taps (zeros outside the input)
- * into `col` (depth * k_h * k_w values of scratch) and multiplies them by the weights stored
- * transposed per group, wt[g][tap][filter of the group], into `acc` (filters per group of
- * scratch): the inner loop runs over contiguous filters and vectorises. bias may be NULL. */
-static inline void tl_conv_nchw_f32(const float *x, const float *wt, const float *bias, float *y, float *restrict col,
-                                    float *restrict acc, int32_t batches, int32_t in_c, int32_t in_h, int32_t in_w,
-                                    int32_t filters, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
-                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
-                                    int32_t pad_left, int32_t depth, float low, float high) {
-  const int32_t groups = in_c / depth, per_group = filters / groups, taps = depth * k_h * k_w;
-  const int32_t plane = in_h * in_w, out_plane = out_h * out_w;
-  int32_t b, g, oy, ox, c, ky, kx, j, f;
-  for (b = 0; b < batches; ++b)
-    for (g = 0; g < groups; ++g)
-      for (oy = 0; oy < out_h; ++oy)
-        for (ox = 0; ox < out_w; ++ox) {
-          const float *xg = x + (b * in_c + g * depth) * plane;
-          const float *wg = wt + g * taps * per_group;
-          float *out = y + (b * filters + g * per_group) * out_plane + oy * out_w + ox;
-          j = 0;
-          for (c = 0; c < depth; ++c)
-            for (ky = 0; ky < k_h; ++ky) {
-              const int32_t iy = oy * stride_h - pad_top + ky * dil_h;
-              for (kx = 0; kx < k_w; ++kx, ++j) {
-                const int32_t ix = ox * stride_w - pad_left + kx * dil_w;
-                col[j] = (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w) ? xg[c * plane + iy * in_w + ix] : 0.0f;
-              }
-            }
-          for (f = 0; f < per_group; ++f) acc[f] = bias ? TL_READ_F32(bias + g * per_group + f) : 0.0f;
-          for (j = 0; j < taps; ++j) {
-            const float value = col[j];
-            const float *w = wg + j * per_group;
-            for (f = 0; f < per_group; ++f) acc[f] += value * TL_READ_F32(w + f);
-          }
-          for (f = 0; f < per_group; ++f) out[f * out_plane] = tl_clamp_f32(acc[f], low, high);
-        }
 }
 
 #endif /* TL_CONV_H */

@@ -1,9 +1,12 @@
-/* tl_pool.h: TFLite's AVERAGE_POOL_2D, MAX_POOL_2D (float, int8, int16) and L2_POOL_2D (float)
- * on NHWC tensors; ONNX's pools on NCHW tensors (float).
+/* tl_pool.h: average and max pooling on NHWC tensors (TFLite's AVERAGE_POOL_2D, MAX_POOL_2D: float,
+ * int8, int16; ONNX's pools, made NHWC at compile time: float, dilations, count_include_pad),
+ * TFLite's L2_POOL_2D (float) and ONNX's global pools.
  * Padding taps are skipped; an integer average rounds halves away from zero over the
  * valid taps, as TFLite's kernels do. Outputs are written pixel after pixel in NHWC order. */
 #ifndef TL_POOL_H
 #define TL_POOL_H
+
+#include <math.h>
 
 #include "tl_common.h"
 
@@ -12,23 +15,41 @@ static inline void tl_pool_window(int32_t start, int32_t taps, int32_t size, int
   *last = start + taps > size ? size : start + taps;
 }
 
+/* the first and one-past-last tap of a pooling window starting at `start` (may be negative)
+ * whose taps, `dilation` apart, fall inside [0, size) */
+static inline void tl_pool_taps(int32_t start, int32_t dilation, int32_t taps, int32_t size, int32_t *first,
+                                int32_t *last) {
+  int32_t lo = 0, hi = taps;
+  while (lo < taps && start + lo * dilation < 0) ++lo;
+  while (hi > lo && start + (hi - 1) * dilation >= size) --hi;
+  *first = lo;
+  *last = hi;
+}
+
+/* float average pooling (TFLite's AVERAGE_POOL_2D, ONNX's AveragePool made NHWC, whose padding
+ * counted by count_include_pad is real zeros by then): the sum over the valid taps divided by
+ * their count */
 static inline void tl_avg_pool_nhwc_f32(const float *x, float *y, int32_t batches, int32_t in_h, int32_t in_w,
                                         int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
                                         int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-                                        float low, float high) {
-  int32_t b, oy, ox, c, iy, ix;
+                                        float low, float high, int32_t dil_h, int32_t dil_w) {
+  int32_t b, oy, ox, c, ky, kx;
   for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy)
       for (ox = 0; ox < out_w; ++ox) {
+        const int32_t top = oy * stride_h - pad_top, left = ox * stride_w - pad_left;
         int32_t y0, y1, x0, x1;
         float *out = y + ((b * out_h + oy) * out_w + ox) * channels;
-        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
-        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
+        float count;
+        tl_pool_taps(top, dil_h, k_h, in_h, &y0, &y1);
+        tl_pool_taps(left, dil_w, k_w, in_w, &x0, &x1);
+        count = (float)((y1 - y0) * (x1 - x0) > 0 ? (y1 - y0) * (x1 - x0) : 1);
         for (c = 0; c < channels; ++c) {
           float total = 0.0f;
-          for (iy = y0; iy < y1; ++iy)
-            for (ix = x0; ix < x1; ++ix) total += x[((b * in_h + iy) * in_w + ix) * channels + c];
-          out[c] = tl_clamp_f32(total / (float)((y1 - y0) * (x1 - x0)), low, high);
+          for (ky = y0; ky < y1; ++ky)
+            for (kx = x0; kx < x1; ++kx)
+              total += x[((b * in_h + top + ky * dil_h) * in_w + left + kx * dil_w) * channels + c];
+          out[c] = tl_clamp_f32(total / count, low, high);
         }
       }
 }
@@ -84,23 +105,25 @@ static inline void tl_l2_pool_nhwc_f32(const float *x, float *y, int32_t batches
 TL_AVG_POOL_NHWC_Q(tl_avg_pool_nhwc_s8, int8_t)
 TL_AVG_POOL_NHWC_Q(tl_avg_pool_nhwc_s16, int16_t)
 
+/* float max pooling over the valid taps (NaN wins; a window of padding only gives -inf) */
 static inline void tl_max_pool_nhwc_f32(const float *x, float *y, int32_t batches, int32_t in_h, int32_t in_w,
                                         int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
                                         int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
-                                        float low, float high) {
-  int32_t b, oy, ox, c, iy, ix;
+                                        float low, float high, int32_t dil_h, int32_t dil_w) {
+  int32_t b, oy, ox, c, ky, kx;
   for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy)
       for (ox = 0; ox < out_w; ++ox) {
+        const int32_t top = oy * stride_h - pad_top, left = ox * stride_w - pad_left;
         int32_t y0, y1, x0, x1;
         float *out = y + ((b * out_h + oy) * out_w + ox) * channels;
-        tl_pool_window(oy * stride_h - pad_top, k_h, in_h, &y0, &y1);
-        tl_pool_window(ox * stride_w - pad_left, k_w, in_w, &x0, &x1);
+        tl_pool_taps(top, dil_h, k_h, in_h, &y0, &y1);
+        tl_pool_taps(left, dil_w, k_w, in_w, &x0, &x1);
         for (c = 0; c < channels; ++c) {
-          float best = x[((b * in_h + y0) * in_w + x0) * channels + c];
-          for (iy = y0; iy < y1; ++iy)
-            for (ix = x0; ix < x1; ++ix) {
-              const float value = x[((b * in_h + iy) * in_w + ix) * channels + c];
+          float best = -INFINITY;
+          for (ky = y0; ky < y1; ++ky)
+            for (kx = x0; kx < x1; ++kx) {
+              const float value = x[((b * in_h + top + ky * dil_h) * in_w + left + kx * dil_w) * channels + c];
               if (value > best || value != value) best = value;
             }
           out[c] = tl_clamp_f32(best, low, high);
@@ -134,34 +157,6 @@ static inline void tl_max_pool_nhwc_f32(const float *x, float *y, int32_t batche
 TL_MAX_POOL_NHWC_Q(tl_max_pool_nhwc_s8, int8_t, -128)
 TL_MAX_POOL_NHWC_Q(tl_max_pool_nhwc_s16, int16_t, -32768)
 TL_MAX_POOL_NHWC_Q(tl_max_pool_nhwc_u8, uint8_t, 0)
-
-/* ONNX MaxPool / AveragePool on NCHW planes (1-D as a height of 1), float: taps outside the
- * input are skipped; the average divides by `counts[position]` (made on the host: real taps,
- * plus explicit pads with count_include_pad) */
-static inline void tl_pool_nchw_f32(const float *x, float *y, const float *counts, int32_t planes, int32_t in_h,
-                                    int32_t in_w, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
-                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
-                                    int32_t pad_left, float empty) {
-  int32_t p, oy, ox, ky, kx;
-  for (p = 0; p < planes; ++p)
-    for (oy = 0; oy < out_h; ++oy)
-      for (ox = 0; ox < out_w; ++ox) {
-        float result = counts ? 0.0f : empty;
-        for (ky = 0; ky < k_h; ++ky) {
-          const int32_t iy = oy * stride_h - pad_top + ky * dil_h;
-          if (iy < 0 || iy >= in_h) continue;
-          for (kx = 0; kx < k_w; ++kx) {
-            const int32_t ix = ox * stride_w - pad_left + kx * dil_w;
-            float value;
-            if (ix < 0 || ix >= in_w) continue;
-            value = x[(p * in_h + iy) * in_w + ix];
-            if (counts) result += value;
-            else if (value > result || value != value) result = value;
-          }
-        }
-        y[(p * out_h + oy) * out_w + ox] = counts ? result / TL_READ_F32(counts + oy * out_w + ox) : result;
-      }
-}
 
 /* ONNX GlobalAveragePool / GlobalMaxPool: one value per plane of `size` values */
 static inline void tl_global_pool_f32(const float *x, float *y, int32_t planes, int32_t size, int32_t take_max) {

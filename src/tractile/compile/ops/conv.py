@@ -1,6 +1,7 @@
-"""The core Conv: NHWC (TFLite's CONV_2D and DEPTHWISE_CONV_2D; float, int8 per channel,
-int16x8) and NCHW (ONNX's; float, 1-D and 2-D, groups, dilations); the NHWC ConvTranspose
-(TFLite's TRANSPOSE_CONV). Kernels in ``tl_conv.h``; a
+"""The core Conv on NHWC tensors: TFLite's CONV_2D and DEPTHWISE_CONV_2D (float, int8 per channel,
+int16x8), and ONNX's float convolutions (1-D and 2-D, groups, dilations), which the compiler
+makes NHWC (``compile/layout.py``); the NHWC ConvTranspose (TFLite's TRANSPOSE_CONV). Kernels
+in ``tl_conv.h``; a
 1×1 NHWC convolution with stride 1 runs as a dense layer over the pixels (``tl_fully_connected.h``).
 
 Outputs of the NHWC kernels are written pixel after pixel, each after every input it reads,
@@ -84,12 +85,12 @@ def offset_weights(e: Emit, w: np.ndarray) -> np.ndarray:
 
 @emitter(Conv)
 def conv(e: Emit) -> None:
-    """A Conv: NCHW (ONNX, float), or NHWC (TFLite's; float, int8, int16x8) with a depthwise
-    (HWIO, one input channel per group) or a dense kernel."""
+    """An NHWC Conv (TFLite's, and ONNX's once the compiler made it NHWC; float, int8, int16x8)
+    with a depthwise (HWIO, one input channel per group) or a dense kernel."""
     op: Conv = e.op
-    if op.data_format == "NCHW":
-        onnx_conv(e)
-        return
+    if op.data_format != "NHWC":
+        raise Unsupported(f"a Conv on {op.data_format} {len(e.input(0).shape) - 2}-D tensors (NHWC 2-D is compiled; "
+                          "the compiler makes float NCHW 1-D and 2-D convolutions with constant weights NHWC)")
     if op.quant is not None and op.flavour == "onnxruntime":
         from . import onnxruntime
 
@@ -117,9 +118,12 @@ def conv2d(e: Emit) -> None:
         e.use(HEADER)
         low, high = fused_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
-        e.call("tl_conv_nhwc_f32", x, e.constant("weights", w.astype(np.float32)), bias_name, y, batches, in_h,
-               in_w, in_c, out_h, out_w, filters, *window_args(window, top, left), depth, np.float32(low),
-               np.float32(high))
+        groups = in_c // depth
+        per_group = filters // groups
+        transposed = w.astype(np.float32).reshape(groups, per_group, k_h, k_w, depth).transpose(0, 2, 3, 4, 1)
+        e.call("tl_conv_nhwc_f32", x, e.constant("weights", np.ascontiguousarray(transposed)), bias_name, y, batches,
+               in_h, in_w, in_c, out_h, out_w, filters, *window_args(window, top, left), depth, np.float32(low),
+               np.float32(high), e.scratch("acc", DatumType.F32, per_group))
         finish_activation(e, op.activation, y)
         _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, window.strides[0], top, batches)
         return
@@ -241,37 +245,3 @@ def _overlap_nhwc(e: Emit, x, y, in_h: int, out_h: int, in_row: int, out_row: in
         return
     item = np.dtype(x.dtype.np).itemsize
     e.overlap(0, 0, row_lag(in_h, out_h, in_row * item, out_row * item, stride, top))
-
-
-def onnx_conv(e: Emit) -> None:
-    op: Conv = e.op
-    x, y = e.input(0), e.output(0)
-    if x.dtype != DatumType.F32:
-        raise Unsupported(f"Conv on {x.dtype} (float32 only)")
-    w = e.const_input(1, "the weights")
-    if w.ndim not in (3, 4):
-        raise Unsupported(f"a {w.ndim - 2}-D convolution (1-D and 2-D are compiled)")
-    bias = e.const_input(2, "the bias").reshape(-1) if len(e.node.inputs) > 2 else None
-    window = op._window(w.shape[2:])
-    begins, _, out = window.concrete_pads(tuple(int(d) for d in x.shape[2:]))
-    two_d = w.ndim == 4
-    in_h, in_w = (x.shape[2], x.shape[3]) if two_d else (1, x.shape[2])
-    out_h, out_w = (out[0], out[1]) if two_d else (1, out[0])
-    k_h, k_w = (w.shape[2], w.shape[3]) if two_d else (1, w.shape[2])
-    stride_h, stride_w = (window.strides[0], window.strides[1]) if two_d else (1, window.strides[0])
-    dil_h, dil_w = (window.dilations[0], window.dilations[1]) if two_d else (1, window.dilations[0])
-    top, left = (begins[0], begins[1]) if two_d else (0, begins[0])
-    e.use(HEADER)
-    low, high = fused_float_activation(e, op.activation, y)
-    bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
-    filters, depth = w.shape[0], w.shape[1]
-    groups = x.shape[1] // depth
-    per_group = filters // groups
-    taps = depth * k_h * k_w
-    transposed = np.ascontiguousarray(w.astype(np.float32).reshape(groups, per_group, taps).transpose(0, 2, 1))
-    col = e.scratch("col", DatumType.F32, taps)
-    acc = e.scratch("acc", DatumType.F32, per_group)
-    e.call("tl_conv_nchw_f32", x, e.constant("weights", transposed), bias_name, y, col, acc, x.shape[0], x.shape[1],
-           in_h, in_w, filters, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, top, left, depth,
-           np.float32(low), np.float32(high))
-    finish_activation(e, op.activation, y)

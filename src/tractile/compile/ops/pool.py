@@ -1,6 +1,6 @@
-"""Pooling: the core MaxPool and AveragePool on NHWC tensors (TFLite's; float, int8 and int16)
-and on NCHW tensors (ONNX's; float; 1-D and 2-D), GlobalAveragePool/GlobalMaxPool, with the
-kernels of ``tl_pool.h``."""
+"""Pooling: the core MaxPool and AveragePool on NHWC tensors (TFLite's, and ONNX's made NHWC at
+compile time; float, int8 and int16), L2 pooling, GlobalAveragePool/GlobalMaxPool, and the
+streamed EdgeAveragePool, with the kernels of ``tl_pool.h``."""
 from __future__ import annotations
 
 import math
@@ -20,16 +20,16 @@ HEADER = "tl_pool.h"
 
 @emitter(MaxPool, AveragePool)
 def pool(e: Emit) -> None:
-    if e.op.data_format == "NHWC":
-        nhwc_pool(e)
-    else:
-        onnx_pool(e)
-
-
-def nhwc_pool(e: Emit) -> None:
-    """TFLite's AVERAGE_POOL_2D and MAX_POOL_2D (float32, int8, int16; padding taps skipped)."""
+    """AVERAGE_POOL_2D and MAX_POOL_2D on NHWC tensors (float32 with dilations, int8, int16;
+    padding taps skipped): TFLite's, and ONNX's once the compiler made them NHWC
+    (``compile/layout.py``, which pads what count_include_pad counts)."""
     op = e.op
     x, y = e.input(0), e.output(0)
+    if op.data_format != "NHWC" or len(x.shape) != 4:
+        raise Unsupported(f"{op.name} on {op.data_format} {len(x.shape) - 2}-D tensors (NHWC 2-D is compiled; the "
+                          "compiler makes float NCHW pools NHWC)")
+    if isinstance(op, MaxPool) and op.with_indices:
+        raise Unsupported("MaxPool with its indices output")
     if isinstance(op, AveragePool) and op.quant is not None and op.flavour == "onnxruntime":
         from . import onnxruntime
 
@@ -39,17 +39,18 @@ def nhwc_pool(e: Emit) -> None:
         raise Unsupported("an NHWC average pool counting its padding")
     batches, in_h, in_w, channels = x.shape
     begins, _, (out_h, out_w) = op.window.concrete_pads((int(in_h), int(in_w)))
-    if any(d != 1 for d in op.window.dilations):
-        raise Unsupported("a dilated NHWC pool")
+    dilations: tuple = ()
     if x.dtype == DatumType.F32:
         bounds = clamp_bounds(op.activation)
         if bounds is None:
             raise Unsupported(f"the fused activation {op.activation.name} on a pooling")
         low, high = (np.float32(v) for v in bounds)
-        suffix = "f32"
+        suffix, dilations = "f32", op.window.dilations
     elif x.dtype in (DatumType.I8, DatumType.I16) or x.dtype == DatumType.U8 and isinstance(op, MaxPool):
         if isinstance(op, AveragePool) and op.quant is None:
             raise Unsupported(f"an average pool on {x.dtype} without quantization")
+        if any(d != 1 for d in op.window.dilations):
+            raise Unsupported("a dilated integer pool")
         low, high = clamp_of(op.activation, x.dtype)
         suffix = {DatumType.I8: "s8", DatumType.U8: "u8"}.get(x.dtype, "s16")
     else:
@@ -58,7 +59,7 @@ def nhwc_pool(e: Emit) -> None:
     e.uses_math()  # the header's L2 pool calls sqrtf
     kind = "avg" if isinstance(op, AveragePool) else "max"
     e.call(f"tl_{kind}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
-           *op.window.strides, begins[0], begins[1], low, high)
+           *op.window.strides, begins[0], begins[1], low, high, *dilations)
 
 
 @emitter(LpPool)
@@ -74,32 +75,6 @@ def l2_pool(e: Emit) -> None:
     e.uses_math()
     e.call("tl_l2_pool_nhwc_f32", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
            *op.window.strides, begins[0], begins[1])
-
-
-def onnx_pool(e: Emit) -> None:
-    op = e.op
-    x, y = e.input(0), e.output(0)
-    if x.dtype != DatumType.F32 or len(x.shape) not in (3, 4):
-        raise Unsupported(f"{op.name} on {len(x.shape) - 2}-D {x.dtype} (1-D and 2-D float32 are compiled)")
-    if isinstance(op, MaxPool) and op.with_indices:
-        raise Unsupported("MaxPool with its indices output")
-    spatial = tuple(int(d) for d in x.shape[2:])
-    begins, ends, out = op.window.concrete_pads(spatial)
-    window = op.window
-    two_d = len(spatial) == 2
-    in_h, in_w = spatial if two_d else (1, spatial[0])
-    out_h, out_w = (out[0], out[1]) if two_d else (1, out[0])
-    k_h, k_w = (window.kernel[0], window.kernel[1]) if two_d else (1, window.kernel[0])
-    s_h, s_w = (window.strides[0], window.strides[1]) if two_d else (1, window.strides[0])
-    d_h, d_w = (window.dilations[0], window.dilations[1]) if two_d else (1, window.dilations[0])
-    top, left = (begins[0], begins[1]) if two_d else (0, begins[0])
-    counts = "NULL"
-    if isinstance(op, AveragePool):
-        counts = e.constant("counts", op._counts(spatial, begins, ends, out).reshape(-1).astype(np.float32))
-    e.use(HEADER)
-    e.uses_math()
-    e.call("tl_pool_nchw_f32", x, y, counts, int(x.shape[0]) * int(x.shape[1]), in_h, in_w, out_h, out_w, k_h, k_w,
-           s_h, s_w, d_h, d_w, top, left, "-HUGE_VALF")
 
 
 @emitter(GlobalPool)

@@ -11,6 +11,7 @@ outputs; with the board's tool chain file, ``firmware.elf`` does the same on the
 from __future__ import annotations
 
 from .boards import Board
+from .firmware import libc_specs, qemu_command
 
 #: target names CMake or its generators keep for themselves, and the project's own
 RESERVED_TARGETS = frozenset("all clean help install test package package_source edit_cache rebuild_cache "
@@ -30,11 +31,11 @@ def toolchain_path(board: Board) -> str:
 
 def toolchain_file(board: Board) -> tuple[str, str]:
     """(path in the project, text) of the tool chain file for ``board``'s core."""
-    avr = board.emulator == "simavr"
+    avr = board.arch == "avr"
     compiler = board.toolchain
     flags = [*board.flags, "-ffunction-sections", "-fdata-sections"] + (["-DTL_PROGMEM"] if avr else [])
-    link = "-Wl,--gc-sections" if avr else "--specs=nano.specs -nostartfiles -Wl,--gc-sections"
-    processor = "avr" if avr else "arm"
+    link = "-Wl,--gc-sections" if avr else f"{libc_specs(board).strip()} -nostartfiles -Wl,--gc-sections".strip()
+    processor = board.arch
     text = f"""# {compiler} for {board.name} ({board.target.description}).
 #   cmake -S . -B build-{board.name} -DCMAKE_TOOLCHAIN_FILE={toolchain_path(board)}
 set(CMAKE_SYSTEM_NAME Generic)
@@ -51,15 +52,14 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 
 
 def _firmware(board: Board) -> str:
-    avr = board.emulator == "simavr"
+    avr = board.arch == "avr"
     if avr:
         sources, link = "main.c", ""
         run = f"simavr -m {board.name} -f {board.clock_hz} $<TARGET_FILE:firmware>"
     else:
         sources = "main.c board/startup.c"
         link = '\n  target_link_options(firmware PRIVATE "-T${CMAKE_CURRENT_SOURCE_DIR}/board/link.ld")'
-        run = (f"qemu-system-arm -M {board.name} -nographic -monitor none -serial none "
-               "-semihosting-config enable=on,target=native -kernel $<TARGET_FILE:firmware>")
+        run = qemu_command(board, "$<TARGET_FILE:firmware>")
     return f"""  # the firmware for {board.name}: runs the model on a sample input, prints the outputs
   add_executable(firmware {sources})
   set_target_properties(firmware PROPERTIES SUFFIX ".elf")

@@ -14,7 +14,7 @@ from ...errors import TractileError
 from ..files import write_file
 from .boards import Board
 from .harness import inputs_header, main_source, platform_header
-from .startup import AVR_CANARY, CORTEX_M_STARTUP, guard_bytes, linker_script
+from .startup import AVR_CANARY, guard_bytes, linker_script, startup_source
 
 INSTALL_HINT = {
     "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
@@ -25,9 +25,22 @@ INSTALL_HINT = {
     "avr-gcc": "apt-get install gcc-avr avr-libc",
     "avr-size": "apt-get install binutils-avr",
     "simavr": "apt-get install simavr",
+    "riscv64-unknown-elf-gcc": "apt-get install gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf",
+    "riscv64-unknown-elf-size": "apt-get install binutils-riscv64-unknown-elf",
+    "riscv64-unknown-elf-nm": "apt-get install binutils-riscv64-unknown-elf",
+    "qemu-system-riscv32": "apt-get install qemu-system-misc",
 }
 
 OPT_FLAGS = {"speed": ("-O2",), "size": ("-Os",)}
+#: the C library a Cortex-M or RISC-V firmware links (with its own startup code and linker script)
+LIBC_SPECS = {"arm": ("--specs=nano.specs",), "riscv": ()}  # picolibc: in the board's flags
+
+
+def qemu_machine(board: Board) -> list[str]:
+    """QEMU's options choosing ``board``'s machine (and on RISC-V: no firmware of QEMU's before ours)."""
+    if board.arch == "riscv":
+        return ["-M", board.machine or board.name, "-bios", "none", "-m", "16M"]
+    return ["-M", board.machine or board.name]
 
 
 def require_tool(tool: str) -> str:
@@ -38,10 +51,20 @@ def require_tool(tool: str) -> str:
     return found
 
 
+def qemu_command(board: Board, elf: str) -> str:
+    """The command running ``elf`` in QEMU on ``board``, its console over semihosting."""
+    return (f"{board.emulator_tool} {' '.join(qemu_machine(board))} -nographic -monitor none -serial none "
+            f"-semihosting-config enable=on,target=native -kernel {elf}")
+
+
+def libc_specs(board: Board) -> str:
+    """The link options choosing the C library (leading space; empty when the flags hold them)."""
+    return "".join(" " + spec for spec in LIBC_SPECS[board.arch])
+
+
 def toolchain_available(board: Board) -> list[str]:
     """The tools this board needs that are missing (empty: all there)."""
-    emulator = "simavr" if board.emulator == "simavr" else "qemu-system-arm"
-    return [t for t in (board.toolchain, board.size_tool, emulator) if shutil.which(t) is None]
+    return [t for t in (board.toolchain, board.size_tool, board.emulator_tool) if shutil.which(t) is None]
 
 
 @dataclass
@@ -57,6 +80,14 @@ class Firmware:
     sections: dict = field(default_factory=dict)
     code_bytes: dict = field(default_factory=dict)
     stack_bytes: int = 0
+    #: flash of the verification inputs baked into the firmware (their arrays' symbols, from nm)
+    inputs_flash: int = 0
+
+    @property
+    def deployable_flash(self) -> int:
+        """Flash of the firmware without the verification inputs it embeds: model, kernels,
+        startup, the console and libc parts it pulls in."""
+        return self.firmware_flash - self.inputs_flash
 
 
 class FirmwareFault(TractileError):
@@ -71,7 +102,7 @@ class FirmwareFault(TractileError):
 def _compiler_flags(board: Board, opt: str) -> list[str]:
     flags = [*board.flags, "-std=c99", *OPT_FLAGS[opt], "-ffunction-sections", "-fdata-sections", "-Wall",
              "-Wextra", "-Wno-unused-function"]
-    if board.emulator == "simavr":
+    if board.arch == "avr":
         flags.append("-DTL_PROGMEM")
     return flags
 
@@ -91,6 +122,17 @@ def object_sizes(size_tool: str, path: Path, folder: Path) -> dict[str, int]:
         if len(parts) >= 2 and parts[0].startswith(".") and parts[1].isdigit():
             sizes[parts[0]] = sizes.get(parts[0], 0) + int(parts[1])
     return sizes
+
+
+def inputs_bytes(nm_tool: str, path: Path, folder: Path) -> int:
+    """Bytes of the verification inputs' arrays (``tl_inputN``) in an ELF file (``nm -S``)."""
+    total = 0
+    for line in _run([nm_tool, "-S", str(path)], folder, "listing symbols").splitlines():
+        parts = line.split()
+        if len(parts) == 4 and re.fullmatch(r"tl_input\d+(\.\d+)?", parts[3]) \
+                and re.fullmatch(r"[0-9a-fA-F]+", parts[1]):
+            total += int(parts[1], 16)
+    return total
 
 
 def symbol_sizes(nm_tool: str, path: Path, folder: Path) -> dict[str, int]:
@@ -148,16 +190,17 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
     code = code_by_family(source.files, model_c, symbol_sizes(require_tool(board.nm_tool),
                                                               folder / f"{source.name}.o", folder))
     elf = folder / "firmware.elf"
-    sources = ["main.c"] if board.emulator == "simavr" else ["main.c", "startup.c"]
-    if board.emulator != "simavr":
-        write_file(folder, "startup.c", CORTEX_M_STARTUP)
+    avr = board.arch == "avr"
+    sources = ["main.c"] if avr else ["main.c", "startup.c"]
+    if not avr:
+        write_file(folder, "startup.c", startup_source(board))
     for name in sources:
         _run([compiler, *flags, "-c", name, "-o", name[:-2] + ".o"], folder, f"{board.toolchain} on {name}")
     objects = [name[:-2] + ".o" for name in sources] + [f"{source.name}.o"]
-    if board.emulator == "simavr":
+    if avr:
         link = [compiler, *flags, *objects, "-o", elf.name, "-Wl,--gc-sections", "-lm"]
     else:
-        link = [compiler, *flags, "--specs=nano.specs", "-nostartfiles", "-T", "link.ld", *objects,
+        link = [compiler, *flags, *LIBC_SPECS[board.arch], "-nostartfiles", "-T", "link.ld", *objects,
                 "-o", elf.name, "-Wl,--gc-sections", "-lm"]
     model_flash = flash_of(model_sections)
     if model_flash > board.flash_bytes:
@@ -165,21 +208,22 @@ def build_firmware(source, board: Board, runs: list[list[np.ndarray]], folder: P
                             f"flash, the board has {board.flash_bytes} B")
     linked = _link(link, folder, board, model_flash, stack or 0, "given" if stack else "provisional")
     static = sum(size for name, size in linked.items() if re.match(r"\.(data|bss|noinit)", name))
-    free = (board.ram_bytes - static - guard_bytes(board) - (AVR_CANARY if board.emulator == "simavr" else 0)) // 8 * 8
+    align = 16 if board.arch == "riscv" else 8  # the RISC-V ABI keeps the stack pointer 16-aligned
+    free = (board.ram_bytes - static - guard_bytes(board) - (AVR_CANARY if avr else 0)) // align * align
     if stack is None:
         stack = free
-        if board.emulator != "simavr":
+        if not avr:
             linked = _link(link, folder, board, model_flash, stack, "all the RAM the firmware leaves free")
     elif stack > free:
         raise TractileError(f"a stack of {stack} B does not fit {board.name}: its RAM ({board.ram_bytes} B) holds "
                             f"{static} B of variables and leaves {free} B")
     return Firmware(folder, elf, board, model_flash, flash_of(linked), static, linked, code_bytes=code,
-                    stack_bytes=stack)
+                    stack_bytes=stack, inputs_flash=inputs_bytes(require_tool(board.nm_tool), elf, folder))
 
 
 def _link(command: list[str], folder: Path, board: Board, model_flash: int, stack: int, why: str) -> dict[str, int]:
-    """Link (with the stack's region in ``link.ld`` on Cortex-M); the ELF's section sizes."""
-    if board.emulator != "simavr":
+    """Link (with the stack's region in ``link.ld`` on Cortex-M and RISC-V); the ELF's section sizes."""
+    if board.arch != "avr":
         write_file(folder, "link.ld", linker_script(board, stack, why))
     try:
         _run(command, folder, f"linking the firmware for {board.name}")
@@ -214,10 +258,10 @@ class EmulatorRun:
 def run_emulator(firmware: Firmware, timeout: float = 120.0) -> EmulatorRun:
     """Run ``firmware`` in its board's emulator and parse what it prints."""
     board = firmware.board
-    if board.emulator == "simavr":
+    if board.arch == "avr":
         command = [require_tool("simavr"), "-m", board.name, "-f", str(board.clock_hz), str(firmware.elf)]
     else:
-        command = [require_tool("qemu-system-arm"), "-M", board.name, "-nographic", "-monitor", "none",
+        command = [require_tool(board.emulator_tool), *qemu_machine(board), "-nographic", "-monitor", "none",
                    "-serial", "none", "-semihosting-config", "enable=on,target=native", "-icount", "shift=6",
                    "-kernel", str(firmware.elf)]
     try:
@@ -229,7 +273,7 @@ def run_emulator(firmware: Firmware, timeout: float = 120.0) -> EmulatorRun:
     console = parse_console(text, board)
     if console.fault is not None:
         overflow = "stack overflow" in console.fault
-        if board.emulator == "simavr":
+        if board.arch == "avr":
             what = (f"its stack ({firmware.stack_bytes} B) overflowed: the canary below it was found overwritten "
                     "after an invoke")
         else:

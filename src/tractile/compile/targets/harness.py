@@ -2,7 +2,7 @@
 
 The firmware runs the model on inputs baked into its flash, one context carrying state
 across runs, and prints one line per fact over the board's console (semihosting on
-Cortex-M, the UART on AVR):
+Cortex-M and RISC-V, the UART on AVR):
 
     o RUN PART HEX      bytes of the outputs of run RUN (PART: 48-byte chunks)
     f RUN STATUS        what invoke returned (0 = ok)
@@ -22,6 +22,7 @@ import numpy as np
 from ..ctext import array_initializer
 from ..program import Program
 from .boards import Board
+from .riscv import RISCV_PLATFORM
 from .startup import AVR_CANARY
 
 #: instructions of the Cortex-M calibration loop (two per iteration)
@@ -205,13 +206,32 @@ def main_source(program: Program, profile: bool) -> str:
 static {name}_ctx ctx;
 {chr(10).join(buffers)}
 
+/* value / 10 by shifts and adds, *digit the remainder: no 64-bit division routine linked in (it
+ * would weigh on the firmware's flash at -Os) */
+static uint64_t div10(uint64_t value, unsigned *digit) {{
+  uint64_t q = (value >> 1) + (value >> 2), r;
+  q += q >> 4;
+  q += q >> 8;
+  q += q >> 16;
+  q += q >> 32;
+  q >>= 3;
+  r = value - ((q << 3) + (q << 1));
+  while (r >= 10u) {{
+    ++q;
+    r -= 10u;
+  }}
+  *digit = (unsigned)r;
+  return q;
+}}
+
 static void put_u64(uint64_t value) {{
   char text[24];
   int at = 23;
+  unsigned digit;
   text[at] = 0;
   do {{
-    text[--at] = (char)('0' + (int)(value % 10u));
-    value /= 10u;
+    value = div10(value, &digit);
+    text[--at] = (char)('0' + digit);
   }} while (value);
   tl_write(text + at);
 }}
@@ -312,4 +332,5 @@ def platform_header(board: Board, stack: int | None = None) -> str:
     RAM are the stack's; None: everything above .bss and the canary)."""
     if board.emulator == "simavr":
         return f"#define TL_STACK_BYTES {stack or 0}\n#define TL_CANARY_BYTES {AVR_CANARY}\n" + AVR_PLATFORM
-    return f"#define CALIBRATION_ITERATIONS {CALIBRATION // 2}\n" + CORTEX_M_PLATFORM
+    return f"#define CALIBRATION_ITERATIONS {CALIBRATION // 2}\n" + (
+        RISCV_PLATFORM if board.arch == "riscv" else CORTEX_M_PLATFORM)

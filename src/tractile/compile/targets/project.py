@@ -20,8 +20,9 @@ from ..ctext import array_initializer, comment_text
 from ..files import write_file
 from .boards import Board
 from .cmake import cmake_lists, toolchain_file
+from .firmware import libc_specs, qemu_command
 from .harness import platform_header
-from .startup import CORTEX_M_STARTUP, linker_script, stack_with_margin
+from .startup import linker_script, stack_with_margin, startup_source
 
 BUILD_SYSTEMS = ("make", "cmake")
 
@@ -150,8 +151,8 @@ def write_project(source, board: Board | None, folder: str | Path, sample: list[
         files["host/tl_platform.h"] = HOST_PLATFORM
         if board is not None:
             files["board/tl_platform.h"] = platform_header(board, stack)
-            if board.emulator != "simavr":
-                files["board/startup.c"] = CORTEX_M_STARTUP
+            if board.arch != "avr":
+                files["board/startup.c"] = startup_source(board)
                 files["board/link.ld"] = linker_script(board, _project_stack_bytes(source, board, stack), why)
             toolchain, text = toolchain_file(board)
             files[toolchain] = text
@@ -180,20 +181,19 @@ def _project_stack_bytes(source, board: Board, stack: int | None) -> int:
 
 def _board_makefile(source, board: Board, stack: int | None, why: str) -> dict[str, str]:
     """The flat Makefile project of a board: platform layer, startup, linker script, Makefile."""
-    avr = board.emulator == "simavr"
+    avr = board.arch == "avr"
     files = {"tl_platform.h": platform_header(board, stack)}
     if not avr:
-        files["startup.c"] = CORTEX_M_STARTUP
+        files["startup.c"] = startup_source(board)
         files["link.ld"] = linker_script(board, _project_stack_bytes(source, board, stack), why)
     sources = f"main.c {source.name}.c" + ("" if avr else " startup.c")
     if avr:
         run = f"simavr -m {board.name} -f {board.clock_hz} firmware.elf"
     else:
-        run = (f"qemu-system-arm -M {board.name} -nographic -monitor none -serial none "
-               "-semihosting-config enable=on,target=native -kernel firmware.elf")
+        run = qemu_command(board, "firmware.elf")
     files["Makefile"] = MAKEFILE.format(
         name=source.name, board=board.name, description=board.target.description,
         emulator="simavr" if avr else "QEMU", compiler=board.toolchain, flags=" ".join(board.flags),
-        progmem=" -DTL_PROGMEM" if avr else "", ldflags="" if avr else " --specs=nano.specs -nostartfiles -T link.ld",
+        progmem=" -DTL_PROGMEM" if avr else "", ldflags="" if avr else f"{libc_specs(board)} -nostartfiles -T link.ld",
         startup="" if avr else " startup.c link.ld", sources=sources, run=run)
     return files

@@ -18,6 +18,7 @@ and checks it after every invoke (:data:`~.harness.AVR_PLATFORM`), and reports t
 from __future__ import annotations
 
 from .boards import Board
+from .riscv import RISCV_LINKER_SCRIPT, RISCV_STARTUP
 
 #: bytes of the canary below the AVR stack
 AVR_CANARY = 16
@@ -132,9 +133,18 @@ SECTIONS {{
 """
 
 
+def startup_source(board: Board) -> str:
+    """``startup.c`` of ``board`` (Cortex-M or RISC-V; AVR firmwares take avr-libc's)."""
+    return RISCV_STARTUP if board.arch == "riscv" else CORTEX_M_STARTUP
+
+
 def linker_script(board: Board, stack: int, why: str = "given") -> str:
     """``link.ld`` for ``board`` with ``stack`` bytes of stack below .data and .bss."""
     guard = guard_bytes(board)
+    if board.arch == "riscv":
+        return RISCV_LINKER_SCRIPT.format(board=board.name, flash_origin=board.flash_origin, flash=board.flash_bytes,
+                                          ram_origin=board.ram_origin, ram=board.ram_bytes, stack=stack, why=why,
+                                          guard=guard)
     return LINKER_SCRIPT.format(board=board.name, flash_origin=board.flash_origin, flash=board.flash_bytes,
                                 ram_origin=board.ram_origin, ram=board.ram_bytes, stack=stack, why=why,
                                 guard=guard, guard_text=f" and a {guard}-byte guard the MPU forbids" if guard else "")

@@ -19,6 +19,9 @@ from .firmware import build_firmware, run_emulator, toolchain_available
 from .harness import CALIBRATION
 from .startup import stack_with_margin
 
+#: the compiler's option for each ``opt``
+OPT_NAMES = {"speed": "-O2", "size": "-Os"}
+
 
 def _follows_another(op, flavour: str) -> bool:
     return isinstance(op, MatMul) and op.quant is not None and op.flavour not in (flavour, "onnxruntime")
@@ -93,7 +96,8 @@ def _outputs_match(expected: list[np.ndarray], raw: bytes, tensors) -> tuple[boo
 def verify(model, target: str, board: str | None = None, runs: int = 20, inputs: Sequence | None = None,
            seed: int = 0, opt: str = "size", name: str = "model", folder: str | Path | None = None,
            profile: bool = True, timeout: float = 120.0, max_ram: int | None = None,
-           inputs_in_arena: bool = False, compare_unconstrained: bool = True, stack: int | None = None) -> dict:
+           inputs_in_arena: bool = False, compare_unconstrained: bool = True, stack: int | None = None,
+           both_opts: bool = False) -> dict:
     """Build ``model`` for ``target``'s emulated board, run ``runs`` random inputs (after the given
     ``inputs``, a list of input lists) with one context carrying state, compare each output with
     the interpreter's, and measure. Returns the report (see docs/COMPILE.md). ``max_ram`` is a
@@ -102,10 +106,13 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
     model without the budget is run too (one input) and its instructions and RAM reported beside.
     ``inputs_in_arena``: the inputs are planned in the arena and the firmware writes them there
     (``NAME_INPUTi_IN``). ``stack``: bytes of stack the firmware links (None: all the RAM it leaves
-    free); an overflow stops it and raises a :class:`~.firmware.FirmwareFault` saying so."""
+    free); an overflow stops it and raises a :class:`~.firmware.FirmwareFault` saying so.
+    ``both_opts``: the firmware is also built (not run) with the other optimization, and the flash of
+    the deployable firmware reported for -O2 and -Os."""
     typed, source, chosen = build_source(model, target, board, name, profile, max_ram, inputs_in_arena)
     return verify_source(source, typed, chosen, runs, inputs, seed, opt, folder, timeout,
-                         compare_unconstrained=compare_unconstrained and max_ram is not None, stack=stack)
+                         compare_unconstrained=compare_unconstrained and max_ram is not None, stack=stack,
+                         both_opts=both_opts)
 
 
 def build_source(model, target: str, board: str | None = None, name: str = "model", profile: bool = True,
@@ -117,7 +124,7 @@ def build_source(model, target: str, board: str | None = None, name: str = "mode
     if missing:
         raise TractileError(f"verifying on {chosen.name} needs {', '.join(missing)} (Debian/Ubuntu: sudo apt-get "
                             "install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc-avr avr-libc "
-                            "simavr)")
+                            "simavr gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc)")
     typed = with_flavour(prepare(model), chosen.target.flavour)
     if max_ram is None:
         source = generate(typed, name=name, target=chosen.target, optimize=False, profile=profile,
@@ -132,7 +139,7 @@ def build_source(model, target: str, board: str | None = None, name: str = "mode
 
 def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence | None = None, seed: int = 0,
                   opt: str = "size", folder: str | Path | None = None, timeout: float = 120.0,
-                  compare_unconstrained: bool = False, stack: int | None = None) -> dict:
+                  compare_unconstrained: bool = False, stack: int | None = None, both_opts: bool = False) -> dict:
     """:func:`verify` for a source already generated for ``board`` (:func:`build_source`) from
     ``typed`` (the model in the target's flavour, which gives the expected outputs)."""
     chosen = board
@@ -148,6 +155,8 @@ def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence 
     if firmware.firmware_flash > chosen.flash_bytes:
         raise TractileError(f"the firmware takes {firmware.firmware_flash} B of flash, {chosen.name} has "
                             f"{chosen.flash_bytes} B")
+    deployable = _deployable_flash(source, typed, chosen, all_runs[:1], work, stack, opt, firmware) if both_opts \
+        else {}
     console = run_emulator(firmware, timeout)
     unconstrained = None
     if compare_unconstrained and source.report.get("budget", {}).get("schedule"):
@@ -181,7 +190,9 @@ def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence 
         "verified": verified,
         "inputs_checked": len(all_runs),
         "first_difference": first_difference,
-        "flash_bytes": {"model": firmware.model_flash, "firmware": firmware.firmware_flash},
+        "flash_bytes": {"model": firmware.model_flash, "firmware": firmware.firmware_flash,
+                        "inputs": firmware.inputs_flash, "deployable": firmware.deployable_flash,
+                        "deployable_by_opt": deployable},
         "code_bytes": firmware.code_bytes,
         "ram_bytes": {"arena": report["arena_bytes"], "state": report["state_bytes"], "context": context,
                       "io": report["io_bytes"], "stack_peak": console.stack_peak,
@@ -201,6 +212,20 @@ def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence 
         "unconstrained": unconstrained,
         "folder": str(work),
     }
+
+
+def _deployable_flash(source, typed, board: Board, runs, work: Path, stack: int | None, opt: str,
+                      firmware) -> dict[str, int]:
+    """Flash of the deployable firmware (without the verification inputs) built with -O2 and -Os:
+    without the per-layer clock too when the verified firmware profiles and can be generated again
+    without it (a model under a RAM budget keeps it)."""
+    plain = source
+    if source.program.profile and not source.report.get("budget"):
+        plain = generate(typed, name=source.name, target=board.target, optimize=False,
+                         inputs_in_arena=source.program.inputs_in_arena)
+    return {OPT_NAMES[each]: firmware.deployable_flash if each == opt and plain is source else build_firmware(
+        plain, board, runs, work / f"flash{OPT_NAMES[each]}", each, plain.program.profile, stack).deployable_flash
+        for each in ("speed", "size")}
 
 
 def _per_tick(console, board: Board) -> float:
