@@ -79,7 +79,14 @@ def kernel_header(filename: str) -> str:
 
 def prepare(model, inputs: Sequence | None = None, optimize: bool = True):
     """The typed, optimized model to lower (input facts applied to a copy first), its
-    convolutions and pools channels last (:func:`~tractile.compile.layout.channels_last`)."""
+    convolutions and pools channels last (:func:`~tractile.compile.layout.channels_last`), its
+    constant channels folded away (:func:`~tractile.passes.dead_channels.drop_dead_channels`)."""
+    from ..passes.dead_channels import drop_dead_channels
+
+    return drop_dead_channels(_optimized(model, inputs, optimize))
+
+
+def _optimized(model, inputs: Sequence | None, optimize: bool):
     from ..model import InferenceModel, TypedModel
 
     if isinstance(model, InferenceModel):

@@ -77,6 +77,7 @@ def build_report(source, typed=None) -> dict:
         "inputs_in_arena": program.inputs_in_arena,
         "planner": plan.strategy,
         "in_place_nodes": plan.overlaps_used,
+        "dead_channels_removed": typed.properties.get("dead_channels_removed", 0) if typed is not None else 0,
         "peak": arena_peak(tensors, len(program.nodes)),
         "inputs": [_io_entry(t, name) for t, name in zip(program.inputs, program.input_names)],
         "outputs": [_io_entry(t, name) for t, name in zip(program.outputs, program.output_names)],
@@ -207,4 +208,5 @@ def summary_lines(report: dict) -> list[str]:
         f"state {report['state_bytes']} B, constants {report['constants_bytes']} B, "
         f"{'outputs' if report.get('inputs_in_arena') else 'inputs and outputs'} {report['io_bytes']} B"
         + (" (inputs in the arena)" if report.get("inputs_in_arena") else ""),
-    ]
+    ] + ([f"{report['dead_channels_removed']} constant channels removed (their weights and bytes; "
+          "folded into the layers that read them)"] if report.get("dead_channels_removed") else [])
