@@ -40,6 +40,15 @@ def float_conv(channels: int, filters: int, kernel: tuple, window: Window2D, sha
     return g.outputs(g.conv("y", [x, w, b], window, None, "RELU6"))
 
 
+def int8_depthwise(channels: int, window: Window2D, shape=(2, 9, 8)):
+    g = GraphBuilder()
+    x = g.input("x", "i8", (*shape, channels), q(2 ** -6, -9))
+    scales = [2 ** -7 * (0.5 + (i % 3)) for i in range(channels)]
+    w = g.const("w", RNG.integers(-127, 128, (1, 3, 3, channels)), "i8", qc(scales, 3))
+    b = g.const("b", RNG.integers(-3000, 3000, channels), "i32", qc([2 ** -6 * s for s in scales], 0))
+    return g.outputs(g.depthwise("y", [x, w, b], window, q(2 ** -5, 6), "RELU"))
+
+
 def int8_dense(rows: int, depth: int, units: int, flavour: str):
     g = GraphBuilder()
     x = g.input("x", "i8", (rows, depth), q(0.05, -3))
@@ -62,6 +71,8 @@ MODELS = {
     "conv_s8_3x2_valid_dilated": lambda: int8_conv(3, 17, (3, 2), Window2D("VALID", 1, 1, 2, 2)),
     "conv_s8_1x1": lambda: int8_conv(13, 21, (1, 1), Window2D("SAME", 1, 1)),
     "conv_s8_1x1_stride2": lambda: int8_conv(8, 33, (1, 1), SAME2),
+    "depthwise_s8_same_stride2": lambda: int8_depthwise(21, SAME2),
+    "depthwise_s8_valid_dilated": lambda: int8_depthwise(8, Window2D("VALID", 1, 1, 2, 2)),
     "dense_s8_micro": lambda: int8_dense(3, 13, 21, "micro"),
     "dense_s8_reference": lambda: int8_dense(9, 40, 7, "reference"),
     "dense_s8_deep": lambda: int8_dense(2, 70, 9, "micro"),
@@ -70,7 +81,7 @@ MODELS = {
     "dense_f32": lambda: float_dense(5, 23, 37),
 }
 KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32"),
-           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32")}
+           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_host_s8",)}
 
 #: the host build's instruction sets on x86-64 (flags after -march=native), by what they select
 X86_FLAGS = {"avx2": ("-mno-avx512f", "-mno-avxvnni"), "portable": ("-mno-avx2", "-mno-fma")}
@@ -156,7 +167,7 @@ def neon_program(source, inputs: list[np.ndarray], out_count: int, out_type: str
                     reason="no AArch64 cross compiler or qemu-aarch64 (make toolchains)")
 @pytest.mark.parametrize("march", ["armv8-a", "armv8.2-a+dotprod"])
 @pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_s8_1x1", "dense_s8_reference",
-                                  "conv_f32_3x3_same_stride2", "dense_f32"])
+                                  "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32"])
 def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)
@@ -211,7 +222,7 @@ int main(void) {
 def test_vector_requantization_equals_tflites_recipe(tmp_path):
     from tractile.compile import kernel_header
 
-    for header in ("tl_common.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h"):
+    for header in ("tl_common.h", "tl_conv.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h"):
         (tmp_path / header).write_text(kernel_header(header))
     (tmp_path / "requant.c").write_text(REQUANT_PROGRAM)
     build = subprocess.run(["gcc", "-std=c99", "-O2", "-mavx2", "-mfma", "-Wall", "-Wextra", "-Werror", "-o", "requant",

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tl_common.h"
+#include "tl_conv.h"
 
 #define TL_GEMM_BLOCK 8
 #define TL_GEMM_NR 16
@@ -219,6 +220,51 @@ static inline void tl_conv_gemm_f32(const float *x, const float *packed, const f
                   pad_top, pad_left, 0.0f, kp);
     tl_gemm_f32_rows(col, count, kp, packed, bias, y + p * filters, filters, low, high);
   }
+}
+
+
+/* an int8 depthwise convolution with one filter per channel, on the host: per output pixel the
+ * valid taps (as tl_dwconv_nhwc_s8) accumulate over contiguous channels into acc, then 16
+ * channels at a time are requantized (TL_GEMM_S8_STORE's vector form where there is one). bias,
+ * multiplier, left and right shifts, and acc (scratch) hold `padded` values (in_c rounded up to 16) */
+static inline void tl_dwconv_host_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y,
+                                     int32_t *acc, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
+                                     int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                     int32_t pad_left, int32_t x_offset, const int32_t *multiplier,
+                                     const int32_t *left, const int32_t *right, int32_t zero, int32_t low,
+                                     int32_t high) {
+  int32_t b, oy, ox, c, ky, kx;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t start = ox * stride_w - pad_left;
+        int32_t kx0, kx1;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        tl_valid_taps(start, dil_w, k_w, in_w, &kx0, &kx1);
+        for (c = 0; c < in_c; ++c) acc[c] = 0;
+        for (ky = ky0; ky < ky1; ++ky)
+          for (kx = kx0; kx < kx1; ++kx) {
+            const int8_t *px = x + ((b * in_h + top + ky * dil_h) * in_w + start + kx * dil_w) * in_c;
+            const int8_t *pw = w + (ky * k_w + kx) * in_c;
+            for (c = 0; c < in_c; ++c) acc[c] += ((int32_t)px[c] + x_offset) * (int32_t)pw[c];
+          }
+#ifdef TL_GEMM_S8_STORE
+        for (c = 0; c < in_c; c += TL_GEMM_NR)
+          tl_gemm_s8_store(acc + c, bias + c, multiplier + c, left + c, right + c, zero, low, high, out + c,
+                           in_c - c < TL_GEMM_NR ? in_c - c : TL_GEMM_NR);
+#else
+        for (c = 0; c < in_c; ++c) {
+          const int32_t sum = (int32_t)((uint32_t)acc[c] + (uint32_t)bias[c]);
+          const int32_t v = tl_mbqm(sum, multiplier[c], (int)(left[c] - right[c]));
+          out[c] = (int8_t)tl_clamp_i32(v + zero, low, high);
+        }
+#endif
+      }
+    }
 }
 
 #endif

@@ -175,6 +175,8 @@ def depthwise_conv2d(e: Emit) -> None:
     batches, in_h, in_w, in_c = x.shape
     multiplier_c = out_c // in_c
     window, out_h, out_w, top, left = geometry(op, x.shape, k_h, k_w)
+    if host_gemm.depthwise(e, x, y, taps, bias, window, out_h, out_w, top, left):
+        return
     shape_args = (batches, in_h, in_w, in_c, out_h, out_w, multiplier_c, *window_args(window, top, left))
     e.use(HEADER)
     if x.dtype == DatumType.F32:

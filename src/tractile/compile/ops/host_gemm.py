@@ -13,7 +13,7 @@ from ...datum import DatumType
 from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 
-HEADERS = ("tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h")
+HEADERS = ("tl_conv.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h")
 #: output channels per packed block (one zmm of int32 or float; tl_gemm.h's TL_GEMM_NR)
 NR = 16
 #: rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
@@ -142,4 +142,36 @@ def dense_s8(e: Emit, kernel, weight_offset: np.ndarray, batches: int, flavour: 
         requant = (multiplier, shift, "NULL", per_channel)
     e.call("tl_dense_gemm_s8", x, e.constant("packed", pack_s8(weight_offset), DatumType.I8), bias, y, col,
            batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high)
+    return True
+
+
+def depthwise(e: Emit, x, y, taps: np.ndarray, bias: np.ndarray | None, window, out_h: int, out_w: int, top: int,
+              left: int) -> bool:
+    """An int8 depthwise convolution with one filter per channel (``taps`` [kh][kw][channels]) on
+    the host, requantized 16 channels at a time; False when not taken."""
+    op = e.op
+    k_h, k_w, channels = taps.shape
+    batches, in_h, in_w, in_c = x.shape
+    if not applies(e) or x.dtype != DatumType.I8 or op.quant is None or channels != in_c or not in_c:
+        return False
+    from .conv import _overlap_nhwc, offset_weights, quantized_numbers, window_args
+
+    _use(e)
+    multipliers, shifts, x_offset, zero, low, high = quantized_numbers(e, x.dtype)
+    padded = -(-in_c // NR) * NR
+
+    def per_channel(values) -> np.ndarray:
+        out = np.zeros(padded, np.int64)
+        out[:in_c] = np.broadcast_to(np.atleast_1d(np.asarray(values, np.int64)), (in_c,))
+        return out
+
+    shift = per_channel(shifts)
+    raw_bias = per_channel(0 if bias is None else bias)
+    e.call("tl_dwconv_host_s8", x, e.constant("weights", offset_weights(e, taps), DatumType.I8),
+           e.constant("bias", wrap32(raw_bias), DatumType.I32), y, e.scratch("acc", DatumType.I32, padded),
+           batches, in_h, in_w, in_c, out_h, out_w, *window_args(window, top, left), x_offset,
+           e.constant("multiplier", per_channel(multipliers), DatumType.I32),
+           e.constant("left", np.maximum(shift, 0), DatumType.I32),
+           e.constant("right", np.maximum(-shift, 0), DatumType.I32), zero, low, high)
+    _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * in_c, window.strides[0], top, batches)
     return True
