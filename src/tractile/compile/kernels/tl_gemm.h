@@ -62,6 +62,16 @@ static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, 
 }
 #endif
 
+/* memcpy for the short runs of im2col: fixed-size pieces the compiler inlines, not a call */
+static inline void tl_copy_bytes(void *to, const void *from, int32_t bytes) {
+  unsigned char *d = (unsigned char *)to;
+  const unsigned char *s = (const unsigned char *)from;
+  int32_t i = 0;
+  for (; i + 16 <= bytes; i += 16) memcpy(d + i, s + i, 16);
+  for (; i + 4 <= bytes; i += 4) memcpy(d + i, s + i, 4);
+  for (; i < bytes; ++i) d[i] = s[i];
+}
+
 /* the pixels first .. first + count - 1 (over batches, rows, columns) as rows of kp values of
  * their windows, [ky][kx][c], taps outside the input set to `pad` */
 #define TL_IM2COL(name, type)                                                                                    \
@@ -80,7 +90,7 @@ static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, 
           const int32_t ix = left + kx * dil_w;                                                                  \
           type *dst = row + (ky * k_w + kx) * in_c;                                                              \
           if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w)                                                      \
-            memcpy(dst, x + ((b * in_h + iy) * in_w + ix) * in_c, (size_t)in_c * sizeof(type));                \
+            tl_copy_bytes(dst, x + ((b * in_h + iy) * in_w + ix) * in_c, in_c * (int32_t)sizeof(type));       \
           else                                                                                                   \
             for (c = 0; c < in_c; ++c) dst[c] = pad;                                                             \
         }                                                                                                        \
@@ -245,13 +255,22 @@ static inline void tl_dwconv_host_s8(const int8_t *x, const int8_t *w, const int
         int32_t kx0, kx1;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
         tl_valid_taps(start, dil_w, k_w, in_w, &kx0, &kx1);
-        for (c = 0; c < in_c; ++c) acc[c] = 0;
-        for (ky = ky0; ky < ky1; ++ky)
-          for (kx = kx0; kx < kx1; ++kx) {
-            const int8_t *px = x + ((b * in_h + top + ky * dil_h) * in_w + start + kx * dil_w) * in_c;
-            const int8_t *pw = w + (ky * k_w + kx) * in_c;
-            for (c = 0; c < in_c; ++c) acc[c] += ((int32_t)px[c] + x_offset) * (int32_t)pw[c];
-          }
+        const int32_t origin = ((b * in_h + top) * in_w + start) * in_c;
+        c = 0;
+#ifdef TL_GEMM_DW_S8
+        c = tl_dw_s8_channels(x, w, acc, origin, in_c, in_w * in_c * dil_h, in_c * dil_w, k_w, ky0, ky1, kx0, kx1,
+                              x_offset);
+#endif
+        {
+          const int32_t done = c;
+          for (c = done; c < in_c; ++c) acc[c] = 0;
+          for (ky = ky0; ky < ky1; ++ky)
+            for (kx = kx0; kx < kx1; ++kx) {
+              const int8_t *px = x + origin + ky * in_w * in_c * dil_h + kx * in_c * dil_w;
+              const int8_t *pw = w + (ky * k_w + kx) * in_c;
+              for (c = done; c < in_c; ++c) acc[c] += ((int32_t)px[c] + x_offset) * (int32_t)pw[c];
+            }
+        }
 #ifdef TL_GEMM_S8_STORE
         for (c = 0; c < in_c; c += TL_GEMM_NR)
           tl_gemm_s8_store(acc + c, bias + c, multiplier + c, left + c, right + c, zero, low, high, out + c,

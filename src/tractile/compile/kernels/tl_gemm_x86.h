@@ -174,6 +174,46 @@ static inline void tl_gemm_s8_store(const int32_t *acc, const int32_t *bias, con
   }
 }
 
+/* depthwise int8: the sums of the first channels of a pixel, 16 at a time in registers over the
+ * valid taps ((x + x_offset) * w fits int16: |x + x_offset| <= 255, |w| <= 128); the count done */
+#define TL_GEMM_DW_S8
+static inline int32_t tl_dw_s8_channels(const int8_t *x, const int8_t *w, int32_t *acc, int32_t origin, int32_t in_c,
+                                        int32_t row_step, int32_t col_step, int32_t k_w, int32_t ky0, int32_t ky1,
+                                        int32_t kx0, int32_t kx1, int32_t x_offset) {
+  const __m256i offset = _mm256_set1_epi16((int16_t)x_offset);
+  int32_t c, ky, kx;
+  for (c = 0; c + 16 <= in_c; c += 16) {
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+    for (ky = ky0; ky < ky1; ++ky)
+      for (kx = kx0; kx < kx1; ++kx) {
+        const __m256i xv = _mm256_add_epi16(
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + origin + ky * row_step + kx * col_step + c))),
+            offset);
+        const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + (ky * k_w + kx) * in_c + c)));
+        const __m256i p = _mm256_mullo_epi16(xv, wv);
+        s0 = _mm256_add_epi32(s0, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(p)));
+        s1 = _mm256_add_epi32(s1, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(p, 1)));
+      }
+    _mm256_storeu_si256((__m256i *)(acc + c), s0);
+    _mm256_storeu_si256((__m256i *)(acc + c + 8), s1);
+  }
+  if (c + 8 <= in_c) {
+    const __m128i offset8 = _mm_set1_epi16((int16_t)x_offset);
+    __m256i s0 = _mm256_setzero_si256();
+    for (ky = ky0; ky < ky1; ++ky)
+      for (kx = kx0; kx < kx1; ++kx) {
+        const __m128i xv = _mm_add_epi16(
+            _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(x + origin + ky * row_step + kx * col_step + c))),
+            offset8);
+        const __m128i wv = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(w + (ky * k_w + kx) * in_c + c)));
+        s0 = _mm256_add_epi32(s0, _mm256_cvtepi16_epi32(_mm_mullo_epi16(xv, wv)));
+      }
+    _mm256_storeu_si256((__m256i *)(acc + c), s0);
+    c += 8;
+  }
+  return c;
+}
+
 #if defined(__AVX512F__)
 /* float: eight rows at a time, one zmm per row */
 static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
