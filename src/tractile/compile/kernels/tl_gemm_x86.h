@@ -103,8 +103,8 @@ static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, 
   const int8_t *w = block + 4 * TL_GEMM_NR;
   const int32_t groups = kp / 4;
   int32_t r, g;
-  for (r = 0; r < rows; r += 2) {
-    const int8_t *a0 = col + r * kp, *a1 = col + (r + 1 < rows ? r + 1 : r) * kp;
+  for (r = 0; r + 2 <= rows; r += 2) {
+    const int8_t *a0 = col + r * kp, *a1 = col + (r + 1) * kp;
     __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;
     __m256i s10 = s00, s11 = s00, s12 = s00, s13 = s00;
     for (g = 0; g < groups; ++g) {
@@ -123,10 +123,22 @@ static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, 
     }
     _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR), tl_x86_pairs(s00, s01));
     _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR + 8), tl_x86_pairs(s02, s03));
-    if (r + 1 < rows) {
-      _mm256_storeu_si256((__m256i *)(acc + (r + 1) * TL_GEMM_NR), tl_x86_pairs(s10, s11));
-      _mm256_storeu_si256((__m256i *)(acc + (r + 1) * TL_GEMM_NR + 8), tl_x86_pairs(s12, s13));
+    _mm256_storeu_si256((__m256i *)(acc + (r + 1) * TL_GEMM_NR), tl_x86_pairs(s10, s11));
+    _mm256_storeu_si256((__m256i *)(acc + (r + 1) * TL_GEMM_NR + 8), tl_x86_pairs(s12, s13));
+  }
+  if (r < rows) { /* the last row alone (a dense layer's single row) */
+    const int8_t *a0 = col + r * kp;
+    __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;
+    for (g = 0; g < groups; ++g) {
+      const int8_t *wg = w + 64 * g;
+      const __m256i x0 = tl_x86_repeat(a0 + 4 * g);
+      s00 = _mm256_add_epi32(s00, _mm256_madd_epi16(x0, tl_x86_widen(wg)));
+      s01 = _mm256_add_epi32(s01, _mm256_madd_epi16(x0, tl_x86_widen(wg + 16)));
+      s02 = _mm256_add_epi32(s02, _mm256_madd_epi16(x0, tl_x86_widen(wg + 32)));
+      s03 = _mm256_add_epi32(s03, _mm256_madd_epi16(x0, tl_x86_widen(wg + 48)));
     }
+    _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR), tl_x86_pairs(s00, s01));
+    _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR + 8), tl_x86_pairs(s02, s03));
   }
 }
 #endif
@@ -236,9 +248,8 @@ static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, 
 /* float, AVX2: four rows at a time, two ymm per row */
 static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
   int32_t r, k;
-  for (r = 0; r < rows; r += 4) {
-    const float *a0 = col + r * kp, *a1 = col + (r + 1 < rows ? r + 1 : r) * kp;
-    const float *a2 = col + (r + 2 < rows ? r + 2 : r) * kp, *a3 = col + (r + 3 < rows ? r + 3 : r) * kp;
+  for (r = 0; r + 4 <= rows; r += 4) {
+    const float *a0 = col + r * kp, *a1 = col + (r + 1) * kp, *a2 = col + (r + 2) * kp, *a3 = col + (r + 3) * kp;
     __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
     for (k = 0; k < kp; ++k) {
       const __m256 w0 = _mm256_loadu_ps(block + k * TL_GEMM_NR), w1 = _mm256_loadu_ps(block + k * TL_GEMM_NR + 8);
@@ -257,18 +268,30 @@ static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, 
     }
     _mm256_storeu_ps(acc + r * TL_GEMM_NR, s00);
     _mm256_storeu_ps(acc + r * TL_GEMM_NR + 8, s01);
-    if (r + 1 < rows) {
-      _mm256_storeu_ps(acc + (r + 1) * TL_GEMM_NR, s10);
-      _mm256_storeu_ps(acc + (r + 1) * TL_GEMM_NR + 8, s11);
+    _mm256_storeu_ps(acc + (r + 1) * TL_GEMM_NR, s10);
+    _mm256_storeu_ps(acc + (r + 1) * TL_GEMM_NR + 8, s11);
+    _mm256_storeu_ps(acc + (r + 2) * TL_GEMM_NR, s20);
+    _mm256_storeu_ps(acc + (r + 2) * TL_GEMM_NR + 8, s21);
+    _mm256_storeu_ps(acc + (r + 3) * TL_GEMM_NR, s30);
+    _mm256_storeu_ps(acc + (r + 3) * TL_GEMM_NR + 8, s31);
+  }
+  for (; r < rows; ++r) { /* the rows left one at a time (a dense layer's single row) */
+    const float *a0 = col + r * kp;
+    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
+    for (k = 0; k + 2 <= kp; k += 2) { /* two chains of sums per half, joined at the end */
+      const __m256 x0 = _mm256_broadcast_ss(a0 + k), x1 = _mm256_broadcast_ss(a0 + k + 1);
+      s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR), s00);
+      s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR + 8), s01);
+      s10 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(block + (k + 1) * TL_GEMM_NR), s10);
+      s11 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(block + (k + 1) * TL_GEMM_NR + 8), s11);
     }
-    if (r + 2 < rows) {
-      _mm256_storeu_ps(acc + (r + 2) * TL_GEMM_NR, s20);
-      _mm256_storeu_ps(acc + (r + 2) * TL_GEMM_NR + 8, s21);
+    if (k < kp) {
+      const __m256 x0 = _mm256_broadcast_ss(a0 + k);
+      s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR), s00);
+      s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR + 8), s01);
     }
-    if (r + 3 < rows) {
-      _mm256_storeu_ps(acc + (r + 3) * TL_GEMM_NR, s30);
-      _mm256_storeu_ps(acc + (r + 3) * TL_GEMM_NR + 8, s31);
-    }
+    _mm256_storeu_ps(acc + r * TL_GEMM_NR, _mm256_add_ps(s00, s10));
+    _mm256_storeu_ps(acc + r * TL_GEMM_NR + 8, _mm256_add_ps(s01, s11));
   }
 }
 #endif
