@@ -230,18 +230,21 @@ static inline int32_t tl_dw_s8_channels(const int8_t *x, const int8_t *w, int32_
 /* float: eight rows at a time, one zmm per row */
 static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
   int32_t r, k, i;
-  for (r = 0; r < rows; r += 8) {
-    const float *a[8];
+  for (r = 0; r + 8 <= rows; r += 8) {
+    const float *a = col + r * kp;
     __m512 s[8];
-    for (i = 0; i < 8; ++i) {
-      a[i] = col + (r + i < rows ? r + i : r) * kp;
-      s[i] = _mm512_setzero_ps();
-    }
+    for (i = 0; i < 8; ++i) s[i] = _mm512_setzero_ps();
     for (k = 0; k < kp; ++k) {
       const __m512 wv = _mm512_loadu_ps(block + k * TL_GEMM_NR);
-      for (i = 0; i < 8; ++i) s[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i][k]), wv, s[i]);
+      for (i = 0; i < 8; ++i) s[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * kp + k]), wv, s[i]);
     }
-    for (i = 0; i < 8 && r + i < rows; ++i) _mm512_storeu_ps(acc + (r + i) * TL_GEMM_NR, s[i]);
+    for (i = 0; i < 8; ++i) _mm512_storeu_ps(acc + (r + i) * TL_GEMM_NR, s[i]);
+  }
+  for (; r < rows; ++r) {
+    const float *a = col + r * kp;
+    __m512 s0 = _mm512_setzero_ps();
+    for (k = 0; k < kp; ++k) s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(block + k * TL_GEMM_NR), s0);
+    _mm512_storeu_ps(acc + r * TL_GEMM_NR, s0);
   }
 }
 #else
