@@ -23,8 +23,9 @@ LOCAL = 64
 
 
 def applies(e: Emit) -> bool:
-    """Whether the node is built for the host, where these kernels are used."""
-    return e.target.name == "host"
+    """Whether the node is built for the host, where these kernels are used (not for a host
+    target standing in for a DSP one: those keep their repacked kernels)."""
+    return e.target.name == "host" and not e.target.dsp
 
 
 def _use(e: Emit) -> None:
