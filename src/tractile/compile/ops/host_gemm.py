@@ -81,7 +81,7 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
     if x.dtype == DatumType.F32:
         low, high = fused_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
-        e.call("tl_conv_gemm_f32", x, e.constant("packed", pack_f32(w.reshape(filters, taps))), bias_name, y,
+        e.call("tl_conv_gemm_f32", x, e.constant("weights", pack_f32(w.reshape(filters, taps))), bias_name, y,
                e.scratch("col", DatumType.F32, BLOCK * taps), *geometry, np.float32(low), np.float32(high))
         finish_activation(e, op.activation, y)
     else:
@@ -89,7 +89,7 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(e, x.dtype, filters)
         raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
         folded = e.constant("bias", wrap32(raw_bias + x_offset * offset.sum(axis=1)), DatumType.I32)
-        packed = e.constant("packed", pack_s8(offset), DatumType.I8)
+        packed = e.constant("weights", pack_s8(offset), DatumType.I8)
         kp = padded_depth(taps)
         col = e.scratch("col", DatumType.I8, BLOCK * kp)
         if pointwise:
@@ -115,7 +115,7 @@ def dense_f32(e: Emit, a, y, weights: np.ndarray, bias_name: str, batches: int, 
     from .fused import finish_activation
 
     _use(e)
-    packed = e.constant("packed", pack_f32(np.asarray(weights, np.float32).T))
+    packed = e.constant("weights", pack_f32(np.asarray(weights, np.float32).T))
     e.call("tl_dense_gemm_f32", a, packed, bias_name, y, batches, depth, units, np.float32(low), np.float32(high))
     finish_activation(e, e.op.activation, y)
     return True
@@ -141,7 +141,7 @@ def dense_s8(e: Emit, kernel, weight_offset: np.ndarray, batches: int, flavour: 
     else:
         multiplier, shift, per_channel = requant_constants(e, kernel.rescale.multiplier, kernel.rescale.shift, units)
         requant = (multiplier, shift, "NULL", per_channel)
-    e.call("tl_dense_gemm_s8", x, e.constant("packed", pack_s8(weight_offset), DatumType.I8), bias, y, col,
+    e.call("tl_dense_gemm_s8", x, e.constant("weights", pack_s8(weight_offset), DatumType.I8), bias, y, col,
            batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high)
     return True
 
