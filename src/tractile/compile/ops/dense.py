@@ -14,7 +14,7 @@ from ...ops.quantized.dense import IntegerDense, IntegerRescale
 from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from . import conv_gemm
+from . import conv_gemm, host_gemm
 from .fused import finish_activation, fused_float_activation
 
 HEADER = "tl_fully_connected.h"
@@ -95,6 +95,8 @@ def matmul(e: Emit) -> None:
         batches = a.count // depth if depth else 0
         bias = _units_bias(e, units)
         bias_name = e.constant("bias", bias) if bias is not None else "NULL"
+        if host_gemm.dense_f32(e, a, y, weights, bias_name, batches, low, high):
+            return
         e.call("tl_dense_f32", a, e.constant("weights", np.ascontiguousarray(weights.astype(np.float32))),
                bias_name, y, batches, depth, units, np.float32(low), np.float32(high))
         finish_activation(e, op.activation, y)
@@ -169,6 +171,8 @@ def quantized_dense(e: Emit) -> None:
         name, weight_type, bias_type = "tl_fc_s16", DatumType.I8, DatumType.I64
     if weight_type == DatumType.I8 and (weight_offset.min(initial=0) < -128 or weight_offset.max(initial=0) > 127):
         raise Unsupported("int8 weights with a zero point (offset weights leave the int8 range)")
+    if x.dtype == DatumType.I8 and host_gemm.dense_s8(e, kernel, weight_offset, batches, flavour):
+        return
     folded = np.asarray(kernel.bias, dtype=np.int64)
     if name == "tl_fc_s8" and flavour != "reference" and conv_gemm.usable(e, x.dtype):
         conv_gemm.emit_dense(e, x, y, weight_offset, wrap32(folded), batches, (

@@ -1,0 +1,289 @@
+/* tl_gemm.h: the host's int8 and float convolutions and dense layers as GEMMs over weights packed
+ * on the host in the micro-kernels' order (compile/ops/host_gemm.py packs them).
+ *
+ * Rows of the left operand (pixels of a convolution, im2col'ed; rows of a dense layer) are
+ * copied TL_GEMM_BLOCK at a time into `col` (arena scratch), zero-padded to `kp` values, then
+ * multiplied by one block of 16 output channels after another:
+ *   int8:  a block is 16 int32 (128 * the sum of each output's weights, for the unsigned
+ *          dot products of VNNI), then kp / 4 groups of 64 bytes: per output j, its weights
+ *          k .. k + 3 (the vpdpbusd / sdot order);
+ *   float: a block is kp rows of 16 floats.
+ * The micro-kernel of a block (tl_gemm_s8_tile / tl_gemm_f32_tile) is chosen at build time from
+ * the compiler's target macros: tl_gemm_x86.h (AVX2, AVX-512, VNNI), tl_gemm_neon.h (AArch64
+ * NEON, dot product); the portable loops below are the fallback. The input zero point is
+ * folded into the bias on the host and padding taps hold the zero point, so they add nothing.
+ * int32 sums wrap modulo 2^32 as TFLite's do; the requantization is tl_mbqm per output.
+ *
+ * A block's inputs are all copied before its outputs are written, and output pixel p is written
+ * after pixel p's inputs are read: the memory planner's overlaps of outputs with dying inputs
+ * (row_lag, pixel_lag) hold. */
+#ifndef TL_GEMM_H
+#define TL_GEMM_H
+
+#include <string.h>
+
+#include "tl_common.h"
+#include "tl_conv.h"
+
+#define TL_GEMM_BLOCK 8
+#define TL_GEMM_NR 16
+#define TL_GEMM_LOCAL 64
+
+/* each defines TL_GEMM_S8_TILE and TL_GEMM_F32_TILE when its instructions are there */
+#include "tl_gemm_x86.h"
+#include "tl_gemm_neon.h"
+
+#ifndef TL_GEMM_S8_TILE
+/* acc[r][j] = sum_k col[r][k] * w[j][k] over `rows` rows of a block and its 16 outputs */
+static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, const int8_t *block, int32_t *acc) {
+  const int8_t *w = block + 4 * TL_GEMM_NR;
+  int32_t r, g, j, i;
+  for (r = 0; r < rows; ++r) {
+    uint32_t sums[TL_GEMM_NR] = {0};
+    const int8_t *a = col + r * kp;
+    for (g = 0; g < kp / 4; ++g)
+      for (j = 0; j < TL_GEMM_NR; ++j)
+        for (i = 0; i < 4; ++i) sums[j] += (uint32_t)((int32_t)a[4 * g + i] * w[(g * TL_GEMM_NR + j) * 4 + i]);
+    for (j = 0; j < TL_GEMM_NR; ++j) acc[r * TL_GEMM_NR + j] = (int32_t)sums[j];
+  }
+}
+#endif
+
+#ifndef TL_GEMM_F32_TILE
+static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
+  int32_t r, k, j;
+  for (r = 0; r < rows; ++r) {
+    float sums[TL_GEMM_NR] = {0};
+    const float *a = col + r * kp;
+    for (k = 0; k < kp; ++k)
+      for (j = 0; j < TL_GEMM_NR; ++j) sums[j] += a[k] * block[k * TL_GEMM_NR + j];
+    for (j = 0; j < TL_GEMM_NR; ++j) acc[r * TL_GEMM_NR + j] = sums[j];
+  }
+}
+#endif
+
+/* memcpy for the short runs of im2col: fixed-size pieces the compiler inlines, not a call */
+static inline void tl_copy_bytes(void *to, const void *from, int32_t bytes) {
+  unsigned char *d = (unsigned char *)to;
+  const unsigned char *s = (const unsigned char *)from;
+  int32_t i = 0;
+  for (; i + 16 <= bytes; i += 16) memcpy(d + i, s + i, 16);
+  for (; i + 4 <= bytes; i += 4) memcpy(d + i, s + i, 4);
+  for (; i < bytes; ++i) d[i] = s[i];
+}
+
+/* the pixels first .. first + count - 1 (over batches, rows, columns) as rows of kp values of
+ * their windows, [ky][kx][c], taps outside the input set to `pad` */
+#define TL_IM2COL(name, type)                                                                                    \
+  static inline void name(type *col, const type *x, int32_t first, int32_t count, int32_t in_h, int32_t in_w,   \
+                          int32_t in_c, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w, int32_t stride_h, \
+                          int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,      \
+                          type pad, int32_t kp) {                                                                \
+    int32_t i, ky, kx, c;                                                                                        \
+    for (i = 0; i < count; ++i) {                                                                                \
+      const int32_t p = first + i, ox = p % out_w, oy = (p / out_w) % out_h, b = p / (out_w * out_h);            \
+      const int32_t top = oy * stride_h - pad_top, left = ox * stride_w - pad_left;                              \
+      type *row = col + i * kp;                                                                                  \
+      for (ky = 0; ky < k_h; ++ky) {                                                                             \
+        const int32_t iy = top + ky * dil_h;                                                                     \
+        for (kx = 0; kx < k_w; ++kx) {                                                                           \
+          const int32_t ix = left + kx * dil_w;                                                                  \
+          type *dst = row + (ky * k_w + kx) * in_c;                                                              \
+          if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w)                                                      \
+            tl_copy_bytes(dst, x + ((b * in_h + iy) * in_w + ix) * in_c, in_c * (int32_t)sizeof(type));       \
+          else                                                                                                   \
+            for (c = 0; c < in_c; ++c) dst[c] = pad;                                                             \
+        }                                                                                                        \
+      }                                                                                                          \
+      for (c = k_h * k_w * in_c; c < kp; ++c) row[c] = 0;                                                        \
+    }                                                                                                            \
+  }
+TL_IM2COL(tl_im2col_s8, int8_t)
+TL_IM2COL(tl_im2col_f32, float)
+
+/* requantized int8 outputs of one block of rows: y[r][u] for the units of the blocks */
+/* (TFLite's reference flavour: multiplier and shift NULL, the rescale in double precision by scale) */
+static inline void tl_gemm_s8_rows(const int8_t *col, int32_t rows, int32_t kp, const int8_t *packed,
+                                   const int32_t *bias, int8_t *y, int32_t units, const int32_t *multiplier,
+                                   const int32_t *shift, const double *scale, int32_t per_channel, int32_t zero,
+                                   int32_t low, int32_t high) {
+  int32_t acc[TL_GEMM_BLOCK * TL_GEMM_NR];
+  const int32_t block_bytes = 4 * TL_GEMM_NR + kp * TL_GEMM_NR;
+  int32_t n, r, j;
+#ifdef TL_GEMM_S8_STORE
+  if (!scale) {
+    int32_t b16[TL_GEMM_NR], m16[TL_GEMM_NR], left[TL_GEMM_NR], right[TL_GEMM_NR];
+    for (n = 0; n < units; n += TL_GEMM_NR) {
+      const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
+      for (j = 0; j < TL_GEMM_NR; ++j) {
+        const int32_t u = n + (j < width ? j : 0), s = shift[u * per_channel];
+        b16[j] = bias[u];
+        m16[j] = multiplier[u * per_channel];
+        left[j] = s > 0 ? s : 0;
+        right[j] = s > 0 ? 0 : -s;
+      }
+      tl_gemm_s8_tile(col, rows, kp, packed + (n / TL_GEMM_NR) * block_bytes, acc);
+      for (r = 0; r < rows; ++r)
+        tl_gemm_s8_store(acc + r * TL_GEMM_NR, b16, m16, left, right, zero, low, high, y + r * units + n, width);
+    }
+    return;
+  }
+#endif
+  for (n = 0; n < units; n += TL_GEMM_NR) {
+    const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
+    tl_gemm_s8_tile(col, rows, kp, packed + (n / TL_GEMM_NR) * block_bytes, acc);
+    for (r = 0; r < rows; ++r)
+      for (j = 0; j < width; ++j) {
+        const int32_t u = n + j;
+        const int32_t sum = (int32_t)((uint32_t)acc[r * TL_GEMM_NR + j] + (uint32_t)bias[u]);
+        if (scale) {
+          const int64_t v = tl_round_half_away((double)sum * scale[u * per_channel]) + zero;
+          y[r * units + u] = (int8_t)(v < low ? low : (v > high ? high : v));
+        } else {
+          const int32_t v = tl_mbqm(sum, multiplier[u * per_channel], (int)shift[u * per_channel]);
+          y[r * units + u] = (int8_t)tl_clamp_i32(v + zero, low, high);
+        }
+      }
+  }
+}
+
+static inline void tl_gemm_f32_rows(const float *col, int32_t rows, int32_t kp, const float *packed,
+                                    const float *bias, float *y, int32_t units, float low, float high) {
+  float acc[TL_GEMM_BLOCK * TL_GEMM_NR];
+  int32_t n, r, j;
+  for (n = 0; n < units; n += TL_GEMM_NR) {
+    const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
+    tl_gemm_f32_tile(col, rows, kp, packed + (n / TL_GEMM_NR) * kp * TL_GEMM_NR, acc);
+    for (r = 0; r < rows; ++r)
+      for (j = 0; j < width; ++j) {
+        const float v = acc[r * TL_GEMM_NR + j] + (bias ? bias[n + j] : 0.0f);
+        y[r * units + n + j] = tl_clamp_f32(v, low, high);
+      }
+  }
+}
+
+/* y[m][u] = requant(bias[u] + sum_d x[m][d] * w[u][d]) over `rows` rows: dense layers and 1x1
+ * convolutions. The rows are copied into col (TL_GEMM_BLOCK * kp bytes of scratch), or read in
+ * place when col is NULL (no output overlapping the input), through a buffer on the stack when
+ * depth is not a multiple of 4 (kp at most TL_GEMM_LOCAL then) */
+static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const int32_t *bias, int8_t *y,
+                                    int8_t *col, int32_t rows, int32_t depth, int32_t kp, int32_t units,
+                                    const int32_t *multiplier, const int32_t *shift, const double *scale,
+                                    int32_t per_channel, int32_t zero, int32_t low, int32_t high) {
+  int8_t local[TL_GEMM_BLOCK * TL_GEMM_LOCAL];
+  int32_t m, i;
+  if (!col && kp != depth) col = local;
+  for (m = 0; m < rows; m += TL_GEMM_BLOCK) {
+    const int32_t count = rows - m < TL_GEMM_BLOCK ? rows - m : TL_GEMM_BLOCK;
+    const int8_t *block = x + m * depth;
+    if (col) {
+      for (i = 0; i < count; ++i) {
+        memcpy(col + i * kp, x + (m + i) * depth, (size_t)depth);
+        memset(col + i * kp + depth, 0, (size_t)(kp - depth));
+      }
+      block = col;
+    }
+    tl_gemm_s8_rows(block, count, kp, packed, bias, y + m * units, units, multiplier, shift, scale, per_channel, zero,
+                    low, high);
+  }
+}
+
+/* y[m][u] = clamp(bias[u] + sum_d x[m][d] * w[u][d]); bias may be NULL */
+static inline void tl_dense_gemm_f32(const float *x, const float *packed, const float *bias, float *y, int32_t rows,
+                                     int32_t depth, int32_t units, float low, float high) {
+  int32_t m;
+  for (m = 0; m < rows; m += TL_GEMM_BLOCK) {
+    const int32_t count = rows - m < TL_GEMM_BLOCK ? rows - m : TL_GEMM_BLOCK;
+    tl_gemm_f32_rows(x + m * depth, count, depth, packed, bias, y + m * units, units, low, high);
+  }
+}
+
+/* an NHWC convolution (one group) over the pixels of every batch, TL_GEMM_BLOCK at a time */
+static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const int32_t *bias, int8_t *y,
+                                   int8_t *col, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
+                                   int32_t out_h, int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w,
+                                   int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                   int32_t pad_left, int32_t x_zero, int32_t kp, const int32_t *multiplier,
+                                   const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
+                                   int32_t high) {
+  const int32_t pixels = batches * out_h * out_w;
+  int32_t p;
+  for (p = 0; p < pixels; p += TL_GEMM_BLOCK) {
+    const int32_t count = pixels - p < TL_GEMM_BLOCK ? pixels - p : TL_GEMM_BLOCK;
+    tl_im2col_s8(col, x, p, count, in_h, in_w, in_c, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
+                 pad_top, pad_left, (int8_t)x_zero, kp);
+    tl_gemm_s8_rows(col, count, kp, packed, bias, y + p * filters, filters, multiplier, shift, NULL, per_channel,
+                    zero, low, high);
+  }
+}
+
+static inline void tl_conv_gemm_f32(const float *x, const float *packed, const float *bias, float *y, float *col,
+                                    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                    int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                    int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                    int32_t pad_left, float low, float high) {
+  const int32_t pixels = batches * out_h * out_w, kp = k_h * k_w * in_c;
+  int32_t p;
+  for (p = 0; p < pixels; p += TL_GEMM_BLOCK) {
+    const int32_t count = pixels - p < TL_GEMM_BLOCK ? pixels - p : TL_GEMM_BLOCK;
+    tl_im2col_f32(col, x, p, count, in_h, in_w, in_c, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
+                  pad_top, pad_left, 0.0f, kp);
+    tl_gemm_f32_rows(col, count, kp, packed, bias, y + p * filters, filters, low, high);
+  }
+}
+
+
+/* an int8 depthwise convolution with one filter per channel, on the host: per output pixel the
+ * valid taps (as tl_dwconv_nhwc_s8) accumulate over contiguous channels into acc, then 16
+ * channels at a time are requantized (TL_GEMM_S8_STORE's vector form where there is one). bias,
+ * multiplier, left and right shifts, and acc (scratch) hold `padded` values (in_c rounded up to 16) */
+static inline void tl_dwconv_host_s8(const int8_t *x, const int8_t *w, const int32_t *bias, int8_t *y,
+                                     int32_t *acc, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
+                                     int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                     int32_t pad_left, int32_t x_offset, const int32_t *multiplier,
+                                     const int32_t *left, const int32_t *right, int32_t zero, int32_t low,
+                                     int32_t high) {
+  int32_t b, oy, ox, c, ky, kx;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t start = ox * stride_w - pad_left;
+        int32_t kx0, kx1;
+        int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
+        tl_valid_taps(start, dil_w, k_w, in_w, &kx0, &kx1);
+        const int32_t origin = ((b * in_h + top) * in_w + start) * in_c;
+        c = 0;
+#ifdef TL_GEMM_DW_S8
+        c = tl_dw_s8_channels(x, w, acc, origin, in_c, in_w * in_c * dil_h, in_c * dil_w, k_w, ky0, ky1, kx0, kx1,
+                              x_offset);
+#endif
+        {
+          const int32_t done = c;
+          for (c = done; c < in_c; ++c) acc[c] = 0;
+          for (ky = ky0; ky < ky1; ++ky)
+            for (kx = kx0; kx < kx1; ++kx) {
+              const int8_t *px = x + origin + ky * in_w * in_c * dil_h + kx * in_c * dil_w;
+              const int8_t *pw = w + (ky * k_w + kx) * in_c;
+              for (c = done; c < in_c; ++c) acc[c] += ((int32_t)px[c] + x_offset) * (int32_t)pw[c];
+            }
+        }
+#ifdef TL_GEMM_S8_STORE
+        for (c = 0; c < in_c; c += TL_GEMM_NR)
+          tl_gemm_s8_store(acc + c, bias + c, multiplier + c, left + c, right + c, zero, low, high, out + c,
+                           in_c - c < TL_GEMM_NR ? in_c - c : TL_GEMM_NR);
+#else
+        for (c = 0; c < in_c; ++c) {
+          const int32_t sum = (int32_t)((uint32_t)acc[c] + (uint32_t)bias[c]);
+          const int32_t v = tl_mbqm(sum, multiplier[c], (int)(left[c] - right[c]));
+          out[c] = (int8_t)tl_clamp_i32(v + zero, low, high);
+        }
+#endif
+      }
+    }
+}
+
+#endif

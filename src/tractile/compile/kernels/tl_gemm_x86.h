@@ -1,0 +1,303 @@
+/* tl_gemm_x86.h: tl_gemm.h's micro-kernels for x86-64 (AVX2 + FMA, AVX-512, VNNI), chosen by the
+ * compiler's target macros (the host build passes -march=native).
+ *
+ * int8, one block of 16 outputs, per group of 4 depths: the 64 packed bytes hold output j's 4
+ * weights in bytes 4j .. 4j + 3.
+ *   VNNI (vpdpbusd, unsigned x signed bytes): the activations are made unsigned by adding 128
+ *   (x ^ 0x80), broadcast as one 32-bit word, and each product sum starts at -128 * sum(w)
+ *   (the block's first 16 words), so the sum is the signed one;
+ *   AVX2: bytes sign-extended to int16 (no vpmaddubsw, whose int16 pair sums saturate), the 4
+ *   activations repeated across the register, vpmaddwd giving two partial sums per output that
+ *   one vphaddd adds at the end.
+ * float: rows of 16 floats times a broadcast activation, fused multiply-adds. */
+#ifndef TL_GEMM_X86_H
+#define TL_GEMM_X86_H
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+
+#include <immintrin.h>
+
+#define TL_GEMM_S8_TILE
+#define TL_GEMM_F32_TILE
+
+static inline int32_t tl_x86_word(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+/* four rows at a time, one zmm of 16 accumulators per row */
+static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, const int8_t *block, int32_t *acc) {
+  const __m512i flip = _mm512_set1_epi32((int32_t)0x80808080u);
+  const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)block));
+  const int8_t *w = block + 4 * TL_GEMM_NR;
+  const int32_t groups = kp / 4;
+  int32_t r, g;
+  for (r = 0; r + 4 <= rows; r += 4) {
+    const int8_t *a = col + r * kp;
+    __m512i s0 = start, s1 = start, s2 = start, s3 = start;
+    for (g = 0; g < groups; ++g) {
+      const __m512i wv = _mm512_loadu_si512((const void *)(w + 64 * g));
+      s0 = _mm512_dpbusd_epi32(s0, _mm512_xor_si512(_mm512_set1_epi32(tl_x86_word(a + 4 * g)), flip), wv);
+      s1 = _mm512_dpbusd_epi32(s1, _mm512_xor_si512(_mm512_set1_epi32(tl_x86_word(a + kp + 4 * g)), flip), wv);
+      s2 = _mm512_dpbusd_epi32(s2, _mm512_xor_si512(_mm512_set1_epi32(tl_x86_word(a + 2 * kp + 4 * g)), flip), wv);
+      s3 = _mm512_dpbusd_epi32(s3, _mm512_xor_si512(_mm512_set1_epi32(tl_x86_word(a + 3 * kp + 4 * g)), flip), wv);
+    }
+    _mm512_storeu_si512((void *)(acc + r * TL_GEMM_NR), s0);
+    _mm512_storeu_si512((void *)(acc + (r + 1) * TL_GEMM_NR), s1);
+    _mm512_storeu_si512((void *)(acc + (r + 2) * TL_GEMM_NR), s2);
+    _mm512_storeu_si512((void *)(acc + (r + 3) * TL_GEMM_NR), s3);
+  }
+  for (; r < rows; ++r) {
+    const int8_t *a = col + r * kp;
+    __m512i s0 = start;
+    for (g = 0; g < groups; ++g)
+      s0 = _mm512_dpbusd_epi32(s0, _mm512_xor_si512(_mm512_set1_epi32(tl_x86_word(a + 4 * g)), flip),
+                               _mm512_loadu_si512((const void *)(w + 64 * g)));
+    _mm512_storeu_si512((void *)(acc + r * TL_GEMM_NR), s0);
+  }
+}
+#elif defined(__AVXVNNI__)
+/* 256-bit VNNI (AVX-VNNI): two ymm of 8 accumulators per row, two rows at a time */
+static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, const int8_t *block, int32_t *acc) {
+  const __m256i flip = _mm256_set1_epi32((int32_t)0x80808080u);
+  const __m256i start0 = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)block));
+  const __m256i start1 = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)block + 1));
+  const int8_t *w = block + 4 * TL_GEMM_NR;
+  const int32_t groups = kp / 4;
+  int32_t r, g;
+  for (r = 0; r < rows; r += 2) {
+    const int8_t *a0 = col + r * kp, *a1 = col + (r + 1 < rows ? r + 1 : r) * kp;
+    __m256i s00 = start0, s01 = start1, s10 = start0, s11 = start1;
+    for (g = 0; g < groups; ++g) {
+      const __m256i w0 = _mm256_loadu_si256((const __m256i *)(w + 64 * g));
+      const __m256i w1 = _mm256_loadu_si256((const __m256i *)(w + 64 * g + 32));
+      const __m256i x0 = _mm256_xor_si256(_mm256_set1_epi32(tl_x86_word(a0 + 4 * g)), flip);
+      const __m256i x1 = _mm256_xor_si256(_mm256_set1_epi32(tl_x86_word(a1 + 4 * g)), flip);
+      s00 = _mm256_dpbusd_avx_epi32(s00, x0, w0);
+      s01 = _mm256_dpbusd_avx_epi32(s01, x0, w1);
+      s10 = _mm256_dpbusd_avx_epi32(s10, x1, w0);
+      s11 = _mm256_dpbusd_avx_epi32(s11, x1, w1);
+    }
+    _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR), s00);
+    _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR + 8), s01);
+    if (r + 1 < rows) {
+      _mm256_storeu_si256((__m256i *)(acc + (r + 1) * TL_GEMM_NR), s10);
+      _mm256_storeu_si256((__m256i *)(acc + (r + 1) * TL_GEMM_NR + 8), s11);
+    }
+  }
+}
+#else
+/* 16 int16 lanes: output j's weights k .. k + 3 for 4 outputs (16 bytes sign-extended) */
+static inline __m256i tl_x86_widen(const int8_t *p) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)p));
+}
+/* activations k .. k + 3 repeated four times as int16 */
+static inline __m256i tl_x86_repeat(const int8_t *p) { return _mm256_cvtepi8_epi16(_mm_set1_epi32(tl_x86_word(p))); }
+/* the sums of output pairs' partial sums, in output order: a holds outputs 0-3, b 4-7 */
+static inline __m256i tl_x86_pairs(__m256i a, __m256i b) {
+  return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a, b), 0xD8);
+}
+/* AVX2: two rows at a time, four ymm of partial sums per row */
+static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, const int8_t *block, int32_t *acc) {
+  const int8_t *w = block + 4 * TL_GEMM_NR;
+  const int32_t groups = kp / 4;
+  int32_t r, g;
+  for (r = 0; r + 2 <= rows; r += 2) {
+    const int8_t *a0 = col + r * kp, *a1 = col + (r + 1) * kp;
+    __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;
+    __m256i s10 = s00, s11 = s00, s12 = s00, s13 = s00;
+    for (g = 0; g < groups; ++g) {
+      const int8_t *wg = w + 64 * g;
+      const __m256i w0 = tl_x86_widen(wg), w1 = tl_x86_widen(wg + 16);
+      const __m256i w2 = tl_x86_widen(wg + 32), w3 = tl_x86_widen(wg + 48);
+      const __m256i x0 = tl_x86_repeat(a0 + 4 * g), x1 = tl_x86_repeat(a1 + 4 * g);
+      s00 = _mm256_add_epi32(s00, _mm256_madd_epi16(x0, w0));
+      s01 = _mm256_add_epi32(s01, _mm256_madd_epi16(x0, w1));
+      s02 = _mm256_add_epi32(s02, _mm256_madd_epi16(x0, w2));
+      s03 = _mm256_add_epi32(s03, _mm256_madd_epi16(x0, w3));
+      s10 = _mm256_add_epi32(s10, _mm256_madd_epi16(x1, w0));
+      s11 = _mm256_add_epi32(s11, _mm256_madd_epi16(x1, w1));
+      s12 = _mm256_add_epi32(s12, _mm256_madd_epi16(x1, w2));
+      s13 = _mm256_add_epi32(s13, _mm256_madd_epi16(x1, w3));
+    }
+    _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR), tl_x86_pairs(s00, s01));
+    _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR + 8), tl_x86_pairs(s02, s03));
+    _mm256_storeu_si256((__m256i *)(acc + (r + 1) * TL_GEMM_NR), tl_x86_pairs(s10, s11));
+    _mm256_storeu_si256((__m256i *)(acc + (r + 1) * TL_GEMM_NR + 8), tl_x86_pairs(s12, s13));
+  }
+  if (r < rows) { /* the last row alone (a dense layer's single row) */
+    const int8_t *a0 = col + r * kp;
+    __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;
+    for (g = 0; g < groups; ++g) {
+      const int8_t *wg = w + 64 * g;
+      const __m256i x0 = tl_x86_repeat(a0 + 4 * g);
+      s00 = _mm256_add_epi32(s00, _mm256_madd_epi16(x0, tl_x86_widen(wg)));
+      s01 = _mm256_add_epi32(s01, _mm256_madd_epi16(x0, tl_x86_widen(wg + 16)));
+      s02 = _mm256_add_epi32(s02, _mm256_madd_epi16(x0, tl_x86_widen(wg + 32)));
+      s03 = _mm256_add_epi32(s03, _mm256_madd_epi16(x0, tl_x86_widen(wg + 48)));
+    }
+    _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR), tl_x86_pairs(s00, s01));
+    _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR + 8), tl_x86_pairs(s02, s03));
+  }
+}
+#endif
+
+/* 16 requantized int8 outputs of acc + bias (TFLite's MultiplyByQuantizedMultiplier per lane, as
+ * tl_mbqm_portable: the doubling high product of (x << left) * m, then RoundingDivideByPOT by
+ * right in 32 bits, as gemmlowp's mask and threshold), the first `width` stored */
+#define TL_GEMM_S8_STORE
+static inline __m256i tl_x86_mbqm(__m256i x, __m256i m, __m256i left, __m256i right) {
+  const __m256i nudge = _mm256_set1_epi64x((int64_t)1 << 30);
+  const __m256i xl = _mm256_sllv_epi32(x, left);
+  const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(xl, m), nudge);
+  const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(xl, 32), _mm256_srli_epi64(m, 32)), nudge);
+  const __m256i high = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), right), _mm256_set1_epi32(1));
+  const __m256i threshold = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_srai_epi32(high, 31));
+  const __m256i round = _mm256_cmpgt_epi32(_mm256_and_si256(high, mask), threshold);
+  return _mm256_sub_epi32(_mm256_srav_epi32(high, right), round);
+}
+static inline void tl_gemm_s8_store(const int32_t *acc, const int32_t *bias, const int32_t *multiplier,
+                                    const int32_t *left, const int32_t *right, int32_t zero, int32_t low,
+                                    int32_t high, int8_t *y, int32_t width) {
+  const __m256i z = _mm256_set1_epi32(zero), lo = _mm256_set1_epi32(low), hi = _mm256_set1_epi32(high);
+  __m256i v[2];
+  __m128i bytes;
+  int i;
+  for (i = 0; i < 2; ++i) {
+    const __m256i sum = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(acc + 8 * i)),
+                                         _mm256_loadu_si256((const __m256i *)(bias + 8 * i)));
+    const __m256i q = tl_x86_mbqm(sum, _mm256_loadu_si256((const __m256i *)(multiplier + 8 * i)),
+                                  _mm256_loadu_si256((const __m256i *)(left + 8 * i)),
+                                  _mm256_loadu_si256((const __m256i *)(right + 8 * i)));
+    v[i] = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, z), lo), hi);
+  }
+  {
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(v[0], v[1]), 0xD8);
+    bytes = _mm_packs_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+  }
+  if (width == TL_GEMM_NR) {
+    _mm_storeu_si128((__m128i *)y, bytes);
+  } else {
+    int8_t all[TL_GEMM_NR];
+    _mm_storeu_si128((__m128i *)all, bytes);
+    memcpy(y, all, (size_t)width);
+  }
+}
+
+/* depthwise int8: the sums of the first channels of a pixel, 16 at a time in registers over the
+ * valid taps ((x + x_offset) * w fits int16: |x + x_offset| <= 255, |w| <= 128); the count done */
+#define TL_GEMM_DW_S8
+static inline int32_t tl_dw_s8_channels(const int8_t *x, const int8_t *w, int32_t *acc, int32_t origin, int32_t in_c,
+                                        int32_t row_step, int32_t col_step, int32_t k_w, int32_t ky0, int32_t ky1,
+                                        int32_t kx0, int32_t kx1, int32_t x_offset) {
+  const __m256i offset = _mm256_set1_epi16((int16_t)x_offset);
+  int32_t c, ky, kx;
+  for (c = 0; c + 16 <= in_c; c += 16) {
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+    for (ky = ky0; ky < ky1; ++ky)
+      for (kx = kx0; kx < kx1; ++kx) {
+        const __m256i xv = _mm256_add_epi16(
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + origin + ky * row_step + kx * col_step + c))),
+            offset);
+        const __m256i wv = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + (ky * k_w + kx) * in_c + c)));
+        const __m256i p = _mm256_mullo_epi16(xv, wv);
+        s0 = _mm256_add_epi32(s0, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(p)));
+        s1 = _mm256_add_epi32(s1, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(p, 1)));
+      }
+    _mm256_storeu_si256((__m256i *)(acc + c), s0);
+    _mm256_storeu_si256((__m256i *)(acc + c + 8), s1);
+  }
+  if (c + 8 <= in_c) {
+    const __m128i offset8 = _mm_set1_epi16((int16_t)x_offset);
+    __m256i s0 = _mm256_setzero_si256();
+    for (ky = ky0; ky < ky1; ++ky)
+      for (kx = kx0; kx < kx1; ++kx) {
+        const __m128i xv = _mm_add_epi16(
+            _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(x + origin + ky * row_step + kx * col_step + c))),
+            offset8);
+        const __m128i wv = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(w + (ky * k_w + kx) * in_c + c)));
+        s0 = _mm256_add_epi32(s0, _mm256_cvtepi16_epi32(_mm_mullo_epi16(xv, wv)));
+      }
+    _mm256_storeu_si256((__m256i *)(acc + c), s0);
+    c += 8;
+  }
+  return c;
+}
+
+#if defined(__AVX512F__)
+/* float: eight rows at a time, one zmm per row */
+static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
+  int32_t r, k, i;
+  for (r = 0; r + 8 <= rows; r += 8) {
+    const float *a = col + r * kp;
+    __m512 s[8];
+    for (i = 0; i < 8; ++i) s[i] = _mm512_setzero_ps();
+    for (k = 0; k < kp; ++k) {
+      const __m512 wv = _mm512_loadu_ps(block + k * TL_GEMM_NR);
+      for (i = 0; i < 8; ++i) s[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * kp + k]), wv, s[i]);
+    }
+    for (i = 0; i < 8; ++i) _mm512_storeu_ps(acc + (r + i) * TL_GEMM_NR, s[i]);
+  }
+  for (; r < rows; ++r) {
+    const float *a = col + r * kp;
+    __m512 s0 = _mm512_setzero_ps();
+    for (k = 0; k < kp; ++k) s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(block + k * TL_GEMM_NR), s0);
+    _mm512_storeu_ps(acc + r * TL_GEMM_NR, s0);
+  }
+}
+#else
+/* float, AVX2: four rows at a time, two ymm per row */
+static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
+  int32_t r, k;
+  for (r = 0; r + 4 <= rows; r += 4) {
+    const float *a0 = col + r * kp, *a1 = col + (r + 1) * kp, *a2 = col + (r + 2) * kp, *a3 = col + (r + 3) * kp;
+    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+    for (k = 0; k < kp; ++k) {
+      const __m256 w0 = _mm256_loadu_ps(block + k * TL_GEMM_NR), w1 = _mm256_loadu_ps(block + k * TL_GEMM_NR + 8);
+      __m256 x = _mm256_broadcast_ss(a0 + k);
+      s00 = _mm256_fmadd_ps(x, w0, s00);
+      s01 = _mm256_fmadd_ps(x, w1, s01);
+      x = _mm256_broadcast_ss(a1 + k);
+      s10 = _mm256_fmadd_ps(x, w0, s10);
+      s11 = _mm256_fmadd_ps(x, w1, s11);
+      x = _mm256_broadcast_ss(a2 + k);
+      s20 = _mm256_fmadd_ps(x, w0, s20);
+      s21 = _mm256_fmadd_ps(x, w1, s21);
+      x = _mm256_broadcast_ss(a3 + k);
+      s30 = _mm256_fmadd_ps(x, w0, s30);
+      s31 = _mm256_fmadd_ps(x, w1, s31);
+    }
+    _mm256_storeu_ps(acc + r * TL_GEMM_NR, s00);
+    _mm256_storeu_ps(acc + r * TL_GEMM_NR + 8, s01);
+    _mm256_storeu_ps(acc + (r + 1) * TL_GEMM_NR, s10);
+    _mm256_storeu_ps(acc + (r + 1) * TL_GEMM_NR + 8, s11);
+    _mm256_storeu_ps(acc + (r + 2) * TL_GEMM_NR, s20);
+    _mm256_storeu_ps(acc + (r + 2) * TL_GEMM_NR + 8, s21);
+    _mm256_storeu_ps(acc + (r + 3) * TL_GEMM_NR, s30);
+    _mm256_storeu_ps(acc + (r + 3) * TL_GEMM_NR + 8, s31);
+  }
+  for (; r < rows; ++r) { /* the rows left one at a time (a dense layer's single row) */
+    const float *a0 = col + r * kp;
+    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
+    for (k = 0; k + 2 <= kp; k += 2) { /* two chains of sums per half, joined at the end */
+      const __m256 x0 = _mm256_broadcast_ss(a0 + k), x1 = _mm256_broadcast_ss(a0 + k + 1);
+      s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR), s00);
+      s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR + 8), s01);
+      s10 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(block + (k + 1) * TL_GEMM_NR), s10);
+      s11 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(block + (k + 1) * TL_GEMM_NR + 8), s11);
+    }
+    if (k < kp) {
+      const __m256 x0 = _mm256_broadcast_ss(a0 + k);
+      s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR), s00);
+      s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR + 8), s01);
+    }
+    _mm256_storeu_ps(acc + r * TL_GEMM_NR, _mm256_add_ps(s00, s10));
+    _mm256_storeu_ps(acc + r * TL_GEMM_NR + 8, _mm256_add_ps(s01, s11));
+  }
+}
+#endif
+
+#endif
+#endif

@@ -1,0 +1,178 @@
+"""The host's convolutions and dense layers as GEMM micro-kernels (``tl_gemm.h``, with
+``tl_gemm_x86.h`` and ``tl_gemm_neon.h`` chosen by the C compiler's target macros): weights packed
+here in the micro-kernels' order, blocks of 16 output channels, the input zero point folded into
+the bias. Taken on the host target only (the library is built by the machine that runs it, with
+``-march=native``); microcontroller targets keep their kernels. Integer results equal the portable
+kernels' bit for bit: the same int32 sums modulo 2^32 and the same requantization.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...datum import DatumType
+from ...ops.quantized.fixedpoint import wrap32
+from ..emit import Emit
+
+HEADERS = ("tl_conv.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h")
+#: output channels per packed block (one zmm of int32 or float; tl_gemm.h's TL_GEMM_NR)
+NR = 16
+#: rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
+BLOCK = 8
+#: the longest int8 rows of a dense layer copied through the stack rather than the arena (TL_GEMM_LOCAL)
+LOCAL = 64
+
+
+def applies(e: Emit) -> bool:
+    """Whether the node is built for the host, where these kernels are used (not for a host
+    target standing in for a DSP one: those keep their repacked kernels)."""
+    return e.target.name == "host" and not e.target.dsp
+
+
+def _use(e: Emit) -> None:
+    for header in HEADERS:
+        e.use(header)
+
+
+def padded_depth(depth: int) -> int:
+    """The depth of an int8 row in the micro-kernels: a multiple of 4 (one 32-bit group)."""
+    return -(-depth // 4) * 4
+
+
+def pack_s8(w: np.ndarray) -> np.ndarray:
+    """[units][depth] int8 weights as blocks of 16 outputs: 16 int32 words (128 * each output's
+    weight sum, little-endian bytes), then per group of 4 depths 64 bytes, output j's 4 weights
+    in bytes 4j .. 4j + 3; units and depth zero-padded."""
+    units, depth = w.shape
+    kp, blocks = padded_depth(depth), -(-units // NR)
+    padded = np.zeros((blocks * NR, kp), np.int64)
+    padded[:units, :depth] = w
+    sums = wrap32(128 * padded.sum(axis=1)).astype("<i4").reshape(blocks, NR)
+    groups = padded.reshape(blocks, NR, kp // 4, 4).transpose(0, 2, 1, 3).reshape(blocks, -1)
+    return np.concatenate([sums.view(np.int8).reshape(blocks, -1), groups.astype(np.int8)], axis=1).reshape(-1)
+
+
+def pack_f32(w: np.ndarray) -> np.ndarray:
+    """[units][depth] float weights as blocks of 16 outputs, each [depth][16]; units zero-padded."""
+    units, depth = w.shape
+    blocks = -(-units // NR)
+    padded = np.zeros((blocks * NR, depth), np.float32)
+    padded[:units] = w
+    return np.ascontiguousarray(padded.reshape(blocks, NR, depth).transpose(0, 2, 1)).reshape(-1)
+
+
+def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h: int, out_w: int, top: int,
+           left: int) -> bool:
+    """An NHWC convolution of one group (``w`` OHWI) on float32 or int8: emitted when on the host
+    (with its overlap hints, as the portable kernels'); False when not taken."""
+    op = e.op
+    filters, k_h, k_w, depth = w.shape
+    batches, in_h, in_w, in_c = x.shape
+    if not applies(e) or depth != in_c or x.dtype not in (DatumType.F32, DatumType.I8) or not filters:
+        return False
+    if x.dtype == DatumType.I8 and (op.quant is None or op.flavour == "onnxruntime"):
+        return False
+    from .conv import _overlap_nhwc, offset_weights, pixel_lag, quantized_args, window_args
+    from .fused import finish_activation, fused_float_activation
+
+    _use(e)
+    geometry = (batches, in_h, in_w, in_c, out_h, out_w, filters, *window_args(window, top, left))
+    taps = k_h * k_w * depth
+    pointwise = k_h == k_w == 1 and window.strides == (1, 1)
+    if x.dtype == DatumType.F32:
+        low, high = fused_float_activation(e, op.activation, y)
+        bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
+        e.call("tl_conv_gemm_f32", x, e.constant("weights", pack_f32(w.reshape(filters, taps))), bias_name, y,
+               e.scratch("col", DatumType.F32, BLOCK * taps), *geometry, np.float32(low), np.float32(high))
+        finish_activation(e, op.activation, y)
+    else:
+        offset = offset_weights(e, w).reshape(filters, taps)
+        multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(e, x.dtype, filters)
+        raw_bias = np.zeros(filters, np.int64) if bias is None else bias.astype(np.int64)
+        folded = e.constant("bias", wrap32(raw_bias + x_offset * offset.sum(axis=1)), DatumType.I32)
+        packed = e.constant("weights", pack_s8(offset), DatumType.I8)
+        kp = padded_depth(taps)
+        col = e.scratch("col", DatumType.I8, BLOCK * kp)
+        if pointwise:
+            e.call("tl_dense_gemm_s8", x, packed, folded, y, col, batches * in_h * in_w, depth, kp, filters,
+                   multiplier, shift, "NULL", per_channel, zero, low, high)
+        else:
+            e.call("tl_conv_gemm_s8", x, packed, folded, y, col, *geometry, -x_offset, kp, multiplier, shift,
+                   per_channel, zero, low, high)
+    if pointwise and batches * in_h * in_w > 0:
+        item = np.dtype(x.dtype.np).itemsize
+        e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c * item, filters * item))
+    elif not pointwise:
+        _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, window.strides[0], top, batches)
+    return True
+
+
+def dense_f32(e: Emit, a, y, weights: np.ndarray, bias_name: str, batches: int, low: float, high: float) -> bool:
+    """A float dense layer (``weights`` [depth][units]; its activation's bounds ``low``,
+    ``high``) on the host; False when not taken."""
+    depth, units = weights.shape
+    if not applies(e) or not units or not depth:
+        return False
+    from .fused import finish_activation
+
+    _use(e)
+    packed = e.constant("weights", pack_f32(np.asarray(weights, np.float32).T))
+    e.call("tl_dense_gemm_f32", a, packed, bias_name, y, batches, depth, units, np.float32(low), np.float32(high))
+    finish_activation(e, e.op.activation, y)
+    return True
+
+
+def dense_s8(e: Emit, kernel, weight_offset: np.ndarray, batches: int, flavour: str) -> bool:
+    """An int8 dense layer (TFLite's FULLY_CONNECTED: ``kernel`` the interpreter's IntegerDense,
+    ``weight_offset`` [units][depth], the input zero point in its bias; requantized as
+    ``flavour``'s) on the host; False when not taken."""
+    from .dense import per_channel_values, requant_constants
+
+    x, y = e.input(0), e.output(0)
+    units, depth = weight_offset.shape
+    if not applies(e) or x.dtype != DatumType.I8 or not units or not depth:
+        return False
+    _use(e)
+    kp = padded_depth(depth)
+    col = "NULL" if kp == depth or kp <= LOCAL else e.scratch("col", DatumType.I8, BLOCK * kp)
+    bias = e.constant("bias", wrap32(np.asarray(kernel.bias, np.int64)), DatumType.I32)
+    if flavour == "reference":
+        scale, per_channel = per_channel_values(e, "scale", kernel.rescale.scale, DatumType.F64)
+        requant: tuple = ("NULL", "NULL", scale, per_channel)
+    else:
+        multiplier, shift, per_channel = requant_constants(e, kernel.rescale.multiplier, kernel.rescale.shift, units)
+        requant = (multiplier, shift, "NULL", per_channel)
+    e.call("tl_dense_gemm_s8", x, e.constant("weights", pack_s8(weight_offset), DatumType.I8), bias, y, col,
+           batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high)
+    return True
+
+
+def depthwise(e: Emit, x, y, taps: np.ndarray, bias: np.ndarray | None, window, out_h: int, out_w: int, top: int,
+              left: int) -> bool:
+    """An int8 depthwise convolution with one filter per channel (``taps`` [kh][kw][channels]) on
+    the host, requantized 16 channels at a time; False when not taken."""
+    op = e.op
+    k_h, k_w, channels = taps.shape
+    batches, in_h, in_w, in_c = x.shape
+    if not applies(e) or x.dtype != DatumType.I8 or op.quant is None or channels != in_c or not in_c:
+        return False
+    from .conv import _overlap_nhwc, offset_weights, quantized_numbers, window_args
+
+    _use(e)
+    multipliers, shifts, x_offset, zero, low, high = quantized_numbers(e, x.dtype)
+    padded = -(-in_c // NR) * NR
+
+    def per_channel(values) -> np.ndarray:
+        out = np.zeros(padded, np.int64)
+        out[:in_c] = np.broadcast_to(np.atleast_1d(np.asarray(values, np.int64)), (in_c,))
+        return out
+
+    shift = per_channel(shifts)
+    raw_bias = per_channel(0 if bias is None else bias)
+    e.call("tl_dwconv_host_s8", x, e.constant("weights", offset_weights(e, taps), DatumType.I8),
+           e.constant("bias", wrap32(raw_bias), DatumType.I32), y, e.scratch("acc", DatumType.I32, padded),
+           batches, in_h, in_w, in_c, out_h, out_w, *window_args(window, top, left), x_offset,
+           e.constant("multiplier", per_channel(multipliers), DatumType.I32),
+           e.constant("left", np.maximum(shift, 0), DatumType.I32),
+           e.constant("right", np.maximum(-shift, 0), DatumType.I32), zero, low, high)
+    _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * in_c, window.strides[0], top, batches)
+    return True

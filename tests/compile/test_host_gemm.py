@@ -1,0 +1,235 @@
+"""The host's GEMM micro-kernels (tl_gemm.h): int8 bit for bit and float within 1e-5 of the
+interpreter on odd shapes (channels not multiples of the 16-wide tile, padding, strides,
+dilations, depths not multiples of 4), for each instruction set the host build may choose:
+AVX2 and the portable loops on this machine through compiler flags, AArch64 NEON (with and
+without the dot product) cross-built and run under qemu-aarch64."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tractile.compile import generate
+from tractile.compile.host import CompiledModel, build_shared_library
+from tractile.compile.ops.host_gemm import pack_s8
+from tractile.compile.target import find_target
+
+from ..tflite.builder import GraphBuilder, Window2D, q, qc
+from .harness import assert_builds_without_warnings, assert_same_outputs, needs_cc, random_input
+
+RNG = np.random.default_rng(28)
+
+
+def int8_conv(channels: int, filters: int, kernel: tuple, window: Window2D, shape=(2, 7, 9)):
+    g = GraphBuilder()
+    x = g.input("x", "i8", (*shape, channels), q(2 ** -6, 5))
+    scales = [2 ** -7 * (0.5 + (i % 5)) for i in range(filters)]
+    w = g.const("w", RNG.integers(-127, 128, (filters, *kernel, channels)), "i8", qc(scales, 0))
+    b = g.const("b", RNG.integers(-3000, 3000, filters), "i32", qc([2 ** -6 * s for s in scales], 0))
+    return g.outputs(g.conv("y", [x, w, b], window, q(2 ** -4, -7), "RELU6"))
+
+
+def float_conv(channels: int, filters: int, kernel: tuple, window: Window2D, shape=(2, 7, 9)):
+    g = GraphBuilder()
+    x = g.input("x", "f32", (*shape, channels))
+    w = g.const("w", RNG.standard_normal((filters, *kernel, channels)), "f32")
+    b = g.const("b", RNG.standard_normal(filters), "f32")
+    return g.outputs(g.conv("y", [x, w, b], window, None, "RELU6"))
+
+
+def int8_depthwise(channels: int, window: Window2D, shape=(2, 9, 8)):
+    g = GraphBuilder()
+    x = g.input("x", "i8", (*shape, channels), q(2 ** -6, -9))
+    scales = [2 ** -7 * (0.5 + (i % 3)) for i in range(channels)]
+    w = g.const("w", RNG.integers(-127, 128, (1, 3, 3, channels)), "i8", qc(scales, 3))
+    b = g.const("b", RNG.integers(-3000, 3000, channels), "i32", qc([2 ** -6 * s for s in scales], 0))
+    return g.outputs(g.depthwise("y", [x, w, b], window, q(2 ** -5, 6), "RELU"))
+
+
+def int8_dense(rows: int, depth: int, units: int, flavour: str):
+    g = GraphBuilder()
+    x = g.input("x", "i8", (rows, depth), q(0.05, -3))
+    w = g.const("w", RNG.integers(-127, 128, (units, depth)), "i8", q(0.01))
+    b = g.const("b", RNG.integers(-2000, 2000, units), "i32", q(0.0005))
+    return g.outputs(g.dense("y", x, w, b, q(0.08, 4), flavour=flavour))
+
+
+def float_dense(rows: int, depth: int, units: int):
+    g = GraphBuilder()
+    x = g.input("x", "f32", (rows, depth))
+    w = g.const("w", RNG.standard_normal((units, depth)), "f32")
+    b = g.const("b", RNG.standard_normal(units), "f32")
+    return g.outputs(g.dense("y", x, w, b, None, "RELU"))
+
+
+SAME2 = Window2D("SAME", 2, 2)
+MODELS = {
+    "conv_s8_3x3_same_stride2": lambda: int8_conv(5, 19, (3, 3), SAME2),
+    "conv_s8_3x2_valid_dilated": lambda: int8_conv(3, 17, (3, 2), Window2D("VALID", 1, 1, 2, 2)),
+    "conv_s8_1x1": lambda: int8_conv(13, 21, (1, 1), Window2D("SAME", 1, 1)),
+    "conv_s8_1x1_stride2": lambda: int8_conv(8, 33, (1, 1), SAME2),
+    "depthwise_s8_same_stride2": lambda: int8_depthwise(21, SAME2),
+    "depthwise_s8_valid_dilated": lambda: int8_depthwise(8, Window2D("VALID", 1, 1, 2, 2)),
+    "dense_s8_micro": lambda: int8_dense(3, 13, 21, "micro"),
+    "dense_s8_reference": lambda: int8_dense(9, 40, 7, "reference"),
+    "dense_s8_deep": lambda: int8_dense(2, 70, 9, "micro"),
+    "conv_f32_3x3_same_stride2": lambda: float_conv(5, 19, (3, 3), SAME2),
+    "conv_f32_1x1": lambda: float_conv(7, 18, (1, 1), Window2D("SAME", 1, 1)),
+    "dense_f32": lambda: float_dense(5, 23, 37),
+}
+KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32"),
+           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_host_s8",)}
+
+#: the host build's instruction sets on x86-64 (flags after -march=native), by what they select;
+#: "native" is the machine's own (AVX-512 VNNI or AVX-VNNI where present; tested only there)
+X86_FLAGS = {"avx2": ("-mno-avx512f", "-mno-avxvnni"), "portable": ("-mno-avx2", "-mno-fma"), "native": ()}
+
+
+def run_inputs(model, runs: int = 2) -> list[list[np.ndarray]]:
+    return [[random_input(fact, RNG) for fact in model.input_facts] for _ in range(runs)]
+
+
+def assert_matches(model, outputs: list[np.ndarray], inputs: list[np.ndarray], what: str) -> None:
+    expected = model.run(list(inputs))
+    assert_same_outputs(expected, outputs, rtol=1e-5, atol=1e-5, what=what)
+
+
+def test_packing_puts_each_outputs_four_weights_together_after_the_corrections():
+    w = np.arange(-40, 45, dtype=np.int64).reshape(17, 5)
+    packed = pack_s8(w)
+    block_bytes = 64 + 8 * 16  # 16 sums, then two groups of 4 depths
+    assert packed.size == 2 * block_bytes
+    sums = packed[:64].view("<i4")
+    np.testing.assert_array_equal(sums, 128 * w[:16].sum(axis=1))
+    group1 = packed[64 + 64:64 + 128].reshape(16, 4)
+    np.testing.assert_array_equal(group1[:, 0], w[:16, 4])
+    np.testing.assert_array_equal(group1[:, 1:], 0)
+    np.testing.assert_array_equal(packed[block_bytes + 64:block_bytes + 68], w[16, :4])
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="no gcc")
+@pytest.mark.parametrize("isa", sorted(X86_FLAGS))
+@pytest.mark.parametrize("case", sorted(MODELS))
+def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
+    needs_cc()
+    if isa == "avx2" and not _cpu_has("avx2"):
+        pytest.skip("this CPU lacks AVX2")
+    if isa == "native" and not (_cpu_has("avx512_vnni") or _cpu_has("avx_vnni")):
+        pytest.skip("no VNNI here: native is the AVX2 or portable case")
+    model = MODELS[case]().into_optimized()
+    source = generate(model, name=case, optimize=False)
+    assert any(kernel in source.source for kernel in KERNELS[case.split("_")[0]]), "the GEMM kernels are not used"
+    library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
+    compiled = CompiledModel(source, library, model)
+    for index, inputs in enumerate(run_inputs(model)):
+        assert_matches(model, compiled.run(list(inputs)), inputs, f"{case} on {isa}, run {index}")
+
+
+def test_generated_gemm_code_builds_without_warnings(tmp_path):
+    source = generate(MODELS["conv_s8_3x3_same_stride2"](), name="gemm_warnings")
+    assert_builds_without_warnings(source, tmp_path)
+
+
+def test_microcontroller_targets_keep_their_kernels():
+    source = generate(MODELS["conv_s8_1x1"](), name="mcu", target=find_target("cortex-m4"))
+    assert "tl_gemm" not in source.source
+
+
+def _cpu_has(flag: str) -> bool:
+    try:
+        return flag in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+# AArch64 NEON under qemu-user --------------------------------------------------------------------------------
+
+def _c_array(name: str, array: np.ndarray) -> str:
+    ctype = {"int8": "int8_t", "float32": "float"}[array.dtype.name]
+    values = ", ".join(repr(float(v)) + "f" if array.dtype.kind == "f" else str(int(v)) for v in array.reshape(-1))
+    return f"static const {ctype} {name}[{array.size}] = {{{values}}};"
+
+
+def neon_program(source, inputs: list[np.ndarray], out_count: int, out_type: str) -> str:
+    """A static program invoking the model once on ``inputs`` and printing its output's bytes in hex."""
+    name = source.name
+    lines = ["#include <stdio.h>", f'#include "{name}.h"']
+    lines += [_c_array(f"in{i}", value) for i, value in enumerate(inputs)]
+    lines += [f"static {out_type} out0[{out_count}];", f"static {name}_ctx ctx;", "int main(void) {",
+              "  size_t i;", f"  {name}_init(&ctx);",
+              f"  if ({name}_invoke(&ctx, {', '.join(f'in{i}' for i in range(len(inputs)))}, out0)) return 2;",
+              "  for (i = 0; i < sizeof out0; ++i) printf(\"%02x\", ((const unsigned char *)out0)[i]);",
+              "  printf(\"\\n\");", "  return 0;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")),
+                    reason="no AArch64 cross compiler or qemu-aarch64 (make toolchains)")
+@pytest.mark.parametrize("march", ["armv8-a", "armv8.2-a+dotprod"])
+@pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_s8_1x1", "dense_s8_reference",
+                                  "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32"])
+def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
+    model = MODELS[case]().into_optimized()
+    source = generate(model, name=case, optimize=False)
+    inputs = run_inputs(model, 1)[0]
+    fact = model.output_facts[0]
+    out_type = "float" if fact.dtype.is_float else "int8_t"
+    for filename, text in source.files.items():
+        (tmp_path / filename).write_text(text)
+    (tmp_path / "main.c").write_text(neon_program(source, inputs, int(np.prod(fact.shape)), out_type))
+    build = ["aarch64-linux-gnu-gcc", "-std=c99", "-O2", f"-march={march}", "-Wall", "-Wextra", "-Werror", "-static",
+             "-o", "prog", "main.c", f"{source.name}.c", "-lm"]
+    done = subprocess.run(build, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = subprocess.run(["qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu", str(tmp_path / "prog")],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    output = np.frombuffer(bytes.fromhex(ran.stdout.strip()), fact.dtype.np).reshape(tuple(fact.shape))
+    assert_matches(model, [output], inputs, f"{case} on AArch64 {march}")
+
+
+REQUANT_PROGRAM = r"""
+#include <stdio.h>
+#include "tl_common.h"
+#include "tl_gemm.h"
+int main(void) {
+  uint32_t state = 12345u;
+  int32_t acc[16], bias[16] = {0}, m[16], left[16], right[16], shifts[16], i, k, bad = 0;
+  static const int32_t edges[] = {0, 1, -1, 2147483647, -2147483647 - 1, 1073741824, -1073741824, 255, -256};
+  int8_t y[16];
+  for (k = 0; k < 20000; ++k) {
+    for (i = 0; i < 16; ++i) {
+      state = state * 1664525u + 1013904223u;
+      acc[i] = (k + i) % 7 == 0 ? edges[(k + i) % 9] : (int32_t)(state >> (state & 15u)) - (int32_t)(state >> 17);
+      state = state * 1664525u + 1013904223u;
+      m[i] = (int32_t)(0x40000000u | (state >> 2));
+      shifts[i] = (int32_t)((state >> 3) % 40u) - 31;
+      if (shifts[i] > 7) shifts[i] = 7;
+      left[i] = shifts[i] > 0 ? shifts[i] : 0;
+      right[i] = shifts[i] > 0 ? 0 : -shifts[i];
+    }
+    tl_gemm_s8_store(acc, bias, m, left, right, 3, -128, 127, y, 16);
+    for (i = 0; i < 16; ++i)
+      if (y[i] != (int8_t)tl_clamp_i32(tl_mbqm_portable(acc[i], m[i], shifts[i]) + 3, -128, 127)) ++bad;
+  }
+  printf("%d\n", bad);
+  return bad != 0;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("gcc") or not _cpu_has("avx2"), reason="no gcc or no AVX2")
+def test_vector_requantization_equals_tflites_recipe(tmp_path):
+    from tractile.compile import kernel_header
+
+    for header in ("tl_common.h", "tl_conv.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h"):
+        (tmp_path / header).write_text(kernel_header(header))
+    (tmp_path / "requant.c").write_text(REQUANT_PROGRAM)
+    build = subprocess.run(["gcc", "-std=c99", "-O2", "-mavx2", "-mfma", "-Wall", "-Wextra", "-Werror", "-o", "requant",
+                            "requant.c"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stderr[-3000:]
+    ran = subprocess.run([str(tmp_path / "requant")], capture_output=True, text=True, timeout=60)
+    assert ran.stdout.strip() == "0", f"{ran.stdout.strip()} of 320000 requantized outputs differ"
