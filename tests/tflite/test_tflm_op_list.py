@@ -197,14 +197,13 @@ TESTED_BY: dict[str, tuple[str, ...]] = {
     "TRANSPOSE": LAYOUT, "UNPACK": LAYOUT,
     "UNIDIRECTIONAL_SEQUENCE_LSTM": ("tests/tflite/test_lstm_variants.py::test_int8_lstm_matches_builtin_ref",
                                      "tests/tflite/test_lstm_layer_norm.py::test_float_layer_norm_lstm_matches_"
-                                     "builtin_ref"),
+                                     "builtin_ref",
+                                     "tests/tflite/test_lstm_16x8.py::test_int16_lstm_matches_tflite_micro"),
     "VAR_HANDLE": VARIABLES, "WHILE": ("tests/tflite/test_control_flow.py::test_while_with_static_shapes",),
     "ZEROS_LIKE": (f"{AL}::test_fill_broadcast_args_shape_and_zeros_like",),
 }
 #: (builtin, type) TFLite Micro runs that tractile does not, and why
-TYPE_GAPS = {
-    ("UNIDIRECTIONAL_SEQUENCE_LSTM", I16): "TFLite Micro's 16x8 integer LSTM has no core recipe yet",
-}
+TYPE_GAPS: dict[tuple[str, str], str] = {}
 #: what a test must call to check a built model against an oracle through the writer
 ROUND_TRIPS = ("check_model(", "check_file(", "_check(", "_check_and_compile(", "write_model(")
 #: how a test names a type: a type string, or the type's name in its own name or NumPy's

@@ -6,7 +6,8 @@ The output and cell states are the op's state: they carry over from one run to t
 (``state.reset()`` restores their initial values), as TFLite's variable tensors do. Float
 LSTMs compute in float32; ``quant`` set (the output's quantization, with ``state_q`` and
 ``hidden_q``) runs TFLite's integer 8x8_16 kernel (``ops.quantized.lstm``, or TFLite Micro's
-with ``flavour="micro"``); a float input with int8 weights runs LiteRT's hybrid kernel
+with ``flavour="micro"``); an int16 input runs TFLite Micro's 16x8 kernel in either flavour
+(LiteRT has none); a float input with int8 weights runs LiteRT's hybrid kernel
 (``ops.quantized.hybrid_recurrent``). ``lstm_layer_norm.LayerNormLstm`` normalises its gates.
 """
 from __future__ import annotations
@@ -107,8 +108,10 @@ class ProjectedLstm(Op):
         if self.flavour not in FLAVOURS:
             raise AnalysisError(f"unknown LSTM flavour {self.flavour!r}")
         if not x.dtype.is_float:
-            if x.dtype != DatumType.I8 or self.quant is None:
-                raise AnalysisError(f"an integer LSTM needs an int8 input and a quantized output, got {x}")
+            if x.dtype not in (DatumType.I8, DatumType.I16) or self.quant is None:
+                raise AnalysisError(f"an integer LSTM needs an int8 or int16 input and a quantized output, got {x}")
+            if x.dtype == DatumType.I16:
+                self._check_16x8()
         if self.quant is not None or self.is_hybrid(inputs):
             self._recipe(inputs)
         return [TypedFact(x.dtype, (x.shape[0], x.shape[1], n_output), qparams=self.quant)]
@@ -127,6 +130,13 @@ class ProjectedLstm(Op):
         if self.quant is not None or self.is_hybrid(inputs):
             return with_recipe(self, self._recipe(inputs))
         return self
+
+    def _check_16x8(self) -> None:
+        """TFLite Micro's 16x8 LSTM, the only one there is, takes the plain LSTM only."""
+        extra = [SLOTS[slot] for slot in (9, 10, 11, 16, 17, *LAYER_NORM.values()) if slot in self.slots]
+        if 1 not in self.slots or 5 not in self.slots or extra or self.layer_norm:
+            raise AnalysisError(f"an int16 (16x8) LSTM takes all four gates and no peepholes, projection or "
+                                f"layer normalisation (as TFLite Micro), got {', '.join(extra) or 'CIFG'}")
 
     def _check_layer_norm(self) -> None:
         if any(slot in self.slots for slot in LAYER_NORM.values()):
@@ -242,7 +252,7 @@ class _LstmState:
         if self.prepared is None or self.prepared[0] is not inputs[op.slots.index(2)]:
             self.prepared = (inputs[op.slots.index(2)], prepare_integer(op, recipe, inputs))
         p = self.prepared[1]
-        if op.flavour == "micro":
+        if op.flavour == "micro" or sequence.dtype == np.int16:  # 16x8: only TFLite Micro has it
             from .quantized.lstm_micro import micro_parameters, run_micro
 
             if "micro" not in p:

@@ -1,4 +1,5 @@
-"""TFLite Micro's integer LSTM (8x8_16), which rounds differently from TFLite's reference kernel.
+"""TFLite Micro's integer LSTM (8x8_16), which rounds differently from TFLite's reference kernel,
+and its 16x8 LSTM (int16 activations and states, int64 biases and accumulators), the only one.
 
 TFLite Micro builds each gate from two FULLY_CONNECTED products (input with the gate bias,
 hidden state without), each requantized to int16 and saturated before their saturating sum;
@@ -13,7 +14,7 @@ import numpy as np
 
 from ...errors import AnalysisError
 from .common import scale_of
-from .fixedpoint import Requantizer
+from .fixedpoint import Requantizer, multiply_by_quantized_multiplier_64
 from .output import clip_inplace
 
 #: sigmoid(i / 24) in unsigned Q0.16 for i in 0..255 (TFLite's int16 LOGISTIC/TANH table)
@@ -93,21 +94,35 @@ def micro_parameters(op, recipe, prepared: dict) -> dict:
     }
 
 
+def _fully_connected(requantizer: Requantizer, accumulators: np.ndarray, wide: bool) -> np.ndarray:
+    """A gate's FULLY_CONNECTED product requantized to int16: int32 accumulators (int8
+    activations) or int64 ones with TFLite's 64-bit multiplier (int16 activations, 16x8)."""
+    if wide:
+        scaled = multiply_by_quantized_multiplier_64(accumulators, requantizer.multipliers, requantizer.shifts)
+    else:
+        scaled = requantizer(accumulators)
+    return clip_inplace(scaled, -32768, 32767)
+
+
 def run_micro(state, prepared: dict, micro: dict, sequence: np.ndarray, h_zero: int,
               cell_scale: int) -> list[np.ndarray]:
-    """All time steps from the state's (h, c); updates them; the int8 output of each step."""
+    """All time steps from the state's (h, c); updates them; the output of each step: int8
+    (8x8_16), or int16 when the activations are int16 (TFLite Micro's 16x8 LSTM)."""
     steps, batch = sequence.shape[0], sequence.shape[1]
+    wide = sequence.dtype == np.int16
+    dtype = sequence.dtype.type
+    low, high = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
     units = prepared["units"]
     columns = {gate: slice(i * units, (i + 1) * units) for i, gate in enumerate(prepared["gates"])}
     projected = (sequence.reshape(steps * batch, -1).astype(np.float64) @ prepared["wx"]).astype(np.int64)
     projected += prepared["bx"]
-    x_parts = clip_inplace(micro["rx"](projected), -32768, 32767).reshape(steps, batch, -1)
+    x_parts = _fully_connected(micro["rx"], projected, wide).reshape(steps, batch, -1)
     h = state.h.reshape(batch, -1).astype(np.int64)
     c = state.c.reshape(batch, -1).astype(np.int64)
     outputs = []
     for step in range(steps):
         recurrent = (h.astype(np.float64) @ prepared["wh"]).astype(np.int64) + prepared["bh"]
-        values = clip_inplace(x_parts[step] + clip_inplace(micro["rh"](recurrent), -32768, 32767), -32768, 32767)
+        values = clip_inplace(x_parts[step] + _fully_connected(micro["rh"], recurrent, wide), -32768, 32767)
         forget = table_sigmoid(values[:, columns["forget"]])
         input_gate = table_sigmoid(values[:, columns["input"]])
         cell_gate = table_tanh(values[:, columns["cell"]], 0)
@@ -118,8 +133,8 @@ def run_micro(state, prepared: dict, micro: dict, sequence: np.ndarray, h_zero: 
         if micro["cell_clip"] > 0:
             c = clip_inplace(c, -micro["cell_clip"], micro["cell_clip"])
         product = table_tanh(c, 15 + cell_scale - 3) * output_gate
-        h = clip_inplace(micro["hidden"](product) + h_zero, -128, 127)
-        outputs.append(h.astype(np.int8))
+        h = clip_inplace(micro["hidden"](product) + h_zero, low, high)
+        outputs.append(h.astype(dtype))
     state.h = h.astype(state.h.dtype).reshape(state.h.shape)
     state.c = c.astype(state.c.dtype).reshape(state.c.shape)
     return outputs
