@@ -1,5 +1,5 @@
 """Recurrent ops whose state is TFLite's variable tensor: the core Svdf (``tl_svdf.h``) and
-ProjectedLstm (``tl_lstm.h``). The state lives in the context, persists
+ProjectedLstm (``tl_lstm.h``; TFLite Micro's 16x8 LSTM: ``tl_lstm16.h``). The state lives in the context, persists
 across invocations as TFLite's variable tensors do, and ``NAME_reset`` restores its
 initial value.
 """
@@ -126,8 +126,10 @@ def lstm(e: Emit) -> None:
         if op.flavour != "reference":
             raise Unsupported("TFLite Micro's integer LSTM arithmetic (the C kernel follows TFLite's reference)")
         lstm_integer(e, op, weights, offsets, shape)
+    elif x.dtype == DatumType.I16:
+        lstm_16x8(e, op, weights, shape)
     else:
-        raise Unsupported(f"an LSTM on {x.dtype} (float32 and int8)")
+        raise Unsupported(f"an LSTM on {x.dtype} (float32, int8 and int16)")
 
 
 def lstm_float(e: Emit, op, weights: dict, offsets: list[int], shape: dict) -> None:
@@ -209,6 +211,43 @@ def lstm_integer(e: Emit, op, weights: dict, offsets: list[int], shape: dict) ->
            shape["steps"], depth, units, outputs, op.time_major, gate_count == 3, 15 + cell_scale, 30 + cell_scale,
            params["cell_clip"], hidden_m, hidden_s, zero_of(op.hidden_q), proj_m, proj_s, zero_of(op.state_q[0]),
            params["proj_clip"], *lstm_tables(e, cell_scale))
+
+
+def lstm_16x8(e: Emit, op, weights: dict, shape: dict) -> None:
+    """TFLite Micro's 16x8 kernel (``ops.quantized.lstm_micro``), its constants prepared by the
+    interpreter's own code."""
+    from ...ops.quantized.lstm_micro import SIGMOID_TABLE, micro_parameters
+
+    units, depth = shape["units"], shape["depth"]
+    recipe = recipe_of(op)
+    tanh_shift = 15 + recipe.params["cell_scale"] - 3
+    if not -15 <= tanh_shift <= 12:
+        raise Unsupported(f"a cell state scale of 2^{recipe.params['cell_scale']} (2^-27 to 2^0)")
+    inputs = [None] * len(op.slots)
+    for slot, value in weights.items():
+        if value is not None:
+            inputs[op._index(slot)] = value
+    prepared = prepare_integer(op, recipe, inputs)
+    micro = micro_parameters(op, recipe, prepared)
+    wx, wh = np.rint(prepared["wx"].T), np.rint(prepared["wh"].T)
+    if min(wx.min(), wh.min()) < -128 or max(wx.max(), wh.max()) > 127:
+        raise Unsupported("LSTM weights outside int8")
+    rq = []
+    for gate in range(4):
+        column = gate * units
+        rq += [micro["rx"].multipliers[column], micro["rx"].shifts[column],
+               micro["rh"].multipliers[column], micro["rh"].shifts[column]]
+    e.use("tl_lstm16.h")
+    h = e.state("h", DatumType.I16, shape["batches"] * units, np.asarray(op.initial_states[0], np.int16))
+    c = e.state("c", DatumType.I16, shape["batches"] * units, np.asarray(op.initial_states[1], np.int16))
+    e.call("tl_lstm_s16", e.input(0), e.output(0), h, c, e.scratch("gates", DatumType.I16, 4 * units),
+           e.constant("wx", wx, DatumType.I8), e.constant("bx", prepared["bx"], DatumType.I64),
+           e.constant("wh", wh, DatumType.I8), e.constant("bh", prepared["bh"], DatumType.I64),
+           e.constant("requant", np.asarray(rq), DatumType.I32), e.constant("sigmoid_table", SIGMOID_TABLE,
+                                                                              DatumType.I32),
+           shape["batches"], shape["steps"], depth, units, op.time_major, *requant_pair(micro["forget_cell"]),
+           *requant_pair(micro["input_cell"]), *requant_pair(micro["hidden"]), zero_of(op.state_q[0]),
+           tanh_shift, micro["cell_clip"])
 
 
 def lstm_tables(e: Emit, cell_scale: int) -> list[str]:
