@@ -229,3 +229,32 @@ def test_cortex_m4_firmware_equals_the_original(tmp_path):
     baseline = verify_source(kept, original, board, runs=1, folder=tmp_path / "before", opt="speed")
     assert report["cycles_per_inference"] < baseline["cycles_per_inference"]
     assert report["flash_bytes"]["model"] < baseline["flash_bytes"]["model"]
+
+
+def test_verify_checks_the_firmware_against_the_model_as_loaded(tmp_path, monkeypatch):
+    """verify's oracle is the model as the user loaded it, not as compile rewrote it: a
+    dead-channel pass that gets a folded bias wrong shows as a difference on the device."""
+    from tractile.compile.targets.verify import verify
+    from tractile.ops.io import Const
+    from tractile.passes import dead_channels
+    from tractile.passes.driver import run_passes
+    from tractile.patch import ModelPatch
+
+    from .test_targets import needs_board
+
+    needs_board("cortex-m4")
+    model, _ = depthwise_chain()
+    honest = dead_channels.drop_dead_channels
+
+    def corrupt(model, node):  # the same wrong bias however often compile prepares the model
+        if not (isinstance(node.op, Const) and node.name.startswith("project.b")) or (node.op.value == 4321).all():
+            return None
+        return ModelPatch.replace_single_op(model, node, [], Const(np.full_like(node.op.value, 4321)))
+
+    def wrong(model):
+        return run_passes(honest(model), [("corrupt", corrupt)])
+
+    monkeypatch.setattr(dead_channels, "drop_dead_channels", wrong)
+    report = verify(model.into_optimized(), "cortex-m4", runs=2, opt="speed", folder=tmp_path)
+    assert not report["verified"]
+    assert report["first_difference"].startswith("run 0: output 0")

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import TractileError
+from ...model import InferenceModel, TypedModel
 from ...ops.matmul import MatMul
 from ...passes.driver import run_passes
 from ...patch import ModelPatch
@@ -117,15 +118,19 @@ def verify(model, target: str, board: str | None = None, runs: int = 20, inputs:
 
 def build_source(model, target: str, board: str | None = None, name: str = "model", profile: bool = True,
                  max_ram: int | None = None, inputs_in_arena: bool = False):
-    """(the model in the target's flavour, its generated source, the board) as :func:`verify` builds
-    them: the tool chain checked first, ``max_ram`` met by :func:`~tractile.compile.budget.fit_ram_budget`."""
+    """(the oracle, the generated source, the board) as :func:`verify` builds them: the tool chain
+    checked first, ``max_ram`` met by :func:`~tractile.compile.budget.fit_ram_budget`. The oracle is
+    the model as the user loaded it, run as the interpreter runs it (decluttered and optimized) in
+    the target's integer flavour, without compile's own rewrites (channels last, dead channels
+    folded away): a wrong rewrite shows as a difference instead of being in the expected outputs too."""
     chosen = board_for(target, board)
     missing = toolchain_available(chosen)
     if missing:
         raise TractileError(f"verifying on {chosen.name} needs {', '.join(missing)} (Debian/Ubuntu: sudo apt-get "
                             "install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc-avr avr-libc "
                             "simavr gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc)")
-    typed = with_flavour(prepare(model), chosen.target.flavour)
+    original = model.into_optimized() if isinstance(model, (InferenceModel, TypedModel)) else model
+    typed = with_flavour(prepare(original), chosen.target.flavour)
     if max_ram is None:
         source = generate(typed, name=name, target=chosen.target, optimize=False, profile=profile,
                           inputs_in_arena=inputs_in_arena)
@@ -134,14 +139,15 @@ def build_source(model, target: str, board: str | None = None, name: str = "mode
 
         source = fit_ram_budget(typed, max_ram, name, chosen.target, profile=profile,
                                 inputs_in_arena=inputs_in_arena)
-    return typed, source, chosen
+    return with_flavour(original, chosen.target.flavour), source, chosen
 
 
 def verify_source(source, typed, board: Board, runs: int = 20, inputs: Sequence | None = None, seed: int = 0,
                   opt: str = "size", folder: str | Path | None = None, timeout: float = 120.0,
                   compare_unconstrained: bool = False, stack: int | None = None, both_opts: bool = False) -> dict:
     """:func:`verify` for a source already generated for ``board`` (:func:`build_source`) from
-    ``typed`` (the model in the target's flavour, which gives the expected outputs)."""
+    ``typed``, the oracle that gives the expected outputs (:func:`build_source`'s: the model as
+    loaded, in the target's flavour, not as compile rewrote it)."""
     chosen = board
     profile, inputs_in_arena = source.program.profile, source.program.inputs_in_arena
     check_fits(source.report, chosen)
