@@ -110,12 +110,14 @@ def test_smlal_requantization_equals_tflites_recipe(tmp_path):
 @pytest.mark.parametrize("compiler", ["arm-none-eabi-gcc", "clang"])
 def all_dsp_kernels_model():
     """One model through every DSP kernel: depthwise from one channel (single), multiplier 4 (the
-    earlier kernel), stride 1 (rows) and 2 (packed), pointwise of depth 16 and 32 (tl_conv_gemm.h)."""
+    earlier kernel), stride 1 and 2 (rows), dilation 2 (packed), pointwise of depth 16 and 32
+    (tl_conv_gemm.h)."""
     rng = np.random.default_rng(1)
     g = GraphBuilder()
     h = g.input("x", "i8", (1, 8, 8, 1), q(0.05, -7))
     layers = [("single", 1, 4, Window2D("SAME", 1, 1)), ("dw4", 4, 4, Window2D("SAME", 1, 1)),
-              ("rows", 16, 1, Window2D("VALID", 1, 1)), ("packed", 16, 1, Window2D("SAME", 2, 2))]
+              ("rows", 16, 1, Window2D("VALID", 1, 1)), ("rows2", 16, 1, Window2D("SAME", 2, 2)),
+              ("packed", 16, 1, Window2D("SAME", 1, 1, 2, 2))]
     for index, (name, channels, multiplier, window) in enumerate(layers):
         w = g.const(f"w{index}", rng.integers(-127, 128, (1, 3, 3, channels * multiplier)), "i8", q(0.01))
         h = g.depthwise(name, [h, w], window, q(0.1, index - 3), "RELU6")
@@ -215,7 +217,7 @@ def test_repacked_depthwise_kernels_run_portably_on_the_host(window, channels, m
     target = replace(HOST, dsp=True)
     for mixed in (False, True):
         model = depthwise_model(channels, multiplier, window, mixed)
-        rows = window.stride_w == window.dilation_w == 1
+        rows = window.stride_w in (1, 2) and window.dilation_w == 1
         kernel = "tl_dwconv3x3_s8_single" if channels == 1 else f"tl_dwconv3x3_s8_{'rows' if rows else 'packed'}"
         assert f"{kernel}(" in generate(model, target=target).source
         cm = compiled_for(model, tmp_path / f"m{int(mixed)}", target)
@@ -286,6 +288,15 @@ int main(void) {
     if (tl_requant_doubled(2 * x, rq) != tl_mbqm_portable(x, m, -right) + zero) {
       if (differ++ < 5) printf("x=%ld m=%ld right=%d zero=%d\n", (long)x, (long)m, right, zero);
     }
+    {
+      /* without the sign term, for outputs clamped below at the zero point or above: x and -x */
+      const int32_t low = zero + (int32_t)(r % 3) * (int32_t)((r >> 8) % 40), v = i % 2 ? x : -x;
+      const int32_t want = tl_clamp_i32(tl_mbqm_portable(v, m, -right) + zero, low, 127);
+      if (low <= 127 && tl_clamp_i32(tl_requant_doubled_clamped(2 * v, rq), low, 127) != want) {
+        if (differ++ < 5) printf("clamped: x=%ld m=%ld right=%d zero=%d low=%ld\n", (long)v, (long)m, right, zero,
+                                 (long)low);
+      }
+    }
   }
   printf("%ld checked, %ld differ\n", checked, differ);
   return 0;
@@ -296,7 +307,9 @@ int main(void) {
 def test_doubled_requantization_equals_tflites_recipe(tmp_path):
     """The requantization of the repacked kernels (tl_requant_doubled, its C form; the M4 runs it
     as one SMMLAR) from twice the accumulator, against MultiplyByQuantizedMultiplier plus the
-    output zero point, on random and edge accumulators below 2^30, right shifts of 1 to 31."""
+    output zero point, on random and edge accumulators below 2^30, right shifts of 1 to 31; and
+    tl_requant_doubled_clamped (no sign term) against the same once clamped to a lower bound at
+    or above the zero point, on accumulators of both signs."""
     needs_cc()
     source = tmp_path / "doubled.c"
     source.write_text(DOUBLED_CHECK)

@@ -9,9 +9,9 @@
  *   (4,5), (6,7) by SMLAD, tap 8 by SMLABB/SMLATT. Weights per group of four channels: 16 pair
  *   words (per tap pair, channels 0..3) and two words of tap 8 ([c0 | c2], [c1 | c3]). Padding
  *   taps read the input zero point (their x + x_offset is 0).
- * - tl_dwconv3x3_s8_rows: the same with stride and dilation 1 along the rows: two neighbouring
- *   outputs per pass over shared input columns; outputs at a border skip their padding taps over
- *   a bias computed on the host per kind of border window.
+ * - tl_dwconv3x3_s8_rows: the same with stride 1 or 2 and dilation 1 along the rows: three
+ *   neighbouring outputs per pass (two at stride 2) over shared input columns; outputs at a border
+ *   skip their padding taps over a bias computed on the host per kind of border window.
  * - tl_dwconv3x3_s8_single: 3x3, one input channel, any number of filters: the 9 inputs of a
  *   window as 5 pair words, each filter 5 SMLAD against its 5 pair words.
  * - tl_pointwise_s8_wide: 1x1 of depth 4, 8, 12 or 16: the pixel's inputs widened once, each
@@ -108,16 +108,32 @@ static TL_INLINE int32_t tl_requant_doubled(int32_t acc, const int32_t *rq) {
   return top >> rq[2];
 #endif
 }
+/* The same without the sign term (Ra = K for x < 0 too), for outputs whose lower bound is at least
+ * the zero point: for x < 0 (m >= 0, as TFLite's multipliers are) both forms give at most `zero`
+ * (the top word is then at most K, and K >> r is `zero`), so both clamp to the bound. */
+static TL_INLINE int32_t tl_requant_doubled_clamped(int32_t acc, const int32_t *rq) {
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+  int32_t top;
+  __asm__("smmlar %0, %1, %2, %3" : "=r"(top) : "r"(acc), "r"(rq[0]), "r"(rq[1]));
+  return top >> rq[2];
+#else
+  const int64_t high = (int64_t)rq[1] * ((int64_t)1 << 32);
+  const int32_t top = (int32_t)((high + (int64_t)acc * rq[0] + ((int64_t)1 << 31)) >> 32);
+  return top >> rq[2];
+#endif
+}
 /* an int8 output of the kernels below from a doubled accumulator; their arguments `mixed` and
  * `zero` say whether some channel (rq[2] < 0) takes TFLite's recipe, {multiplier, shift, -1},
- * and the output zero point */
+ * and the output zero point (`low >= zero`, constant in speed builds, drops the sign term) */
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
 #define TL_CLAMP_OUT(v, low, high) ((int8_t)tl_clamp_s8(v, low, high))
 #else
 #define TL_CLAMP_OUT(v, low, high) ((int8_t)tl_clamp_i32(v, low, high))
 #endif
 #define TL_OUT_S8(acc, rq, low, high)                                                                \
-  TL_CLAMP_OUT(mixed && (rq)[2] < 0 ? tl_mbqm((acc) >> 1, (rq)[0], (int)(rq)[1]) + zero : tl_requant_doubled(acc, rq), \
+  TL_CLAMP_OUT(mixed && (rq)[2] < 0 ? tl_mbqm((acc) >> 1, (rq)[0], (int)(rq)[1]) + zero                \
+               : (low) >= zero      ? tl_requant_doubled_clamped(acc, rq)                                 \
+                                    : tl_requant_doubled(acc, rq),                                        \
                low, high)
 
 /* two taps (at `at(a)` and `at(b)`) of four channels against four pair words */
@@ -255,6 +271,66 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
       out[in_c + c + (odd) + 2] = yb1;                                                              \
     }                                                                                               \
   } while (0)
+/* Three outputs A, B and C at a time over the five input columns j..j+4 of each window row: with
+ * q0 = [x0 | x1] and q1 = [x2 | x3] of one channel, A and B as above, C = SMLAD(q1, W01) + x4 w2,
+ * x4 straight from the SXTB16 word (SMLABT for the even channel of the word, SMLATT for the odd
+ * one): per row and pair of channels, five loads, five SXTB16, four PKH and twelve
+ * multiply-accumulates (eighteen MACs), the four weight words read once for the three outputs.
+ * At stride 2 along the rows the same columns hold the windows of A and C (B is skipped): two
+ * outputs, twelve MACs in eight. */
+/* the middle output B's statements: kept at stride 1, dropped at stride 2 */
+#define TL_KEEP(...) __VA_ARGS__
+#define TL_DROP(...)
+#define TL_DW3_ROW(off, wr, SX, THREE)                                                                     \
+  do {                                                                                              \
+    const uint32_t w01 = (uint32_t)(wr)[0], v01 = (uint32_t)(wr)[2];                                \
+    uint32_t w12, v12;                                                                              \
+    {                                                                                               \
+      const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));               \
+      const uint32_t q0 = tl_pkhbt(e0, e1), r0 = tl_pkhtb(e1, e0);                                  \
+      a0 = TL_SMLAD(q0, w01, a0);                                                                   \
+      THREE(b0 = TL_SMLATB(q0, w01, b0));                                                           \
+      a1 = TL_SMLAD(r0, v01, a1);                                                                   \
+      THREE(b1 = TL_SMLATB(r0, v01, b1));                                                           \
+    }                                                                                               \
+    TL_TAP_ORDER();                                                                                 \
+    {                                                                                               \
+      const uint32_t e2 = SX(TL_WORD(p + (off) + 2 * in_c)), e3 = SX(TL_WORD(p + (off) + 3 * in_c)); \
+      const uint32_t q1 = tl_pkhbt(e2, e3), r1 = tl_pkhtb(e3, e2);                                  \
+      c0 = TL_SMLAD(q1, w01, c0);                                                                   \
+      c1 = TL_SMLAD(r1, v01, c1);                                                                   \
+      w12 = (uint32_t)(wr)[1], v12 = (uint32_t)(wr)[3];                                             \
+      a0 = TL_SMLABT(q1, w12, a0);                                                                  \
+      THREE(b0 = TL_SMLAD(q1, w12, b0));                                                            \
+      a1 = TL_SMLABT(r1, v12, a1);                                                                  \
+      THREE(b1 = TL_SMLAD(r1, v12, b1));                                                            \
+    }                                                                                               \
+    TL_TAP_ORDER();                                                                                 \
+    {                                                                                               \
+      const uint32_t e4 = SX(TL_WORD(p + (off) + 4 * in_c));                                        \
+      c0 = TL_SMLABT(e4, w12, c0);                                                                  \
+      c1 = TL_SMLATT(e4, v12, c1);                                                                  \
+    }                                                                                               \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+#define TL_DW3_PASS(SX, odd, THREE)                                                                 \
+  do {                                                                                              \
+    int32_t a0 = bias[c + (odd)], a1 = bias[c + (odd) + 2], c0 = a0, c1 = a1;                       \
+    THREE(int32_t b0 = a0, b1 = a1;)                                                                \
+    TL_DW3_ROW(0, wg + 4 * (odd), SX, THREE);                                                       \
+    TL_DW3_ROW(row_step, wg + 8 + 4 * (odd), SX, THREE);                                            \
+    TL_DW3_ROW(2 * row_step, wg + 16 + 4 * (odd), SX, THREE);                                       \
+    {                                                                                               \
+      const int32_t *r = rq + 3 * (c + (odd));                                                      \
+      out[c + (odd)] = TL_OUT_S8(a0, r, low, high);                                                 \
+      THREE(out[in_c + c + (odd)] = TL_OUT_S8(b0, r, low, high));                                   \
+      out[(1 + THREE(1) + 0) * in_c + c + (odd)] = TL_OUT_S8(c0, r, low, high);                     \
+      r += 6;                                                                                       \
+      out[c + (odd) + 2] = TL_OUT_S8(a1, r, low, high);                                             \
+      THREE(out[in_c + c + (odd) + 2] = TL_OUT_S8(b1, r, low, high));                               \
+      out[(1 + THREE(1) + 0) * in_c + c + (odd) + 2] = TL_OUT_S8(c1, r, low, high);                 \
+    }                                                                                               \
+  } while (0)
 /* a pointer the compiler must take as it is: tap addresses become immediate offsets from it
  * rather than one induction variable each (which gcc spills) */
 #if defined(__GNUC__)
@@ -318,7 +394,7 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);                                          \
   } while (0)
 
-/* Arguments as tl_dwconv3x3_s8_packed's (stride_w = dil_w = 1) with the row-pair weights above,
+/* Arguments as tl_dwconv3x3_s8_packed's (stride_w 1 or 2, dil_w 1) with the row-pair weights above,
  * then for the outputs at a border, which compute their valid taps only (padding taps skipped as
  * TFLite's kernels do): `kind_bias` [row kinds][col_kinds][in_c] the doubled bias plus the input
  * offset times the valid taps' weights of each kind of window, `row_kind` and `col_kind` the kind
@@ -332,9 +408,9 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
                                     int32_t mixed, int32_t zero, int32_t low, int32_t high,
                                     const int32_t *restrict kind_bias, const int32_t *restrict row_kind,
                                     const int32_t *restrict col_kind, int32_t col_kinds) {
-  const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes;
+  const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes, last = (stride_w == 1 ? 2 : 1) * in_c;
   int32_t b, oy, ox, c, k;
-  (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)stride_w, (void)dil_w;
+  (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
   for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
@@ -344,10 +420,38 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
       tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
       for (k = 0; k < 3; ++k) rows[k] = k >= ky0 && k < ky1 ? base + (top + k * dil_h) * row_bytes : NULL;
       for (ox = 0; ox < out_w;) {
-        const int32_t left = ox - pad_left;
+        const int32_t left = ox * stride_w - pad_left;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
         const int32_t *wg = wq;
-        if (ky0 == 0 && ky1 == 3 && left >= 0 && left + 4 <= in_w && ox + 1 < out_w) { /* two outputs inside */
+        if (ky0 == 0 && ky1 == 3 && left >= 0 && left + 5 <= in_w && ox + 3 - stride_w < out_w) {
+          /* three outputs inside (stride 1), or two (stride 2) */
+          const int8_t *corner = rows[0] + left * in_c;
+          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
+            const int8_t *p = corner + c;
+            TL_OPAQUE(p);
+            if (stride_w == 1) {
+              TL_DW3_PASS(TL_SXTB16, 0, TL_KEEP);
+              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_KEEP);
+            } else {
+              TL_DW3_PASS(TL_SXTB16, 0, TL_DROP);
+              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_DROP);
+            }
+          }
+          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
+            int32_t sa = 0, sb = 0, sc = 0;
+            for (k = 0; k < 9; ++k) {
+              const int8_t *tap = corner + (k / 3) * row_step + (k % 3) * in_c + c;
+              sa += (int32_t)tap[0] * (int32_t)w[k * in_c + c];
+              sb += (int32_t)tap[in_c] * (int32_t)w[k * in_c + c];
+              sc += (int32_t)tap[2 * in_c] * (int32_t)w[k * in_c + c];
+            }
+            out[c] = TL_OUT_S8(bias[c] + 2 * sa, rq + 3 * c, low, high);
+            out[last + c] = TL_OUT_S8(bias[c] + 2 * sc, rq + 3 * c, low, high);
+            if (stride_w == 1) out[in_c + c] = TL_OUT_S8(bias[c] + 2 * sb, rq + 3 * c, low, high);
+          }
+          ox += stride_w == 1 ? 3 : 2;
+        } else if (stride_w == 1 && ky0 == 0 && ky1 == 3 && left >= 0 && left + 4 <= in_w && ox + 1 < out_w) {
+          /* two outputs inside */
           const int8_t *corner = rows[0] + left * in_c;
           for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
             const int8_t *p = corner + c;
@@ -388,6 +492,10 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 }
 #undef TL_DW2_ROW
 #undef TL_DW2_PASS
+#undef TL_DW3_ROW
+#undef TL_DW3_PASS
+#undef TL_KEEP
+#undef TL_DROP
 #undef TL_DW1_ROW
 #undef TL_DW1_PAIR
 #undef TL_DW1_FULL

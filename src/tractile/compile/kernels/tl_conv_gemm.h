@@ -57,10 +57,11 @@ static TL_INLINE int8_t tl_gemm_out(int32_t s, int32_t m, int32_t k, int32_t r, 
   if (mode == 2 || (mode == 1 && r < 0)) {
     v = tl_mbqm(mode == 2 ? s : s >> 1, m, (int)k) + zero;
   } else {
+    const int32_t ra = (low >= zero ? 0 : s >> 31) + k; /* sign term dropped: tl_requant_doubled_clamped */
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
-    __asm__("smmlar %0, %1, %2, %3" : "=r"(v) : "r"(s), "r"(m), "r"((s >> 31) + k));
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(v) : "r"(s), "r"(m), "r"(ra));
 #else
-    v = (int32_t)((((int64_t)((s >> 31) + k) << 32) + (int64_t)s * m + ((int64_t)1 << 31)) >> 32);
+    v = (int32_t)((((int64_t)ra << 32) + (int64_t)s * m + ((int64_t)1 << 31)) >> 32);
 #endif
     v >>= r;
   }

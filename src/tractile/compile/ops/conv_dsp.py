@@ -76,12 +76,13 @@ def doubled_bias(raw_bias: np.ndarray, x_offset: int, weights: np.ndarray) -> np
 def doubled_requant(multipliers, shifts, zero: int, channels: int) -> tuple[np.ndarray, int]:
     """tl_requant_doubled's words per channel, {multiplier, K, r} with r = -shift and
     K = 2^(r-1) + zero * 2^r, and whether some channel takes TFLite's recipe instead,
-    {multiplier, shift, -1}: a shift above -1, or |K| >= 2^30."""
+    {multiplier, shift, -1}: a shift above -1, |K| >= 2^30, or a negative multiplier (the kernels drop
+    the sign term when the output's lower bound is at least its zero point, exact for m >= 0 only)."""
     m = np.broadcast_to(np.atleast_1d(np.asarray(multipliers, np.int64)), (channels,))
     shift = np.broadcast_to(np.atleast_1d(np.asarray(shifts, np.int64)), (channels,))
     r = np.clip(-shift, 1, 31)
     k = (np.int64(1) << (r - 1)) + int(zero) * (np.int64(1) << r)
-    fused = (-shift >= 1) & (-shift <= 31) & (np.abs(k) < 1 << 30)
+    fused = (-shift >= 1) & (-shift <= 31) & (np.abs(k) < 1 << 30) & (m >= 0)
     words = np.stack([m, np.where(fused, k, shift), np.where(fused, r, -1)], axis=1)
     return words.reshape(-1).astype(np.int32), int(not fused.all())
 
@@ -114,7 +115,7 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
         return True
     plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 else "NULL"
     kinds = border_kinds(*shape_args[1:3], *shape_args[4:6], *shape_args[9:15])
-    if shape_args[10] == shape_args[12] == 1 and kinds is not None:  # two outputs at a time along the rows
+    if shape_args[10] in (1, 2) and shape_args[12] == 1 and kinds is not None:  # several outputs along the rows
         row_kind, col_kind, windows = kinds
         kind_bias = [doubled_bias(raw_bias, x_offset, taps.reshape(3, 3, -1)[r0:r1, c0:c1].reshape(-1, in_c))
                      for (r0, r1), (c0, c1) in windows]
