@@ -22,13 +22,13 @@ from .test_host_gemm import float_conv, float_dense, int8_conv, int8_dense
 
 RNG = np.random.default_rng(29)
 SAME = Window2D("SAME", 1, 1)
-#: each above tl_threads.h's TL_THREADS_MIN_WORK (2^20 multiply-adds), pixels not a multiple of 8 * threads
+#: each above tl_threads.h's TL_THREADS_MIN_WORK (2^22 multiply-adds), pixels not a multiple of 8 * threads
 MODELS = {
-    "conv_s8_3x3": lambda: int8_conv(16, 35, (3, 3), SAME, shape=(1, 27, 29)),
-    "conv_s8_1x1": lambda: int8_conv(40, 41, (1, 1), SAME, shape=(2, 23, 25)),
-    "dense_s8": lambda: int8_dense(203, 300, 37, "micro"),
-    "conv_f32_3x3": lambda: float_conv(16, 35, (3, 3), SAME, shape=(1, 27, 29)),
-    "dense_f32": lambda: float_dense(203, 300, 37),
+    "conv_s8_3x3": lambda: int8_conv(16, 35, (3, 3), SAME, shape=(1, 31, 33)),
+    "conv_s8_1x1": lambda: int8_conv(40, 41, (1, 1), SAME, shape=(2, 45, 47)),
+    "dense_s8": lambda: int8_dense(403, 300, 37, "micro"),
+    "conv_f32_3x3": lambda: float_conv(16, 35, (3, 3), SAME, shape=(1, 31, 33)),
+    "dense_f32": lambda: float_dense(403, 300, 37),
 }
 
 
@@ -46,7 +46,8 @@ def test_threads_give_the_outputs_of_one_thread(case, compile_cache):
     if single.dtype == np.int8:
         np.testing.assert_array_equal(single, expected)
     else:
-        np.testing.assert_allclose(single, expected, rtol=1e-5, atol=1e-5)
+        # sums of 144 to 300 products of magnitude ~1: cancellation leaves absolute differences of ~2e-5
+        np.testing.assert_allclose(single, expected, rtol=1e-5, atol=1e-4)
     for threads in (2, 3):
         compiled.set_threads(threads)
         (split,) = compiled.run(list(inputs))

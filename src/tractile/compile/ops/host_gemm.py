@@ -14,6 +14,9 @@ from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 
 HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h")
+#: multiply-adds from which a layer may be split across threads (tl_threads.h's TL_THREADS_MIN_WORK):
+#: its output gets memory of its own, not overlapping its input, so that rows can be computed out of order
+THREAD_WORK = 1 << 22
 #: the thread count of the context, the GEMM kernels' last argument (tl_threads.h splits rows by it)
 THREADS = "ctx->threads"
 #: output channels per packed block (one zmm of int32 or float; tl_gemm.h's TL_GEMM_NR)
@@ -101,6 +104,8 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         else:
             e.call("tl_conv_gemm_s8", x, packed, folded, y, col, *geometry, -x_offset, kp, multiplier, shift,
                    per_channel, zero, low, high, THREADS)
+    if batches * out_h * out_w * taps * filters >= THREAD_WORK:
+        return True
     if pointwise and batches * in_h * in_w > 0:
         item = np.dtype(x.dtype.np).itemsize
         e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c * item, filters * item))
