@@ -4,6 +4,7 @@ each output is computed by one thread in the same order); microcontroller builds
 threads code."""
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -121,3 +122,40 @@ def test_microcontroller_builds_have_no_threads(tmp_path: Path):
         source = generate(MODELS["conv_s8_3x3"](), name="mcu", target=find_target(target))
         text = "\n".join(source.files.values())
         assert "pthread" not in text and "tl_threads.h" not in source.files and "threads" not in source.header
+
+
+def three_convs(size: int):
+    from ..tflite.builder import GraphBuilder, q, qc
+
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, size, size, 16), q(2 ** -6, 5))
+    for index in range(3):
+        w = g.const(f"w{index}", RNG.integers(-127, 128, (16, 3, 3, 16)), "i8", qc([2 ** -7] * 16, 0))
+        b = g.const(f"b{index}", RNG.integers(-3000, 3000, 16), "i32", qc([2 ** -13] * 16, 0))
+        x = g.conv(f"y{index}", [x, w, b], SAME, q(2 ** -4, -7), "RELU")
+    return g.outputs(x)
+
+
+def arena_ranges(source) -> dict[str, range]:
+    found = re.findall(r"(\w+) = \(\w+ \*\)\(arena \+ (\d+)\);  /\* (\d+) B", source.source)
+    return {name: range(int(offset), int(offset) + int(size)) for name, offset, size in found}
+
+
+@pytest.mark.parametrize("size, apart", [(48, True), (12, False)])
+def test_only_layers_large_enough_for_threads_get_an_output_apart_from_their_input(size, apart, compile_cache):
+    model = three_convs(size).into_optimized()
+    source = generate(model, name=f"threads_chain{size}", optimize=False)
+    ranges = arena_ranges(source)
+    (call,) = [line for line in source.source.splitlines() if line.strip().startswith("tl_conv_gemm_s8(y0_pre,")]
+    args = call.split("(", 1)[1].split(", ")
+    x, y = ranges[args[0]], ranges[args[3]]
+    assert (not set(x) & set(y)) == apart
+    if apart:
+        needs_cc()
+        compiled = CompiledModel(source, build_shared_library(source.files, source.name, cache_dir=compile_cache),
+                                 model)
+        inputs = [random_input(fact, RNG) for fact in model.input_facts]
+        (one,) = compiled.run(list(inputs))
+        compiled.set_threads(2)
+        np.testing.assert_array_equal(compiled.run(list(inputs))[0], one)
+        np.testing.assert_array_equal(model.run(list(inputs))[0], one)
