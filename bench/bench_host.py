@@ -1,6 +1,6 @@
 """Time tractile's compiled host code against LiteRT (default kernels: XNNPACK) and tractile's interpreter.
 
-    PYTHONPATH=src python bench/bench_host.py [--models kws_dscnn_int8,...] [--runs 200]
+    PYTHONPATH=src python bench/bench_host.py [--models kws_dscnn_int8,...] [--runs 200] [--threads 2]
 
 Every engine runs in this one process on the same random input: tractile compiled for this
 machine (``compile_model``, ``-O3 -march=native``), tractile interpreted, LiteRT with its
@@ -10,6 +10,8 @@ at most 1.5 on one thread, issue 28) and compiled / interpreted. Models: the MLP
 reference models (int8), the shared TFLite models, and float versions of three MLPerf Tiny
 architectures (ResNet-8, DS-CNN, MobileNetV1 0.25 at 96x96) built with Keras on random weights
 and converted by TensorFlow (cached under /tmp; ``tensorflow`` needed for those only).
+``--threads N`` instead compares the compiled code on one thread and on N (its large
+convolutions and GEMMs split by rows, ``CompiledModel.set_threads``), with LiteRT on 1 and N.
 """
 from __future__ import annotations
 
@@ -152,12 +154,54 @@ def bench(name: str, runs: int) -> dict:
             "litert1": time_litert(path, 1, values, runs), "litert2": time_litert(path, 2, values, runs)}
 
 
+def bench_threads(name: str, threads: int, runs: int) -> dict:
+    from tractile.compile import compile_model
+    from tractile.formats.tflite import load_tflite
+
+    path = model_path(name)
+    model = load_tflite(path).into_optimized()
+    values = inputs_for([(tuple(f.shape), f.dtype.np) for f in model.input_facts])
+    compiled = compile_model(model, name=name)
+    times, outputs = {}, {}
+    for count in (1, threads):
+        compiled.set_threads(count)
+        outputs[count] = compiled.run(values)
+        times[f"compiled{count}"] = median_time(lambda: compiled.run(values), runs)
+    if not all(np.array_equal(a, b) for a, b in zip(outputs[1], outputs[threads])):
+        raise AssertionError(f"{name}: outputs on {threads} threads differ from one thread's")
+    times["litert1"] = time_litert(path, 1, values, runs)
+    times[f"litert{threads}"] = time_litert(path, threads, values, runs)
+    return times
+
+
+def main_threads(models: list[str], threads: int, runs: int) -> None:
+    header = (f"{'model':22} {'compiled 1t':>12} {f'compiled {threads}t':>12} {'speed-up':>9} {'LiteRT 1t':>10} "
+              f"{f'LiteRT {threads}t':>10} {f'x LiteRT {threads}t':>12}")
+    print("medians (us); speed-up: compiled 1t / compiled Nt (outputs checked equal)")
+    print(header + "\n" + "-" * len(header))
+    for name in models:
+        try:
+            t = {key: value[0] for key, value in bench_threads(name, threads, runs).items()}
+        except Exception as error:  # a model one engine cannot run must not end the run
+            print(f"{name:22} failed: {type(error).__name__}: {str(error)[:100]}")
+            continue
+        one, many = t["compiled1"], t[f"compiled{threads}"]
+        print(f"{name:22} {one * 1e6:12.1f} {many * 1e6:12.1f} {one / many:8.2f}x {t['litert1'] * 1e6:10.1f} "
+              f"{t[f'litert{threads}'] * 1e6:10.1f} {many / t[f'litert{threads}']:11.2f}x", flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MLPERF + FLOAT + SHARED_TFLITE), help="comma-separated")
     parser.add_argument("--runs", type=int, default=200, help="timed runs per engine (median reported)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="compare the compiled code on 1 thread and on this many (and LiteRT likewise)")
     args = parser.parse_args(argv)
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    if args.threads > 1:
+        main_threads(args.models.split(","), args.threads, args.runs)
+        print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        return 0
     header = (f"{'model':22} {'compiled':>9} {'interp.':>10} {'LiteRT 1t':>10} {'LiteRT 2t':>10} "
               f"{'x LiteRT 1t':>12} {'x LiteRT 2t':>12} {'x interp.':>10} {'best: x LiteRT 1t':>18}")
     print("medians (us) and ratios of medians; last column: ratio of the fastest runs")

@@ -225,7 +225,7 @@ int main(void) {
 def test_vector_requantization_equals_tflites_recipe(tmp_path):
     from tractile.compile import kernel_header
 
-    for header in ("tl_common.h", "tl_conv.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h"):
+    for header in ("tl_common.h", "tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h"):
         (tmp_path / header).write_text(kernel_header(header))
     (tmp_path / "requant.c").write_text(REQUANT_PROGRAM)
     build = subprocess.run(["gcc", "-std=c99", "-O2", "-mavx2", "-mfma", "-Wall", "-Wextra", "-Werror", "-o", "requant",

@@ -22,8 +22,11 @@ import numpy as np
 
 from ..errors import RunError, TractileError
 from ..runtime.state import order_inputs
+from ..runtime.threads import check_thread_count, host_threads
 
 OPT_FLAGS = {"speed": ["-O3", "-march=native"], "size": ["-Os"]}
+#: the host build splits large layers across threads (tl_threads.h); firmware builds never define it
+HOST_DEFINES = ("-DTL_HOST_THREADS", "-pthread")
 
 
 def default_cache_dir() -> Path:
@@ -58,7 +61,7 @@ def build_shared_library(files: Mapping[str, str], name: str, opt: str = "speed"
     if opt not in OPT_FLAGS:
         raise TractileError(f"--opt must be 'speed' or 'size', got {opt!r}")
     cc = find_c_compiler()
-    flags = ["-std=c99", *OPT_FLAGS[opt], "-fPIC", "-shared", "-fno-strict-aliasing", *defines]
+    flags = ["-std=c99", *OPT_FLAGS[opt], "-fPIC", "-shared", "-fno-strict-aliasing", *HOST_DEFINES, *defines]
     digest = hashlib.sha256()
     for part in (_compiler_identity(cc), platform.machine(), " ".join(flags)):
         digest.update(part.encode())
@@ -122,6 +125,10 @@ class CompiledModel:
         size_of.restype = ctypes.c_size_t
         self.context_bytes = int(size_of())
         self._checkers = _input_checkers(model, self.input_names, self.input_facts)
+        self._set_threads = None
+        if program.threads:
+            self._set_threads = getattr(self._lib, f"{self.name}_set_threads")
+            self._set_threads.argtypes = [ctypes.c_void_p, ctypes.c_int32]
         self._profile_offset = None
         if program.profile:
             offset_of = getattr(self._lib, f"{self.name}_profile_offset")
@@ -149,6 +156,11 @@ class CompiledModel:
     def reset(self) -> None:
         self._default.reset()
 
+    def set_threads(self, count: int | None) -> None:
+        """Split this model's large convolutions and GEMMs across ``count`` threads on its own
+        context (None: follow :func:`tractile.set_threads`); results do not depend on the count."""
+        self._default.set_threads(count)
+
     def __repr__(self) -> str:
         return f"CompiledModel({self.name!r}, arena {self.report['arena_bytes']} B, {self.library})"
 
@@ -170,6 +182,15 @@ class CompiledState:
         self._out_stage = [np.empty(shape, dtype) for dtype, shape in model._outputs]
         self._staged = all(a.nbytes <= STAGED_BYTES for a in self._in_stage + self._out_stage)
         self._args = (self._context, *[a.ctypes.data for a in self._in_stage + self._out_stage])
+        self._threads: int | None = None
+        self._applied = 1
+
+    def set_threads(self, count: int | None) -> None:
+        """Split the large convolutions and GEMMs of this context across ``count`` threads (None:
+        follow :func:`tractile.set_threads`, one thread by default)."""
+        if count is not None:
+            check_thread_count(count, "set_threads")
+        self._threads = count
 
     def reset(self) -> None:
         """Clear the state kept across invocations."""
@@ -198,6 +219,11 @@ class CompiledState:
         else:
             ordered, as_dict = order_inputs(model.input_names, inputs)
         bindings: dict[str, int] = {}
+        if model._set_threads is not None:
+            threads = self._threads if self._threads is not None else host_threads()
+            if threads != self._applied:
+                model._set_threads(self._context, threads)
+                self._applied = threads
         if self._staged:
             for check, value, stage in zip(model._checkers, ordered, self._in_stage):
                 stage[...] = check(value, bindings)

@@ -164,6 +164,8 @@ class Program:
     chains: list = field(default_factory=list)
     regions: list = field(default_factory=list)
     inputs_in_arena: bool = False
+    #: kernels split rows across the context's threads (host GEMMs): the context has a thread count
+    threads: bool = False
 
     @property
     def arena_tensors(self) -> list[CTensor]:

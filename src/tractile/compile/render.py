@@ -74,6 +74,8 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
                  "double align_float; } arena;")
     for field in program.state:
         lines.append(f"  {_ctype(field)} {field.var}[{max(field.count, 1)}];")
+    if program.threads:
+        lines.append("  int32_t threads;  /* threads of the large layers (host build with TL_HOST_THREADS) */")
     if program.profile:
         lines += ["#ifdef TL_PROFILE", f"  uint64_t profile_ticks[{max(len(program.nodes), 1)}];", "#endif"]
     lines.append(f"}} {name}_ctx;")
@@ -92,6 +94,10 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
     lines.append(f"int {name}_invoke({invoke_parameters(program)});")
     lines.append(f"/* sizeof({name}_ctx), for callers that cannot see the struct */")
     lines.append(f"size_t {name}_context_bytes(void);")
+    if program.threads:
+        lines.append("/* split the large layers across this many threads (host build with TL_HOST_THREADS; "
+                     "1 after init) */")
+        lines.append(f"void {name}_set_threads({name}_ctx *ctx, int32_t threads);")
     if program.profile:
         lines.append(f"size_t {name}_profile_offset(void);")
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {upper}_H */", ""]
@@ -150,6 +156,9 @@ def render_source(program: Program, plan: MemoryPlan, source: str, target: Targe
     lines.append("}")
     lines.append("")
     lines.append(f"size_t {name}_context_bytes(void) {{ return sizeof({name}_ctx); }}")
+    if program.threads:
+        lines.append(f"void {name}_set_threads({name}_ctx *ctx, int32_t threads) {{ ctx->threads = threads > 1 ? "
+                     "threads : 1; }")
     if program.profile:
         lines.append(f"size_t {name}_profile_offset(void) {{ return offsetof({name}_ctx, profile_ticks); }}")
     lines.append("")
@@ -174,6 +183,8 @@ def _reset_functions(program: Program) -> list[str]:
     lines.append("")
     lines.append(f"void {name}_init({name}_ctx *ctx) {{")
     lines.append("  memset(ctx, 0, sizeof *ctx);")
+    if program.threads:
+        lines.append("  ctx->threads = 1;")
     lines.append(f"  {name}_reset(ctx);")
     lines.append("}")
     lines.append("")

@@ -7,11 +7,14 @@ from ..errors import TractileError
 
 _LOCK = threading.Lock()
 _ACTIVE: list = []
+#: the threads of compiled host models' large layers (set_threads; one by default)
+_HOST = [1]
 
 
 def set_threads(count: int | None) -> None:
     """Use at most ``count`` threads for matrix products (BLAS) and OpenMP loops, process-wide;
-    ``None`` gives the libraries back their own defaults.
+    ``None`` gives the libraries back their own defaults. Models compiled for the host split
+    their large convolutions and GEMMs across ``count`` threads too (one for ``None``).
 
     Small products (a streaming push, an LSTM step) gain nothing from threads and pay for
     waking them: tractile already keeps those on one thread. Needs ``threadpoolctl`` (the
@@ -24,6 +27,7 @@ def set_threads(count: int | None) -> None:
     except ImportError as error:
         raise TractileError("set_threads needs threadpoolctl: pip install 'tractile[fast]'") from error
     with _LOCK:
+        _HOST[0] = 1 if count is None else count
         while _ACTIVE:
             _ACTIVE.pop().restore_original_limits()
         if count is not None:
@@ -41,6 +45,16 @@ def limit_threads(count: int):
     with _LOCK:
         limiter = ThreadpoolController().limit(limits=count)
     return limiter.restore_original_limits
+
+
+def host_threads() -> int:
+    """The threads compiled host models split their large layers across (:func:`set_threads`)."""
+    return _HOST[0]
+
+
+def check_thread_count(count, where: str) -> None:
+    """A TractileError unless ``count`` is a number of threads >= 1."""
+    _check_count(count, where)
 
 
 def _check_count(count, where: str, alternative: str = "") -> None:

@@ -24,6 +24,7 @@
 
 #include "tl_common.h"
 #include "tl_conv.h"
+#include "tl_threads.h"
 
 #define TL_GEMM_BLOCK 8
 #define TL_GEMM_NR 16
@@ -162,6 +163,37 @@ static inline void tl_gemm_f32_rows(const float *col, int32_t rows, int32_t kp, 
   }
 }
 
+/* The kernels below take the thread count of the context last: in the host build (TL_HOST_THREADS)
+ * a layer of enough work whose output does not overlap its input is split by rows across that
+ * many threads (tl_threads.h); each row range runs the same code as one thread would. */
+
+typedef struct {
+  const int8_t *x, *packed;
+  const int32_t *bias, *multiplier, *shift;
+  const double *scale;
+  int8_t *y;
+  int32_t depth, kp, units, per_channel, zero, low, high, copy;
+} tl_dense_s8_args;
+
+static inline void tl_dense_gemm_s8_range(const void *args, int32_t begin, int32_t end, void *scratch) {
+  const tl_dense_s8_args *a = (const tl_dense_s8_args *)args;
+  int8_t *col = (int8_t *)scratch;
+  int32_t m, i;
+  for (m = begin; m < end; m += TL_GEMM_BLOCK) {
+    const int32_t count = end - m < TL_GEMM_BLOCK ? end - m : TL_GEMM_BLOCK;
+    const int8_t *block = a->x + m * a->depth;
+    if (a->copy) {
+      for (i = 0; i < count; ++i) {
+        memcpy(col + i * a->kp, a->x + (m + i) * a->depth, (size_t)a->depth);
+        memset(col + i * a->kp + a->depth, 0, (size_t)(a->kp - a->depth));
+      }
+      block = col;
+    }
+    tl_gemm_s8_rows(block, count, a->kp, a->packed, a->bias, a->y + m * a->units, a->units, a->multiplier, a->shift,
+                    a->scale, a->per_channel, a->zero, a->low, a->high);
+  }
+}
+
 /* y[m][u] = requant(bias[u] + sum_d x[m][d] * w[u][d]) over `rows` rows: dense layers and 1x1
  * convolutions. The rows are copied into col (TL_GEMM_BLOCK * kp bytes of scratch), or read in
  * place when col is NULL (no output overlapping the input), through a buffer on the stack when
@@ -169,34 +201,108 @@ static inline void tl_gemm_f32_rows(const float *col, int32_t rows, int32_t kp, 
 static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const int32_t *bias, int8_t *y,
                                     int8_t *col, int32_t rows, int32_t depth, int32_t kp, int32_t units,
                                     const int32_t *multiplier, const int32_t *shift, const double *scale,
-                                    int32_t per_channel, int32_t zero, int32_t low, int32_t high) {
+                                    int32_t per_channel, int32_t zero, int32_t low, int32_t high, int32_t threads) {
   int8_t local[TL_GEMM_BLOCK * TL_GEMM_LOCAL];
-  int32_t m, i;
-  if (!col && kp != depth) col = local;
-  for (m = 0; m < rows; m += TL_GEMM_BLOCK) {
-    const int32_t count = rows - m < TL_GEMM_BLOCK ? rows - m : TL_GEMM_BLOCK;
-    const int8_t *block = x + m * depth;
-    if (col) {
-      for (i = 0; i < count; ++i) {
-        memcpy(col + i * kp, x + (m + i) * depth, (size_t)depth);
-        memset(col + i * kp + depth, 0, (size_t)(kp - depth));
-      }
-      block = col;
-    }
-    tl_gemm_s8_rows(block, count, kp, packed, bias, y + m * units, units, multiplier, shift, scale, per_channel, zero,
-                    low, high);
+  tl_dense_s8_args a;
+  a.x = x;
+  a.packed = packed;
+  a.bias = bias;
+  a.multiplier = multiplier;
+  a.shift = shift;
+  a.scale = scale;
+  a.y = y;
+  a.depth = depth;
+  a.kp = kp;
+  a.units = units;
+  a.per_channel = per_channel;
+  a.zero = zero;
+  a.low = low;
+  a.high = high;
+  a.copy = col != NULL || kp != depth;
+  if (!col) col = local;
+  if (!tl_disjoint(x, (size_t)rows * (size_t)depth, y, (size_t)rows * (size_t)units)) threads = 1;
+  tl_parallel_rows(tl_dense_gemm_s8_range, &a, rows, TL_GEMM_BLOCK, threads, col, (size_t)(TL_GEMM_BLOCK * kp),
+                   (int64_t)rows * kp * units);
+}
+
+typedef struct {
+  const float *x, *packed, *bias;
+  float *y;
+  int32_t depth, units;
+  float low, high;
+} tl_dense_f32_args;
+
+static inline void tl_dense_gemm_f32_range(const void *args, int32_t begin, int32_t end, void *scratch) {
+  const tl_dense_f32_args *a = (const tl_dense_f32_args *)args;
+  int32_t m;
+  (void)scratch;
+  for (m = begin; m < end; m += TL_GEMM_BLOCK) {
+    const int32_t count = end - m < TL_GEMM_BLOCK ? end - m : TL_GEMM_BLOCK;
+    tl_gemm_f32_rows(a->x + m * a->depth, count, a->depth, a->packed, a->bias, a->y + m * a->units, a->units, a->low,
+                     a->high);
   }
 }
 
 /* y[m][u] = clamp(bias[u] + sum_d x[m][d] * w[u][d]); bias may be NULL */
 static inline void tl_dense_gemm_f32(const float *x, const float *packed, const float *bias, float *y, int32_t rows,
-                                     int32_t depth, int32_t units, float low, float high) {
-  int32_t m;
-  for (m = 0; m < rows; m += TL_GEMM_BLOCK) {
-    const int32_t count = rows - m < TL_GEMM_BLOCK ? rows - m : TL_GEMM_BLOCK;
-    tl_gemm_f32_rows(x + m * depth, count, depth, packed, bias, y + m * units, units, low, high);
+                                     int32_t depth, int32_t units, float low, float high, int32_t threads) {
+  tl_dense_f32_args a;
+  a.x = x;
+  a.packed = packed;
+  a.bias = bias;
+  a.y = y;
+  a.depth = depth;
+  a.units = units;
+  a.low = low;
+  a.high = high;
+  if (!tl_disjoint(x, (size_t)rows * (size_t)depth * 4u, y, (size_t)rows * (size_t)units * 4u)) threads = 1;
+  tl_parallel_rows(tl_dense_gemm_f32_range, &a, rows, TL_GEMM_BLOCK, threads, NULL, 0, (int64_t)rows * depth * units);
+}
+
+/* the geometry of an NHWC convolution (one group) */
+typedef struct {
+  int32_t in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+} tl_conv_geometry;
+
+typedef struct {
+  const int8_t *x, *packed;
+  const int32_t *bias, *multiplier, *shift;
+  int8_t *y;
+  tl_conv_geometry g;
+  int32_t x_zero, kp, per_channel, zero, low, high;
+} tl_conv_s8_args;
+
+static inline void tl_conv_gemm_s8_range(const void *args, int32_t begin, int32_t end, void *scratch) {
+  const tl_conv_s8_args *a = (const tl_conv_s8_args *)args;
+  const tl_conv_geometry *g = &a->g;
+  int8_t *col = (int8_t *)scratch;
+  int32_t p;
+  for (p = begin; p < end; p += TL_GEMM_BLOCK) {
+    const int32_t count = end - p < TL_GEMM_BLOCK ? end - p : TL_GEMM_BLOCK;
+    tl_im2col_s8(col, a->x, p, count, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_h, g->k_w, g->stride_h,
+                 g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, (int8_t)a->x_zero, a->kp);
+    tl_gemm_s8_rows(col, count, a->kp, a->packed, a->bias, a->y + p * g->filters, g->filters, a->multiplier, a->shift,
+                    NULL, a->per_channel, a->zero, a->low, a->high);
   }
 }
+
+#define TL_CONV_GEOMETRY(g)                                                                                      \
+  do {                                                                                                         \
+    (g).in_h = in_h;                                                                                           \
+    (g).in_w = in_w;                                                                                           \
+    (g).in_c = in_c;                                                                                           \
+    (g).out_h = out_h;                                                                                         \
+    (g).out_w = out_w;                                                                                         \
+    (g).filters = filters;                                                                                     \
+    (g).k_h = k_h;                                                                                             \
+    (g).k_w = k_w;                                                                                             \
+    (g).stride_h = stride_h;                                                                                   \
+    (g).stride_w = stride_w;                                                                                   \
+    (g).dil_h = dil_h;                                                                                         \
+    (g).dil_w = dil_w;                                                                                         \
+    (g).pad_top = pad_top;                                                                                     \
+    (g).pad_left = pad_left;                                                                                   \
+  } while (0)
 
 /* an NHWC convolution (one group) over the pixels of every batch, TL_GEMM_BLOCK at a time */
 static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const int32_t *bias, int8_t *y,
@@ -205,15 +311,45 @@ static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const 
                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
                                    int32_t pad_left, int32_t x_zero, int32_t kp, const int32_t *multiplier,
                                    const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
-                                   int32_t high) {
+                                   int32_t high, int32_t threads) {
   const int32_t pixels = batches * out_h * out_w;
+  tl_conv_s8_args a;
+  a.x = x;
+  a.packed = packed;
+  a.bias = bias;
+  a.multiplier = multiplier;
+  a.shift = shift;
+  a.y = y;
+  TL_CONV_GEOMETRY(a.g);
+  a.x_zero = x_zero;
+  a.kp = kp;
+  a.per_channel = per_channel;
+  a.zero = zero;
+  a.low = low;
+  a.high = high;
+  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c, y, (size_t)pixels * filters)) threads = 1;
+  tl_parallel_rows(tl_conv_gemm_s8_range, &a, pixels, TL_GEMM_BLOCK, threads, col, (size_t)(TL_GEMM_BLOCK * kp),
+                   (int64_t)pixels * kp * filters);
+}
+
+typedef struct {
+  const float *x, *packed, *bias;
+  float *y;
+  tl_conv_geometry g;
+  float low, high;
+} tl_conv_f32_args;
+
+static inline void tl_conv_gemm_f32_range(const void *args, int32_t begin, int32_t end, void *scratch) {
+  const tl_conv_f32_args *a = (const tl_conv_f32_args *)args;
+  const tl_conv_geometry *g = &a->g;
+  const int32_t kp = g->k_h * g->k_w * g->in_c;
+  float *col = (float *)scratch;
   int32_t p;
-  for (p = 0; p < pixels; p += TL_GEMM_BLOCK) {
-    const int32_t count = pixels - p < TL_GEMM_BLOCK ? pixels - p : TL_GEMM_BLOCK;
-    tl_im2col_s8(col, x, p, count, in_h, in_w, in_c, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
-                 pad_top, pad_left, (int8_t)x_zero, kp);
-    tl_gemm_s8_rows(col, count, kp, packed, bias, y + p * filters, filters, multiplier, shift, NULL, per_channel,
-                    zero, low, high);
+  for (p = begin; p < end; p += TL_GEMM_BLOCK) {
+    const int32_t count = end - p < TL_GEMM_BLOCK ? end - p : TL_GEMM_BLOCK;
+    tl_im2col_f32(col, a->x, p, count, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_h, g->k_w, g->stride_h,
+                  g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, 0.0f, kp);
+    tl_gemm_f32_rows(col, count, kp, a->packed, a->bias, a->y + p * g->filters, g->filters, a->low, a->high);
   }
 }
 
@@ -221,17 +357,20 @@ static inline void tl_conv_gemm_f32(const float *x, const float *packed, const f
                                     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
                                     int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
-                                    int32_t pad_left, float low, float high) {
+                                    int32_t pad_left, float low, float high, int32_t threads) {
   const int32_t pixels = batches * out_h * out_w, kp = k_h * k_w * in_c;
-  int32_t p;
-  for (p = 0; p < pixels; p += TL_GEMM_BLOCK) {
-    const int32_t count = pixels - p < TL_GEMM_BLOCK ? pixels - p : TL_GEMM_BLOCK;
-    tl_im2col_f32(col, x, p, count, in_h, in_w, in_c, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
-                  pad_top, pad_left, 0.0f, kp);
-    tl_gemm_f32_rows(col, count, kp, packed, bias, y + p * filters, filters, low, high);
-  }
+  tl_conv_f32_args a;
+  a.x = x;
+  a.packed = packed;
+  a.bias = bias;
+  a.y = y;
+  TL_CONV_GEOMETRY(a.g);
+  a.low = low;
+  a.high = high;
+  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c * 4u, y, (size_t)pixels * filters * 4u)) threads = 1;
+  tl_parallel_rows(tl_conv_gemm_f32_range, &a, pixels, TL_GEMM_BLOCK, threads, col,
+                   (size_t)TL_GEMM_BLOCK * (size_t)kp * 4u, (int64_t)pixels * kp * filters);
 }
-
 
 /* an int8 depthwise convolution with one filter per channel, on the host: per output pixel the
  * valid taps (as tl_dwconv_nhwc_s8) accumulate over contiguous channels into acc, then 16

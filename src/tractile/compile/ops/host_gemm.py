@@ -13,7 +13,12 @@ from ...datum import DatumType
 from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 
-HEADERS = ("tl_conv.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h")
+HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h")
+#: multiply-adds from which a layer may be split across threads (tl_threads.h's TL_THREADS_MIN_WORK):
+#: its output gets memory of its own, not overlapping its input, so that rows can be computed out of order
+THREAD_WORK = 1 << 22
+#: the thread count of the context, the GEMM kernels' last argument (tl_threads.h splits rows by it)
+THREADS = "ctx->threads"
 #: output channels per packed block (one zmm of int32 or float; tl_gemm.h's TL_GEMM_NR)
 NR = 16
 #: rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
@@ -31,6 +36,7 @@ def applies(e: Emit) -> bool:
 def _use(e: Emit) -> None:
     for header in HEADERS:
         e.use(header)
+    e._lowering.program.threads = True
 
 
 def padded_depth(depth: int) -> int:
@@ -82,7 +88,7 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         low, high = fused_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
         e.call("tl_conv_gemm_f32", x, e.constant("weights", pack_f32(w.reshape(filters, taps))), bias_name, y,
-               e.scratch("col", DatumType.F32, BLOCK * taps), *geometry, np.float32(low), np.float32(high))
+               e.scratch("col", DatumType.F32, BLOCK * taps), *geometry, np.float32(low), np.float32(high), THREADS)
         finish_activation(e, op.activation, y)
     else:
         offset = offset_weights(e, w).reshape(filters, taps)
@@ -94,10 +100,12 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         col = e.scratch("col", DatumType.I8, BLOCK * kp)
         if pointwise:
             e.call("tl_dense_gemm_s8", x, packed, folded, y, col, batches * in_h * in_w, depth, kp, filters,
-                   multiplier, shift, "NULL", per_channel, zero, low, high)
+                   multiplier, shift, "NULL", per_channel, zero, low, high, THREADS)
         else:
             e.call("tl_conv_gemm_s8", x, packed, folded, y, col, *geometry, -x_offset, kp, multiplier, shift,
-                   per_channel, zero, low, high)
+                   per_channel, zero, low, high, THREADS)
+    if batches * out_h * out_w * taps * filters >= THREAD_WORK:
+        return True
     if pointwise and batches * in_h * in_w > 0:
         item = np.dtype(x.dtype.np).itemsize
         e.overlap(0, 0, pixel_lag(batches * in_h * in_w, in_c * item, filters * item))
@@ -116,7 +124,8 @@ def dense_f32(e: Emit, a, y, weights: np.ndarray, bias_name: str, batches: int, 
 
     _use(e)
     packed = e.constant("weights", pack_f32(np.asarray(weights, np.float32).T))
-    e.call("tl_dense_gemm_f32", a, packed, bias_name, y, batches, depth, units, np.float32(low), np.float32(high))
+    e.call("tl_dense_gemm_f32", a, packed, bias_name, y, batches, depth, units, np.float32(low), np.float32(high),
+           THREADS)
     finish_activation(e, e.op.activation, y)
     return True
 
@@ -142,7 +151,7 @@ def dense_s8(e: Emit, kernel, weight_offset: np.ndarray, batches: int, flavour: 
         multiplier, shift, per_channel = requant_constants(e, kernel.rescale.multiplier, kernel.rescale.shift, units)
         requant = (multiplier, shift, "NULL", per_channel)
     e.call("tl_dense_gemm_s8", x, e.constant("weights", pack_s8(weight_offset), DatumType.I8), bias, y, col,
-           batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high)
+           batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high, THREADS)
     return True
 
 

@@ -1,0 +1,70 @@
+"""Time one large compiled host convolution on 1 thread and on N (the threads of issue 28, item 4).
+
+    PYTHONPATH=src python bench/bench_host_threads.py [--threads 2] [--runs 30]
+
+A 3x3 convolution of 64 to 64 channels on 56x56 pixels (115.6 M multiply-adds; ResNet's
+second stage), int8 and float, compiled for this machine; the outputs on N threads are checked
+equal to one thread's. Medians and fastest runs of ``--runs`` timed calls. The MLPerf Tiny
+models: ``bench/bench_host.py --threads 2``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.compile.test_host_gemm import float_conv, int8_conv  # noqa: E402
+from tests.tflite.builder import Window2D  # noqa: E402
+
+LAYERS = {"conv3x3_64_56x56_int8": lambda: int8_conv(64, 64, (3, 3), Window2D("SAME", 1, 1), shape=(1, 56, 56)),
+          "conv3x3_64_56x56_float": lambda: float_conv(64, 64, (3, 3), Window2D("SAME", 1, 1), shape=(1, 56, 56))}
+
+
+def timed(run, runs: int) -> tuple[float, float]:
+    run()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times)
+
+
+def main(argv=None) -> int:
+    from tractile.compile import compile_model
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args(argv)
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    for name, make in LAYERS.items():
+        model = make().into_optimized()
+        compiled = compile_model(model, name=name)
+        fact = model.input_facts[0]
+        rng = np.random.default_rng(0)
+        x = (rng.integers(-128, 128, tuple(fact.shape)) if fact.dtype.np == np.int8
+             else rng.standard_normal(tuple(fact.shape))).astype(fact.dtype.np)
+        results = {}
+        for count in (1, args.threads):
+            compiled.set_threads(count)
+            results[count] = (compiled.run([x])[0], *timed(lambda: compiled.run([x]), args.runs))
+        if not np.array_equal(results[1][0], results[args.threads][0]):
+            raise AssertionError(f"{name}: outputs on {args.threads} threads differ from one thread's")
+        (_, one, one_best), (_, many, many_best) = results[1], results[args.threads]
+        print(f"{name}: 1 thread {one * 1e3:.2f} ms (fastest {one_best * 1e3:.2f}), {args.threads} threads "
+              f"{many * 1e3:.2f} ms (fastest {many_best * 1e3:.2f}): {one / many:.2f}x on medians, "
+              f"{one_best / many_best:.2f}x on the fastest runs", flush=True)
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Threads in the host build (tl_threads.h): the host GEMMs of large layers split their rows
+across the context's threads, with outputs equal to one thread's bit for bit (int8 and float:
+each output is computed by one thread in the same order); microcontroller builds carry no
+threads code."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tractile
+from tractile.compile import generate, kernel_header
+from tractile.compile.host import CompiledModel, build_shared_library, find_c_compiler
+from tractile.compile.target import find_target
+from tractile.errors import TractileError
+
+from ..tflite.builder import Window2D
+from .harness import assert_builds_without_warnings, needs_cc, random_input
+from .test_host_gemm import float_conv, float_dense, int8_conv, int8_dense
+
+RNG = np.random.default_rng(29)
+SAME = Window2D("SAME", 1, 1)
+#: each above tl_threads.h's TL_THREADS_MIN_WORK (2^22 multiply-adds), pixels not a multiple of 8 * threads
+MODELS = {
+    "conv_s8_3x3": lambda: int8_conv(16, 35, (3, 3), SAME, shape=(1, 31, 33)),
+    "conv_s8_1x1": lambda: int8_conv(40, 41, (1, 1), SAME, shape=(2, 45, 47)),
+    "dense_s8": lambda: int8_dense(403, 300, 37, "micro"),
+    "conv_f32_3x3": lambda: float_conv(16, 35, (3, 3), SAME, shape=(1, 31, 33)),
+    "dense_f32": lambda: float_dense(403, 300, 37),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MODELS))
+def test_threads_give_the_outputs_of_one_thread(case, compile_cache):
+    needs_cc()
+    model = MODELS[case]().into_optimized()
+    source = generate(model, name=f"threads_{case}", optimize=False)
+    assert "ctx->threads" in source.source, "the GEMM kernels do not take the context's threads"
+    compiled = CompiledModel(source, build_shared_library(source.files, source.name, cache_dir=compile_cache), model)
+    inputs = [random_input(fact, RNG) for fact in model.input_facts]
+    compiled.set_threads(1)
+    (single,) = compiled.run(list(inputs))
+    (expected,) = model.run(list(inputs))
+    if single.dtype == np.int8:
+        np.testing.assert_array_equal(single, expected)
+    else:
+        # sums of 144 to 300 products of magnitude ~1: cancellation leaves absolute differences of ~2e-5
+        np.testing.assert_allclose(single, expected, rtol=1e-5, atol=1e-4)
+    for threads in (2, 3):
+        compiled.set_threads(threads)
+        (split,) = compiled.run(list(inputs))
+        np.testing.assert_array_equal(split, single, err_msg=f"{case} on {threads} threads")
+
+
+def test_set_threads_reaches_compiled_models(compile_cache):
+    needs_cc()
+    model = MODELS["conv_s8_3x3"]().into_optimized()
+    compiled = tractile.compile.compile_model(model, name="threads_global", cache_dir=compile_cache)
+    inputs = [random_input(fact, RNG) for fact in model.input_facts]
+    try:
+        tractile.set_threads(2)
+        (two,) = compiled.run(list(inputs))
+        assert compiled._default._applied == 2
+    finally:
+        tractile.set_threads(None)
+    (one,) = compiled.run(list(inputs))
+    assert compiled._default._applied == 1
+    np.testing.assert_array_equal(two, one)
+    with pytest.raises(TractileError, match="threads"):
+        compiled.set_threads(0)
+
+
+DRIVER = r"""
+#include <stdio.h>
+#include "tl_threads.h"
+typedef struct { pthread_t who[100]; int32_t seen[100]; } record;
+static void mark(const void *args, int32_t begin, int32_t end, void *col) {
+  record *r = (record *)(void *)(uintptr_t)args;
+  int32_t i;
+  ((volatile unsigned char *)col)[TL_THREAD_COL_BYTES - 1] = 1;
+  for (i = begin; i < end; ++i) { r->who[i] = pthread_self(); r->seen[i] += 1; }
+}
+int main(void) {
+  static record r;
+  static unsigned char col[TL_THREAD_COL_BYTES];
+  int32_t i, changes = 0;
+  tl_parallel_rows(mark, &r, 100, 8, THREADS, col, sizeof col, TL_THREADS_MIN_WORK);
+  for (i = 0; i < 100; ++i) {
+    if (r.seen[i] != 1) return 2;
+    if (i > 0 && !pthread_equal(r.who[i], r.who[i - 1])) { if (i % 8) return 3; ++changes; }
+  }
+  printf("%d\n", changes);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 3, 20])
+def test_rows_are_split_in_whole_blocks_one_range_a_thread(threads, tmp_path):
+    needs_cc()
+    (tmp_path / "tl_threads.h").write_text(kernel_header("tl_threads.h"))
+    (tmp_path / "driver.c").write_text(DRIVER)
+    cc = find_c_compiler().split()
+    subprocess.run([*cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-DTL_HOST_THREADS", "-pthread",
+                    f"-DTHREADS={threads}", "-o", "driver", "driver.c"], cwd=tmp_path, check=True)
+    done = subprocess.run([str(tmp_path / "driver")], capture_output=True, text=True, check=True)
+    # 100 rows are 13 blocks of 8: a range per thread, at most one per block
+    assert int(done.stdout) == min(threads, 13) - 1
+
+
+def test_generated_threads_code_builds_without_warnings(tmp_path):
+    source = generate(MODELS["conv_f32_3x3"](), name="threads_warnings")
+    assert_builds_without_warnings(source, tmp_path)
+    assert_builds_without_warnings(source, tmp_path, extra_flags=("-DTL_HOST_THREADS", "-pthread"))
+
+
+def test_microcontroller_builds_have_no_threads(tmp_path: Path):
+    for target in ("cortex-m4", "cortex-m7"):
+        source = generate(MODELS["conv_s8_3x3"](), name="mcu", target=find_target(target))
+        text = "\n".join(source.files.values())
+        assert "pthread" not in text and "tl_threads.h" not in source.files and "threads" not in source.header
+
+
+def three_convs(size: int):
+    from ..tflite.builder import GraphBuilder, q, qc
+
+    g = GraphBuilder()
+    x = g.input("x", "i8", (1, size, size, 16), q(2 ** -6, 5))
+    for index in range(3):
+        w = g.const(f"w{index}", RNG.integers(-127, 128, (16, 3, 3, 16)), "i8", qc([2 ** -7] * 16, 0))
+        b = g.const(f"b{index}", RNG.integers(-3000, 3000, 16), "i32", qc([2 ** -13] * 16, 0))
+        x = g.conv(f"y{index}", [x, w, b], SAME, q(2 ** -4, -7), "RELU")
+    return g.outputs(x)
+
+
+def arena_ranges(source) -> dict[str, range]:
+    found = re.findall(r"(\w+) = \(\w+ \*\)\(arena \+ (\d+)\);  /\* (\d+) B", source.source)
+    return {name: range(int(offset), int(offset) + int(size)) for name, offset, size in found}
+
+
+@pytest.mark.parametrize("size, apart", [(48, True), (12, False)])
+def test_only_layers_large_enough_for_threads_get_an_output_apart_from_their_input(size, apart, compile_cache):
+    model = three_convs(size).into_optimized()
+    source = generate(model, name=f"threads_chain{size}", optimize=False)
+    ranges = arena_ranges(source)
+    (call,) = [line for line in source.source.splitlines() if line.strip().startswith("tl_conv_gemm_s8(y0_pre,")]
+    args = call.split("(", 1)[1].split(", ")
+    x, y = ranges[args[0]], ranges[args[3]]
+    assert (not set(x) & set(y)) == apart
+    if apart:
+        needs_cc()
+        compiled = CompiledModel(source, build_shared_library(source.files, source.name, cache_dir=compile_cache),
+                                 model)
+        inputs = [random_input(fact, RNG) for fact in model.input_facts]
+        (one,) = compiled.run(list(inputs))
+        compiled.set_threads(2)
+        np.testing.assert_array_equal(compiled.run(list(inputs))[0], one)
+        np.testing.assert_array_equal(model.run(list(inputs))[0], one)
