@@ -27,6 +27,7 @@ REDUCERS: dict[str, tuple[str, str, DatumType, tuple[int, ...]]] = {
     "tl_avg_pool_nhwc_s8_dsp": ("tl_sum_rows_s8", "tl_avg_finish_s8", DatumType.I32, (0, 1, 5, 3, 4, 14, 15)),
     "tl_avg_pool_nhwc_s16": ("tl_sum_rows_s16", "tl_avg_finish_s16", DatumType.I32, (0, 1, 5, 3, 4, 14, 15)),
     "tl_avg_pool_nhwc_f32": ("tl_sum_rows_f32", "tl_avg_finish_f32", DatumType.F32, (0, 1, 5, 3, 4, 14, 15)),
+    "tl_avg_pool_host_f32": ("tl_sum_rows_f32", "tl_avg_finish_f32", DatumType.F32, (0, 1, 5, 3, 4, 14, 15)),
 }
 
 #: fields of a step in the table: layer, output buffer row, output rows, top padding, shift source

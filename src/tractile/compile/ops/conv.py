@@ -22,7 +22,7 @@ from ...ops.quantized.common import recipe_of
 from ...ops.quantized.conv import ConvQuant
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from . import conv_dsp, conv_gemm, host_gemm
+from . import conv_dsp, conv_gemm, host_dw, host_gemm
 from .dense import requant_constants
 from .fused import finish_activation, fused_float_activation
 
@@ -192,7 +192,8 @@ def depthwise_conv2d(e: Emit) -> None:
     batches, in_h, in_w, in_c = x.shape
     multiplier_c = out_c // in_c
     window, out_h, out_w, top, left = geometry(op, x.shape, k_h, k_w)
-    if host_gemm.depthwise(e, x, y, taps, bias, window, out_h, out_w, top, left):
+    if (host_gemm.depthwise(e, x, y, taps, bias, window, out_h, out_w, top, left)
+            or host_dw.depthwise_f32(e, x, y, taps, bias, window, out_h, out_w, top, left)):
         return
     shape_args = (batches, in_h, in_w, in_c, out_h, out_w, multiplier_c, *window_args(window, top, left))
     e.use(HEADER)

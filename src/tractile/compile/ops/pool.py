@@ -13,7 +13,7 @@ from ...ops.quantized.conv import clamp_of
 from ...ops.stream import EdgeAveragePool
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from . import pool_dsp
+from . import host_dw, pool_dsp
 from .fused import clamp_bounds
 
 HEADER = "tl_pool.h"
@@ -62,6 +62,8 @@ def pool(e: Emit) -> None:
     args = (batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel, *op.window.strides, begins[0], begins[1],
             low, high)
     if suffix == "s8" and (pool_dsp.average_pool if kind == "avg" else pool_dsp.max_pool)(e, x, y, args):
+        return
+    if host_dw.pool(e, kind, suffix, x, y, args, dilations):
         return
     e.call(f"tl_{kind}_pool_nhwc_{suffix}", x, y, batches, in_h, in_w, channels, out_h, out_w, *op.window.kernel,
            *op.window.strides, begins[0], begins[1], low, high, *dilations)

@@ -1,0 +1,66 @@
+"""Time TFLite models run by tractile with ``compile="auto"`` against LiteRT (XNNPACK) on one thread.
+
+    PYTHONPATH=src python bench/bench_tflite_auto.py [--models kws_dscnn_int8,...] [--runs 100]
+
+The models and inputs of ``bench_host.py``; tractile's model goes through
+``compile_segments(by="cost")`` (what ``compile="auto"`` does: each segment the C compiler
+supports kept compiled where it was measured faster, the timing cached with the build), then
+the median of ``--runs`` runs is compared with LiteRT's on one thread (issue 28's goal: at most
+1.2x) and with the interpreter's. The segments kept compiled are counted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_host import FLOAT, MLPERF, SHARED_TFLITE, inputs_for, median_time, model_path, time_litert  # noqa: E402
+
+
+def bench(name: str, runs: int) -> dict:
+    from tractile.compile.autocost import WHOLE_MODEL
+    from tractile.compile.segments import CompiledSegment, compile_segments
+    from tractile.formats.tflite import load_tflite
+
+    path = model_path(name)
+    model = load_tflite(path).into_optimized()
+    values = inputs_for([(tuple(f.shape), f.dtype.np) for f in model.input_facts])
+    choices: list = []
+    auto = compile_segments(model, by="cost", choices=choices)
+    state, interpreted = auto.state(), model.state()
+    return {"auto": median_time(lambda: state.run(values), runs)[0],
+            "interpreted": median_time(lambda: interpreted.run(values), max(runs // 4, 10))[0],
+            "litert1": time_litert(path, 1, values, runs)[0],
+            "kept": sum(isinstance(n.op, CompiledSegment) for n in auto.nodes),
+            "candidates": sum(c.segment != WHOLE_MODEL for c in choices)}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MLPERF + FLOAT + SHARED_TFLITE), help="comma-separated")
+    parser.add_argument("--runs", type=int, default=100, help="timed runs per engine (median reported)")
+    args = parser.parse_args(argv)
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    header = (f"{'model':22} {'auto':>9} {'interp.':>10} {'LiteRT 1t':>10} {'x LiteRT 1t':>12} {'x interp.':>10} "
+              f"{'compiled segments':>18}")
+    print("medians (us)\n" + header + "\n" + "-" * len(header))
+    for name in args.models.split(","):
+        try:
+            t = bench(name, args.runs)
+        except Exception as error:  # a model one engine cannot run must not end the run
+            print(f"{name:22} failed: {type(error).__name__}: {str(error)[:100]}")
+            continue
+        print(f"{name:22} {t['auto'] * 1e6:9.1f} {t['interpreted'] * 1e6:10.1f} {t['litert1'] * 1e6:10.1f} "
+              f"{t['auto'] / t['litert1']:11.2f}x {t['auto'] / t['interpreted']:9.2f}x "
+              f"{t['kept']:>12} of {t['candidates']:<3}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+/* tl_host_dw.h: the host's float depthwise convolution (one filter per channel) and pooling (float
+ * average and max, int8 max) vectorised over the channels of an NHWC pixel, chosen by the
+ * compiler's target macros: x86-64 AVX2 + FMA (8 floats, 32 int8 per register), AArch64 NEON
+ * (4 floats, 16 int8), and the portable loops otherwise and for the channels left over.
+ * Per output pixel and group of channels the sums stay in one register over the valid taps, in
+ * the portable kernels' order (the depthwise sums with fused multiply-adds; the average's sums
+ * and quotient as the portable ones, bit for bit). A max pool lets NaN win, as tl_pool.h's. */
+#ifndef TL_HOST_DW_H
+#define TL_HOST_DW_H
+
+#include <stddef.h>
+
+#include "tl_common.h"
+#include "tl_conv.h"
+#include "tl_pool.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define TL_HDW_F32 8
+#define TL_HDW_S8 32
+typedef __m256 tl_hdw_f32;
+typedef __m256i tl_hdw_s8;
+#define tl_hdw_load(p) _mm256_loadu_ps(p)
+#define tl_hdw_store(p, v) _mm256_storeu_ps((p), (v))
+#define tl_hdw_set(v) _mm256_set1_ps(v)
+#define tl_hdw_fma(acc, a, b) _mm256_fmadd_ps((a), (b), (acc))
+#define tl_hdw_add(a, b) _mm256_add_ps((a), (b))
+#define tl_hdw_div(a, b) _mm256_div_ps((a), (b))
+/* NaN-propagating: the second operand wins when either is NaN */
+#define tl_hdw_clamp(v, lo, hi) _mm256_min_ps((hi), _mm256_max_ps((lo), (v)))
+/* value where value > best or value is NaN, else best (tl_pool.h's rule) */
+#define tl_hdw_take(best, v) \
+  _mm256_blendv_ps((best), (v), _mm256_or_ps(_mm256_cmp_ps((v), (best), _CMP_GT_OQ), _mm256_cmp_ps((v), (v), _CMP_UNORD_Q)))
+#define tl_hdw_load8(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define tl_hdw_store8(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+#define tl_hdw_set8(v) _mm256_set1_epi8(v)
+#define tl_hdw_max8(a, b) _mm256_max_epi8((a), (b))
+#define tl_hdw_min8(a, b) _mm256_min_epi8((a), (b))
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define TL_HDW_F32 4
+#define TL_HDW_S8 16
+typedef float32x4_t tl_hdw_f32;
+typedef int8x16_t tl_hdw_s8;
+#define tl_hdw_load(p) vld1q_f32(p)
+#define tl_hdw_store(p, v) vst1q_f32((p), (v))
+#define tl_hdw_set(v) vdupq_n_f32(v)
+#define tl_hdw_fma(acc, a, b) vfmaq_f32((acc), (a), (b))
+#define tl_hdw_add(a, b) vaddq_f32((a), (b))
+#define tl_hdw_div(a, b) vdivq_f32((a), (b))
+/* FMAX/FMIN return NaN when either operand is NaN */
+#define tl_hdw_clamp(v, lo, hi) vminq_f32((hi), vmaxq_f32((lo), (v)))
+#define tl_hdw_take(best, v) \
+  vbslq_f32(vorrq_u32(vcgtq_f32((v), (best)), vmvnq_u32(vceqq_f32((v), (v)))), (v), (best))
+#define tl_hdw_load8(p) vld1q_s8(p)
+#define tl_hdw_store8(p, v) vst1q_s8((p), (v))
+#define tl_hdw_set8(v) vdupq_n_s8(v)
+#define tl_hdw_max8(a, b) vmaxq_s8((a), (b))
+#define tl_hdw_min8(a, b) vminq_s8((a), (b))
+#else
+#define TL_HDW_F32 0
+#define TL_HDW_S8 0
+#endif
+
+/* float depthwise, one filter per channel (w [k_h][k_w][channels]); the channels from `c0` on of
+ * one output pixel over the valid taps [ky0, ky1) x [kx0, kx1), `px` the window's corner */
+static inline void tl_hdw_pixel_f32(const float *px, const float *w, const float *bias, float *out, int32_t c0,
+                                    int32_t channels, int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1,
+                                    int32_t k_w, int32_t row_step, int32_t col_step, float low, float high) {
+  int32_t c = c0, ky, kx;
+#if TL_HDW_F32
+  const tl_hdw_f32 lo = tl_hdw_set(low), hi = tl_hdw_set(high);
+  for (; c + TL_HDW_F32 <= channels; c += TL_HDW_F32) {
+    tl_hdw_f32 acc = bias ? tl_hdw_load(bias + c) : tl_hdw_set(0.0f);
+    for (ky = ky0; ky < ky1; ++ky) {
+      const float *row = px + ky * row_step + c, *wr = w + ky * k_w * channels + c;
+      for (kx = kx0; kx < kx1; ++kx) acc = tl_hdw_fma(acc, tl_hdw_load(row + kx * col_step), tl_hdw_load(wr + kx * channels));
+    }
+    tl_hdw_store(out + c, tl_hdw_clamp(acc, lo, hi));
+  }
+#endif
+  for (; c < channels; ++c) {
+    float acc = bias ? bias[c] : 0.0f;
+    for (ky = ky0; ky < ky1; ++ky)
+      for (kx = kx0; kx < kx1; ++kx) acc += px[ky * row_step + kx * col_step + c] * w[(ky * k_w + kx) * channels + c];
+    out[c] = tl_clamp_f32(acc, low, high);
+  }
+}
+
+static inline void tl_dwconv_host_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
+                                      int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h, int32_t out_w,
+                                      int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h,
+                                      int32_t dil_w, int32_t pad_top, int32_t pad_left, float low, float high) {
+  const int32_t row_step = dil_h * in_w * channels, col_step = dil_w * channels;
+  int32_t b, oy, ox;
+  for (b = 0; b < batches; ++b)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int32_t top = oy * stride_h - pad_top;
+      int32_t ky0, ky1;
+      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+      for (ox = 0; ox < out_w; ++ox) {
+        const int32_t left = ox * stride_w - pad_left;
+        int32_t kx0, kx1;
+        /* the window's corner as an offset: it may lie outside the input, only valid taps are read */
+        const ptrdiff_t corner = ((ptrdiff_t)(b * in_h + top) * in_w + left) * channels;
+        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        tl_hdw_pixel_f32(x + (corner + ky0 * row_step + kx0 * col_step),
+                         w + (ky0 * k_w + kx0) * channels, bias, y + ((b * out_h + oy) * out_w + ox) * channels, 0,
+                         channels, 0, ky1 - ky0, 0, kx1 - kx0, k_w, row_step, col_step, low, high);
+      }
+    }
+}
+
+/* the window of one pooled pixel: its first input pixel and the valid taps' counts */
+#define TL_HDW_WINDOW                                                                                              \
+  const int32_t top = oy * stride_h - pad_top, left = ox * stride_w - pad_left;                                    \
+  int32_t y0, y1, x0, x1, c = 0, ky, kx, rows, cols;                                                               \
+  tl_pool_taps(top, dil_h, k_h, in_h, &y0, &y1);                                                                   \
+  tl_pool_taps(left, dil_w, k_w, in_w, &x0, &x1);                                                                  \
+  rows = y1 - y0, cols = x1 - x0;                                                                                  \
+  if (rows < 0) rows = 0;                                                                                          \
+  if (cols < 0) cols = 0;                                                                                          \
+  first = rows && cols ? x + (((ptrdiff_t)(b * in_h + top + y0 * dil_h) * in_w + left + x0 * dil_w) * channels) : x
+
+/* the loops over output pixels around a pooling's body (x_type its element type) */
+#define TL_HDW_POOL_BEGIN                                                                                          \
+  const int32_t row_step = dil_h * in_w * channels, col_step = dil_w * channels;                                   \
+  int32_t b, oy, ox;                                                                                               \
+  for (b = 0; b < batches; ++b)                                                                                    \
+    for (oy = 0; oy < out_h; ++oy)                                                                                 \
+      for (ox = 0; ox < out_w; ++ox) {                                                                             \
+        const x_type *first;                                                                                       \
+        x_type *out = y + ((b * out_h + oy) * out_w + ox) * channels;                                              \
+        TL_HDW_WINDOW;
+#define TL_HDW_POOL_END }
+
+static inline void tl_avg_pool_host_f32(const float *x, float *y, int32_t batches, int32_t in_h, int32_t in_w,
+                                        int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                        int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                        float low, float high, int32_t dil_h, int32_t dil_w) {
+  typedef float x_type;
+  TL_HDW_POOL_BEGIN
+    const float count = (float)(rows * cols > 0 ? rows * cols : 1);
+#if TL_HDW_F32
+    const tl_hdw_f32 lo = tl_hdw_set(low), hi = tl_hdw_set(high), n = tl_hdw_set(count);
+    for (; c + TL_HDW_F32 <= channels; c += TL_HDW_F32) {
+      tl_hdw_f32 total = tl_hdw_set(0.0f);
+      for (ky = 0; ky < rows; ++ky)
+        for (kx = 0; kx < cols; ++kx) total = tl_hdw_add(total, tl_hdw_load(first + ky * row_step + kx * col_step + c));
+      tl_hdw_store(out + c, tl_hdw_clamp(tl_hdw_div(total, n), lo, hi));
+    }
+#endif
+    for (; c < channels; ++c) {
+      float total = 0.0f;
+      for (ky = 0; ky < rows; ++ky)
+        for (kx = 0; kx < cols; ++kx) total += first[ky * row_step + kx * col_step + c];
+      out[c] = tl_clamp_f32(total / count, low, high);
+    }
+  TL_HDW_POOL_END
+}
+
+static inline void tl_max_pool_host_f32(const float *x, float *y, int32_t batches, int32_t in_h, int32_t in_w,
+                                        int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                        int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                        float low, float high, int32_t dil_h, int32_t dil_w) {
+  typedef float x_type;
+  TL_HDW_POOL_BEGIN
+#if TL_HDW_F32
+    const tl_hdw_f32 lo = tl_hdw_set(low), hi = tl_hdw_set(high);
+    for (; c + TL_HDW_F32 <= channels; c += TL_HDW_F32) {
+      tl_hdw_f32 best = tl_hdw_set(-INFINITY);
+      for (ky = 0; ky < rows; ++ky)
+        for (kx = 0; kx < cols; ++kx) best = tl_hdw_take(best, tl_hdw_load(first + ky * row_step + kx * col_step + c));
+      tl_hdw_store(out + c, tl_hdw_clamp(best, lo, hi));
+    }
+#endif
+    for (; c < channels; ++c) {
+      float best = -INFINITY;
+      for (ky = 0; ky < rows; ++ky)
+        for (kx = 0; kx < cols; ++kx) {
+          const float value = first[ky * row_step + kx * col_step + c];
+          if (value > best || value != value) best = value;
+        }
+      out[c] = tl_clamp_f32(best, low, high);
+    }
+  TL_HDW_POOL_END
+}
+
+/* int8 max pooling (no dilations; low, high within int8) */
+static inline void tl_max_pool_host_s8(const int8_t *x, int8_t *y, int32_t batches, int32_t in_h, int32_t in_w,
+                                       int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
+                                       int32_t stride_h, int32_t stride_w, int32_t pad_top, int32_t pad_left,
+                                       int32_t low, int32_t high) {
+  typedef int8_t x_type;
+  const int32_t dil_h = 1, dil_w = 1;
+  TL_HDW_POOL_BEGIN
+#if TL_HDW_S8
+    const tl_hdw_s8 lo = tl_hdw_set8((int8_t)low), hi = tl_hdw_set8((int8_t)high);
+    for (; c + TL_HDW_S8 <= channels; c += TL_HDW_S8) {
+      tl_hdw_s8 best = tl_hdw_set8(-128);
+      for (ky = 0; ky < rows; ++ky)
+        for (kx = 0; kx < cols; ++kx) best = tl_hdw_max8(best, tl_hdw_load8(first + ky * row_step + kx * col_step + c));
+      tl_hdw_store8(out + c, tl_hdw_min8(hi, tl_hdw_max8(lo, best)));
+    }
+#endif
+    for (; c < channels; ++c) {
+      int32_t best = -128;
+      for (ky = 0; ky < rows; ++ky)
+        for (kx = 0; kx < cols; ++kx) best = tl_max_i32(best, first[ky * row_step + kx * col_step + c]);
+      out[c] = (int8_t)tl_clamp_i32(best, low, high);
+    }
+  TL_HDW_POOL_END
+}
+
+#endif

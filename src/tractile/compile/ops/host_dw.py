@@ -1,0 +1,50 @@
+"""The host's float depthwise convolution and float/int8 pooling vectorised over channels
+(``tl_host_dw.h``: AVX2 + FMA or NEON chosen by the C compiler's target macros, portable loops
+otherwise). Taken on the host target only, as the GEMM kernels of ``host_gemm``; float results
+within rounding of the portable kernels (fused multiply-adds), int8 max pooling bit for bit."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...datum import DatumType
+from ..emit import Emit
+from .host_gemm import applies
+
+HEADERS = ("tl_conv.h", "tl_pool.h", "tl_host_dw.h")
+
+
+def _use(e: Emit) -> None:
+    e.uses_math()  # tl_pool.h's L2 pool calls sqrtf; INFINITY
+    for header in HEADERS:
+        e.use(header)
+
+
+def depthwise_f32(e: Emit, x, y, taps: np.ndarray, bias: np.ndarray | None, window, out_h: int, out_w: int,
+                  top: int, left: int) -> bool:
+    """A float depthwise convolution with one filter per channel (``taps`` [kh][kw][channels]) on
+    the host; False when not taken (other targets, other types, channel multipliers)."""
+    k_h, k_w, channels = taps.shape
+    batches, in_h, in_w, in_c = x.shape
+    if not applies(e) or x.dtype != DatumType.F32 or channels != in_c or not in_c:
+        return False
+    from .conv import _overlap_nhwc, window_args
+    from .fused import finish_activation, fused_float_activation
+
+    _use(e)
+    low, high = fused_float_activation(e, e.op.activation, y)
+    bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
+    e.call("tl_dwconv_host_f32", x, e.constant("weights", taps.astype(np.float32)), bias_name, y, batches, in_h, in_w,
+           in_c, out_h, out_w, *window_args(window, top, left), np.float32(low), np.float32(high))
+    finish_activation(e, e.op.activation, y)
+    _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * in_c, window.strides[0], top, batches)
+    return True
+
+
+def pool(e: Emit, kind: str, suffix: str, x, y, args: tuple, dilations: tuple) -> bool:
+    """An NHWC pooling (``kind`` "avg" or "max", ``suffix`` its type's, ``args`` tl_pool.h's
+    shape arguments) on the host: float average and max, int8 max; False when not taken."""
+    if not applies(e) or (kind, suffix) not in (("avg", "f32"), ("max", "f32"), ("max", "s8")):
+        return False
+    _use(e)
+    e.call(f"tl_{kind}_pool_host_{suffix}", x, y, *args, *dilations)
+    return True

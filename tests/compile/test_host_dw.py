@@ -1,0 +1,114 @@
+"""The host's channel-vectorised float depthwise convolution and float/int8 pooling
+(tl_host_dw.h): float within 1e-5 of the interpreter, int8 bit for bit, on channel counts that
+leave a tail after the vector lanes, with padding, strides and dilations; AVX2 and the portable
+loops on this machine through compiler flags, AArch64 NEON cross-built and run under qemu-aarch64."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from tractile.compile import generate
+from tractile.compile.host import CompiledModel, build_shared_library
+from tractile.compile.target import find_target
+
+from ..tflite.builder import GraphBuilder, Window2D, q
+from .harness import assert_builds_without_warnings, needs_cc
+from .test_host_gemm import X86_FLAGS, _cpu_has, assert_matches, neon_program, run_inputs
+
+RNG = np.random.default_rng(283)
+
+
+def float_depthwise(channels: int, kernel: tuple, window: Window2D, shape=(2, 9, 8), bias: bool = True):
+    g = GraphBuilder()
+    x = g.input("x", "f32", (*shape, channels))
+    w = g.const("w", RNG.standard_normal((1, *kernel, channels)), "f32")
+    inputs = [x, w, g.const("b", RNG.standard_normal(channels), "f32")] if bias else [x, w]
+    return g.outputs(g.depthwise("y", inputs, window, None, "RELU6"))
+
+
+def pooled(kind: str, dtype: str, channels: int, window: Window2D, size: tuple, shape=(2, 9, 7)):
+    g = GraphBuilder()
+    quant = q(2 ** -5, 3) if dtype == "i8" else None
+    x = g.input("x", dtype, (*shape, channels), quant)
+    return g.outputs(g.pool("y", kind, x, window, *size, quant, "RELU" if kind == "average" else "NONE"))
+
+
+SAME2 = Window2D("SAME", 2, 2)
+MODELS = {
+    "dw_f32_3x3_same_stride2": lambda: float_depthwise(21, (3, 3), SAME2),
+    "dw_f32_3x2_valid_dilated": lambda: float_depthwise(11, (3, 2), Window2D("VALID", 1, 1, 2, 2), bias=False),
+    "dw_f32_5x5_same": lambda: float_depthwise(16, (5, 5), Window2D("SAME", 1, 1), shape=(1, 6, 5)),
+    "avg_f32_3x3_same_stride2": lambda: pooled("average", "f32", 13, SAME2, (3, 3)),
+    "max_f32_2x2_valid": lambda: pooled("max", "f32", 19, Window2D("VALID", 2, 2), (2, 2)),
+    "max_s8_3x3_same_stride2": lambda: pooled("max", "i8", 37, SAME2, (3, 3)),
+}
+KERNELS = {"dw": "tl_dwconv_host_f32", "avg": "tl_avg_pool_host_f32", "max": "tl_max_pool_host_"}
+
+
+def _generate(case: str):
+    model = MODELS[case]().into_optimized()
+    source = generate(model, name=case, optimize=False)
+    assert KERNELS[case.split("_")[0]] in source.source, "the host's vectorised kernels are not used"
+    return model, source
+
+
+@pytest.mark.skipif(not shutil.which("gcc"), reason="no gcc")
+@pytest.mark.parametrize("isa", ["avx2", "portable"])
+@pytest.mark.parametrize("case", sorted(MODELS))
+def test_host_depthwise_and_pooling_match_the_interpreter(case, isa, compile_cache):
+    needs_cc()
+    if isa == "avx2" and not _cpu_has("avx2"):
+        pytest.skip("this CPU lacks AVX2")
+    model, source = _generate(case)
+    library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
+    compiled = CompiledModel(source, library, model)
+    for index, inputs in enumerate(run_inputs(model)):
+        assert_matches(model, compiled.run(list(inputs)), inputs, f"{case} on {isa}, run {index}")
+
+
+def test_max_pool_lets_nan_win_as_the_portable_kernel(compile_cache):
+    needs_cc()
+    model, source = _generate("max_f32_2x2_valid")
+    compiled = CompiledModel(source, build_shared_library(source.files, source.name, cache_dir=compile_cache), model)
+    x = RNG.standard_normal((2, 9, 7, 19)).astype(np.float32)
+    x[0, 1, 0, 3] = x[1, 4, 5, 17] = np.nan
+    y = compiled.run([x])[0]
+    assert np.isnan(y[0, 0, 0, 3]) and np.isnan(y[1, 2, 2, 17])
+    assert np.isnan(y).sum() == 2
+
+
+def test_microcontroller_targets_keep_their_pooling_and_depthwise():
+    for case in ("dw_f32_3x3_same_stride2", "max_s8_3x3_same_stride2"):
+        source = generate(MODELS[case](), name="mcu", target=find_target("cortex-m4"))
+        assert "_host_" not in source.source
+
+
+@pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")),
+                    reason="no AArch64 cross compiler or qemu-aarch64 (make toolchains)")
+@pytest.mark.parametrize("case", ["dw_f32_3x3_same_stride2", "avg_f32_3x3_same_stride2", "max_s8_3x3_same_stride2"])
+def test_neon_depthwise_and_pooling_under_qemu_match_the_interpreter(case, tmp_path):
+    model, source = _generate(case)
+    inputs = run_inputs(model, 1)[0]
+    fact = model.output_facts[0]
+    for filename, text in source.files.items():
+        (tmp_path / filename).write_text(text)
+    out_type = "float" if fact.dtype.is_float else "int8_t"
+    (tmp_path / "main.c").write_text(neon_program(source, inputs, int(np.prod(fact.shape)), out_type))
+    build = ["aarch64-linux-gnu-gcc", "-std=c99", "-O2", "-march=armv8-a", "-Wall", "-Wextra", "-Werror", "-static",
+             "-o", "prog", "main.c", f"{source.name}.c", "-lm"]
+    done = subprocess.run(build, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ran = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(tmp_path / "prog")],
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    output = np.frombuffer(bytes.fromhex(ran.stdout.strip()), fact.dtype.np).reshape(tuple(fact.shape))
+    assert_matches(model, [output], inputs, f"{case} on AArch64")
+
+
+@pytest.mark.parametrize("flags", [("-march=native",), ("-march=x86-64",)])
+def test_generated_depthwise_and_pooling_build_without_warnings(flags, tmp_path):
+    for case in ("dw_f32_3x3_same_stride2", "avg_f32_3x3_same_stride2", "max_s8_3x3_same_stride2"):
+        assert_builds_without_warnings(_generate(case)[1], tmp_path / case, extra_flags=flags)
