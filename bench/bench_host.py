@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import numpy as np  # noqa: E402
+from timing import median_and_fastest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "models"
@@ -51,14 +50,7 @@ def inputs_for(facts, seed: int = 0) -> list[np.ndarray]:
 
 def median_time(run, runs: int, warmup: int = 10) -> tuple[float, float]:
     """The median and the fastest of ``runs`` timed calls (the fastest: what a loaded machine hides least)."""
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times)
+    return median_and_fastest(run, runs, warmup)
 
 
 def keras_float_model(name: str):

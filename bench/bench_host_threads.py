@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+from timing import median_and_fastest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -28,13 +27,7 @@ LAYERS = {"conv3x3_64_56x56_int8": lambda: int8_conv(64, 64, (3, 3), Window2D("S
 
 
 def timed(run, runs: int) -> tuple[float, float]:
-    run()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times)
+    return median_and_fastest(run, runs, warmup=1)
 
 
 def main(argv=None) -> int:

@@ -17,15 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+from timing import median_and_fastest  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -84,14 +83,7 @@ def child(runs: int) -> None:
 
 
 def _median_us(run, runs: int) -> float:
-    for _ in range(5):
-        run()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+    return median_and_fastest(run, runs)[0] * 1e6
 
 
 def main() -> None:

@@ -16,10 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 # one thread for every engine (TFLite runs with num_threads=1): set before NumPy loads BLAS
@@ -27,6 +25,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import numpy as np  # noqa: E402
+from timing import median_and_fastest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT.parent / "shared" / "models" / "tflite"
@@ -60,14 +59,7 @@ def inputs_for(facts, seed: int = 0) -> list[np.ndarray]:
 
 
 def median_time(run, runs: int, warmup: int = 5) -> float:
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_and_fastest(run, runs, warmup)[0]
 
 
 def time_tflite_child(path: str, kernels: str, runs: int) -> None:
