@@ -24,6 +24,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import numpy as np  # noqa: E402
+from bench_tflite import inputs_for  # noqa: E402
 from timing import median_and_fastest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,19 +34,6 @@ MLPERF = ("kws_dscnn_int8", "resnet8_int8", "vww_96_int8", "ad01_int8")
 SHARED_TFLITE = ("person_detect", "micro_speech_quantized", "hello_world_int8", "hello_world_float",
                  "mnist_lstm_int8", "mnist_lstm_float")
 FLOAT = ("resnet8_float", "kws_dscnn_float", "vww_96_float")
-
-
-def inputs_for(facts, seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    values = []
-    for shape, dtype in facts:
-        dtype = np.dtype(dtype)
-        if dtype.kind == "f":
-            values.append(rng.standard_normal(shape).astype(dtype))
-        else:
-            info = np.iinfo(dtype)
-            values.append(rng.integers(info.min, int(info.max) + 1, shape).astype(dtype))
-    return values
 
 
 def median_time(run, runs: int, warmup: int = 10) -> tuple[float, float]:

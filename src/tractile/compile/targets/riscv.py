@@ -10,6 +10,8 @@ more memory, not a bus fault), a trap handler that moves to a stack of its own a
 """
 from __future__ import annotations
 
+from .semihosting import SEMIHOSTED_EXIT_AND_HEX
+
 RISCV_STARTUP = r"""/* startup.c: reset (stack, trap vector, copy .data, clear .bss, stack guard, main, exit) and a
  * trap handler that reports a stack overflow. The stack lies below .data and .bss (link.ld) above
  * a guard region the PMP forbids: an overflow faults there before it can overwrite a variable. */
@@ -33,18 +35,7 @@ static void tl_semihost_call(uint32_t op, const void *arg) {
                    ".option pop" : "+r"(a0) : "r"(a1) : "memory");
 }
 
-static void tl_exit(uint32_t reason) { tl_semihost_call(0x18, (const void *)reason); }
-
-static void tl_put_hex(uint32_t value) {
-  char text[12];
-  int shift, at = 0;
-  text[at++] = '0';
-  text[at++] = 'x';
-  for (shift = 28; shift >= 0; shift -= 4) text[at++] = "0123456789abcdef"[(value >> shift) & 15u];
-  text[at] = 0;
-  tl_semihost_call(0x04, text);
-}
-
+""" + SEMIHOSTED_EXIT_AND_HEX + r"""
 /* the trap handler's body, on a stack of its own: a stack pointer at (or below) the bottom of the
  * stack region when the trap was taken means the stack overflowed */
 __attribute__((used, noreturn)) void tl_trap_report(uint32_t sp, uint32_t cause, uint32_t pc) {

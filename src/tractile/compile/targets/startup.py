@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .boards import Board
 from .riscv import RISCV_LINKER_SCRIPT, RISCV_STARTUP
+from .semihosting import SEMIHOSTED_EXIT_AND_HEX
 
 #: bytes of the canary below the AVR stack
 AVR_CANARY = 16
@@ -57,18 +58,7 @@ static void tl_semihost_call(uint32_t op, const void *arg) {
   __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
 }
 
-static void tl_exit(uint32_t reason) { tl_semihost_call(0x18, (const void *)reason); }
-
-static void tl_put_hex(uint32_t value) {
-  char text[12];
-  int shift, at = 0;
-  text[at++] = '0';
-  text[at++] = 'x';
-  for (shift = 28; shift >= 0; shift -= 4) text[at++] = "0123456789abcdef"[(value >> shift) & 15u];
-  text[at] = 0;
-  tl_semihost_call(0x04, text);
-}
-
+""" + SEMIHOSTED_EXIT_AND_HEX + r"""
 /* the fault handler's body, on a stack of its own: a stack pointer at (or below) the bottom of
  * the stack region when the fault was taken means the stack overflowed */
 __attribute__((used, noreturn)) void tl_fault_report(uint32_t sp) {
