@@ -15,7 +15,8 @@ import numpy as np
 from ..errors import AnalysisError
 from ..fact import QParams, TypedFact
 from .base import expect_inputs
-from .binary import BinaryOp, broadcast_shapes
+from .binary import BinaryOp
+from .broadcast import broadcast_shapes
 from .quantized import activation as quantized
 from .quantized.common import cached_recipe, recipe_of, with_recipe
 from .unary import UnaryOp, c_float, check_accepts, needs_f32

@@ -18,7 +18,7 @@ from ..datum import DatumType
 from ..errors import AnalysisError, RunError
 from ..fact import TypedFact
 from .base import Op, expect_inputs
-from .binary import broadcast_shapes
+from .broadcast import broadcast_shapes
 from .nn import drop_unused_outputs
 
 #: qk_matmul_output modes

@@ -44,7 +44,7 @@ def broadcast_fact(dtype: DatumType, facts: Sequence[TypedFact]) -> TypedFact:
     if any(b is None for b in bounds) or max(bounds, default=0) > rank:
         top = None if any(b is None for b in bounds) else max(max(bounds), rank)
         return TypedFact.unknown_rank(dtype, top)
-    from .binary import broadcast_shapes
+    from .broadcast import broadcast_shapes
 
     shape = broadcast_shapes(*(f.shape for f in known))
     reach = max(bounds, default=0)

@@ -11,7 +11,7 @@ from ..errors import AnalysisError
 from ..fact import TypedFact
 from .axes import widened
 from .base import Op
-from .binary import broadcast_shapes
+from .broadcast import broadcast_shapes
 
 _TERM = re.compile(r"^(?:[A-Za-z]|\.\.\.)*$")
 

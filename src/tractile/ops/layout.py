@@ -16,7 +16,7 @@ from ..fact import TypedFact
 from ..patch import ModelPatch
 from .axes import expect_integer, int_values, moved_qparams, resolve_axes, run_scalar, with_known_value
 from .base import Op, check_alloc, expect_inputs
-from .binary import broadcast_shapes
+from .broadcast import broadcast_shapes
 
 
 def _shape_input(fact: TypedFact, what: str) -> list | None:

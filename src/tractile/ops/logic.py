@@ -18,7 +18,8 @@ from ..fact import TypedFact
 from ..graph import OutletId
 from ..patch import ModelPatch
 from .base import Op, expect_inputs
-from .binary import BinaryOp, broadcast_shapes
+from .binary import BinaryOp
+from .broadcast import broadcast_shapes
 from .quantized.common import with_recipe
 from .quantized.compare import comparison_recipe
 from .symbolic_values import dim_signs, symbolic_result, undecided, value_fact

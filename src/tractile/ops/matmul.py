@@ -13,7 +13,8 @@ from ..graph import OutletId
 from ..patch import ModelPatch
 from .activations import Activation
 from .base import Op, expect_inputs
-from .binary import Add, Mul, broadcast_shapes
+from .binary import Add, Mul
+from .broadcast import broadcast_shapes
 from .quantized.common import cached_recipe, recipe_of, with_recipe
 from .quantized.dense import ProductRecipe, check_product_quantization, clamp_of
 from .quantized.hybrid import HybridDense, check_hybrid_weights, is_hybrid

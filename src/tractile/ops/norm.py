@@ -13,7 +13,7 @@ from ..datum import DatumType
 from ..errors import AnalysisError
 from ..fact import TypedFact
 from .base import Op, expect_inputs
-from .binary import broadcast_shapes
+from .broadcast import broadcast_shapes
 from .nn import drop_unused_outputs, normalize_axis
 from .quantized.norm import l2_norm_recipe
 from .unary import UnaryOp

@@ -19,7 +19,8 @@ from ..fact import QParams, TypedFact
 from .activations import LeakyRelu, Sigmoid
 from .array import Concat
 from .base import Op, expect_inputs
-from .binary import Add, Mul, broadcast_shapes
+from .binary import Add, Mul
+from .broadcast import broadcast_shapes
 from .matmul import MatMul, matmul_shape
 from .pool import AveragePool
 from .quant import constant_qparams

@@ -16,7 +16,7 @@ from ..dim import fresh_symbol
 from ..errors import AnalysisError
 from ..fact import TENSOR, TypedFact
 from .base import Op, check_alloc, expect_inputs
-from .binary import broadcast_shapes
+from .broadcast import broadcast_shapes
 
 
 def _as_text(x: np.ndarray) -> np.ndarray:

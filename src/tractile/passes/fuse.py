@@ -5,7 +5,8 @@ from dataclasses import replace
 
 from ..graph import OutletId
 from ..ops.activations import Clip, fusable
-from ..ops.binary import Add, Arithmetic, broadcast_shapes
+from ..ops.binary import Add, Arithmetic
+from ..ops.broadcast import broadcast_shapes
 from ..ops.conv import Conv
 from ..ops.conv_transpose import ConvTranspose
 from ..ops.matmul import MatMul
