@@ -3,6 +3,11 @@ interpreter over several calls of one state (the variables persist, reset forget
 branches, zero and several iterations, the iteration cap, and one Cortex-M4 run in QEMU."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -164,6 +169,26 @@ def test_onnx_loop_around_an_if_matches_the_interpreter_and_onnxruntime(compile_
         np.testing.assert_allclose(outputs[0], run_onnxruntime(proto, values)[0], rtol=1e-6)
 
 
+def test_onnx_loop_with_a_constant_trip_count_fills_its_scan_outputs(compile_cache):
+    from onnx import TensorProto, helper
+
+    from tests.conftest import run_onnxruntime
+
+    body = helper.make_graph([node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT), node("Add", ["y_in", "fi"], ["y_out"]),
+                              node("Identity", ["cond_in"], ["cond_out"]), node("Mul", ["y_out", "y_out"], ["scan"])],
+                             "body", [value("i", "i64", []), value("cond_in", "bool", []), value("y_in", "f32", [2])],
+                             [value("cond_out", "bool", []), value("y_out", "f32", [2]), value("scan", "f32", [2])])
+    proto = onnx_model([node("Loop", ["trip", "", "y0"], ["y", "ys"], body=body)], [value("y0", "f32", [2])],
+                       [value("y", "f32"), value("ys", "f32")], {"trip": np.array(4, np.int64)})
+    model = tractile.load(proto)
+    cm = compiled(model, compile_cache, name="onnx_scan")
+    runs = [[RNG.standard_normal(2).astype(np.float32)] for _ in range(2)]
+    for values, outputs in zip(runs, same_runs(model, cm, runs)):
+        assert outputs[1].shape == (4, 2)
+        for ours, theirs in zip(outputs, run_onnxruntime(proto, values)):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
 def test_branches_of_different_shapes_are_refused_naming_the_node():
     from onnx import helper
 
@@ -193,3 +218,44 @@ def test_variables_and_a_loop_verify_on_the_cortex_m4(tmp_path):
     assert report["verified"], report["first_difference"]
     assert report["inputs_checked"] == len(runs)
     assert report["ram_bytes"]["state"] >= 2 * 4 + 2
+
+
+@pytest.fixture(scope="module")
+def counter_tflite(tmp_path_factory) -> bytes:
+    pytest.importorskip("tensorflow")
+    root = Path(__file__).resolve().parents[2]
+    folder = tmp_path_factory.mktemp("control_converter")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+               PYTHONPATH=os.pathsep.join([str(root), str(root / "src"), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "tests.tflite.control_converter", str(folder)], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"the converter failed ({done.returncode}):\n{done.stderr[-3000:]}"
+    return (folder / "counter.tflite").read_bytes()
+
+
+def test_a_tensorflow_module_with_a_variable_cond_and_while_loop(counter_tflite, compile_cache):
+    from tests.tflite.oracle import reference_interpreter, run_reference
+
+    model = load_tflite(counter_tflite).into_optimized()
+    assert {"If", "Loop", "VarHandle", "ReadVariable", "AssignVariable", "CallOnce"} <= _op_names(model)
+    cm = compiled(model, compile_cache, name="counter")
+    rng = np.random.default_rng(7)
+    runs = [[rng.standard_normal(4).astype(np.float32), np.array(count, np.int32)] for count in (0, 3, 1, 5)]
+    litert = reference_interpreter(counter_tflite, builtin=True)
+    outputs = same_runs(model, cm, runs)
+    for values, expected in zip(runs, outputs):  # the interpreter itself against LiteRT, state carried
+        np.testing.assert_allclose(expected[0], run_reference(litert, values)[0], rtol=1e-6)
+    state = cm.state()
+    state.run(runs[1])
+    state.reset()
+    np.testing.assert_array_equal(state.run(runs[0])[0], outputs[0][0])
+
+
+def _op_names(model) -> set[str]:
+    """The op names of a model and of every body it holds."""
+    names = set()
+    for each in model.nodes:
+        names.add(each.op.name)
+        for body in each.op.subgraphs().values():
+            names |= _op_names(body)
+    return names
