@@ -1,6 +1,8 @@
 """IF, WHILE (If, Loop), resource variables and CALL_ONCE compiled: the generated C against the
-interpreter over several calls of one state (the variables persist, reset forgets them), both
-branches, zero and several iterations, the iteration cap, and one Cortex-M4 run in QEMU."""
+interpreter, bit for bit, over several calls of one state (the variables persist, reset forgets
+them), both branches, zero and several iterations, the iteration cap, ONNX If and Loop, a model
+TensorFlow's converter made from tf.Variable, tf.cond and tf.while_loop, and one Cortex-M4 run
+in QEMU."""
 from __future__ import annotations
 
 import os
@@ -35,8 +37,8 @@ def tflite(model):
 
 def same_runs(model, cm, runs, state=None, compiled_state=None):
     """Run each input list through one interpreter state and one compiled context; compare."""
-    state = state or model.state()
-    compiled_state = compiled_state or cm.state()
+    state = model.state() if state is None else state
+    compiled_state = cm.state() if compiled_state is None else compiled_state
     outputs = []
     for index, values in enumerate(runs):
         expected = state.run(list(values))
