@@ -82,6 +82,37 @@ def test_while_runs_zero_one_and_several_iterations(compile_cache, tmp_path):
     assert_builds_without_warnings(cm.source, tmp_path)
 
 
+def swapping_loop():
+    """i, n, a, b -> while i != n: i += 1; a, b = b, a (the body gives each as the other)."""
+    from tests.tflite.builder import GraphBuilder
+    from tractile.datum import DatumType
+    from tractile.formats.tflite.ops.control import while_translation
+    from tractile.ops.cast import Cast
+
+    def loop_inputs(g):
+        return [g.input("i", "i32", (1,)), g.input("n", "i32", (1,)), g.input("a", "f32", (3,)),
+                g.input("b", "f32", (3,))]
+
+    cond = GraphBuilder("cond")
+    i, n, _, _ = loop_inputs(cond)
+    cond = cond.outputs(cond.op("go", Cast(DatumType.BOOL), [cond.binary("left", "sub", [n, i])]))
+    body = GraphBuilder("body")
+    i, n, a, b = loop_inputs(body)
+    body = body.outputs(body.binary("next", "add", [i, body.const("one", np.array([1], np.int32))]), n, b, a)
+    g = GraphBuilder()
+    return g.outputs(*g.translate("loop", while_translation, cond, body, loop_inputs(g)))
+
+
+def test_a_loop_body_swapping_its_loop_variables(compile_cache):
+    model = tflite(swapping_loop())
+    cm = compiled(model, compile_cache, name="while_swap")
+    a, b = np.arange(3, dtype=np.float32), -np.arange(3, dtype=np.float32) - 1
+    runs = [[np.array([0], np.int32), np.array([count], np.int32), a, b] for count in (0, 1, 2, 3)]
+    outputs = same_runs(model, cm, runs)
+    np.testing.assert_array_equal(outputs[3][2], b)
+    np.testing.assert_array_equal(outputs[3][3], a)
+
+
 def test_an_endless_loop_stops_at_the_iteration_cap_with_an_error(compile_cache):
     model = tflite(counting_loop())
     saved = Limits.max_loop_iterations
@@ -177,16 +208,20 @@ def test_onnx_loop_with_a_constant_trip_count_fills_its_scan_outputs(compile_cac
     from tests.conftest import run_onnxruntime
 
     body = helper.make_graph([node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT), node("Add", ["y_in", "fi"], ["y_out"]),
-                              node("Identity", ["cond_in"], ["cond_out"]), node("Mul", ["y_out", "y_out"], ["scan"])],
+                              node("Identity", ["cond_in"], ["cond_out"]), node("Mul", ["y_out", "y_out"], ["scan"]),
+                              node("Identity", ["y_in"], ["before"])],
                              "body", [value("i", "i64", []), value("cond_in", "bool", []), value("y_in", "f32", [2])],
-                             [value("cond_out", "bool", []), value("y_out", "f32", [2]), value("scan", "f32", [2])])
-    proto = onnx_model([node("Loop", ["trip", "", "y0"], ["y", "ys"], body=body)], [value("y0", "f32", [2])],
-                       [value("y", "f32"), value("ys", "f32")], {"trip": np.array(4, np.int64)})
+                             [value("cond_out", "bool", []), value("y_out", "f32", [2]), value("scan", "f32", [2]),
+                              value("before", "f32", [2])])
+    proto = onnx_model([node("Loop", ["trip", "", "y0"], ["y", "ys", "befores"], body=body)],
+                       [value("y0", "f32", [2])], [value("y", "f32"), value("ys", "f32"), value("befores", "f32")],
+                       {"trip": np.array(4, np.int64)})
     model = tractile.load(proto)
     cm = compiled(model, compile_cache, name="onnx_scan")
     runs = [[RNG.standard_normal(2).astype(np.float32)] for _ in range(2)]
     for values, outputs in zip(runs, same_runs(model, cm, runs)):
-        assert outputs[1].shape == (4, 2)
+        assert outputs[1].shape == outputs[2].shape == (4, 2)
+        np.testing.assert_array_equal(outputs[2][0], values[0])  # the carried value before each iteration
         for ours, theirs in zip(outputs, run_onnxruntime(proto, values)):
             np.testing.assert_allclose(ours, theirs, rtol=1e-6)
 

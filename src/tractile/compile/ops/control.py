@@ -56,6 +56,24 @@ def if_(e: Emit) -> None:
     e.set_kernel("(control)")
 
 
+def _views(codes):
+    """A function giving each tensor a representative shared by every tensor an alias of these
+    steps may place in the same bytes (the planner may share them, or copy)."""
+    parent: dict[int, CTensor] = {}
+
+    def find(tensor: CTensor) -> CTensor:
+        while id(tensor) in parent:
+            tensor = parent[id(tensor)]
+        return tensor
+
+    for code in codes:
+        for alias in code.aliases:
+            target, source = find(alias.target), find(alias.source)
+            if target is not source:
+                parent[id(target)] = source
+    return find
+
+
 def _read(model, outlet) -> bool:
     """Whether a body reads one of its inputs (or gives it as an output)."""
     return bool(model.nodes[outlet.node].outputs[outlet.slot].successors) or outlet in model.outputs
@@ -102,22 +120,33 @@ def loop(e: Emit) -> None:
     read_first = [t for t in (trip, cond, *initial) if t is not None]
     step(e, "loop", lines, inputs=read_first, outputs=[*carried, *scans, counter, going])
     inputs = [counter, going, *carried, *extras]
+    start = len(e.lowering.program.nodes)
     results = lower_body(e, model, inputs, "body", depth=1)
     if len(results) != 1 + op.carried + len(scans):
         raise Unsupported(f"the loop body gives {len(results)} values, the loop expects {1 + op.carried + len(scans)}")
-    for slot, result in enumerate(results[1:1 + op.carried]):
-        if any(result is other for other in carried if other is not carried[slot]):
-            raise Unsupported(f"the loop body swaps loop-carried values (value {slot})")
     _check_results(results[1:1 + op.carried], carried, "loop body output")
     if cond is not None:
         e.line(f"  {running} = {_flag(results[0], 'the loop body condition output')} != 0;")
-    for out, result in zip(carried, results[1:]):
-        for line in copy_line(out, result, move=True):
-            e.line(f"  {line}")
-    for out, result in zip(scans, results[1 + op.carried:]):
+    for out, result in zip(scans, results[1 + op.carried:]):  # before the carried values change
         if result.nbytes:
             out.used = result.used = True
             e.line(f"  memcpy({out.var} + {index} * {result.count}, {result.var}, {result.nbytes});")
+    views = _views(e.lowering.program.nodes[start:])
+    sources = list(results[1:1 + op.carried])
+    staged = []
+    for slot, result in enumerate(sources):
+        if result.nbytes and any(views(result) is views(other) for other in carried if other is not carried[slot]):
+            # another carried value (or a view of one), which the copies below could overwrite first
+            stage = buffer(e, f"next_{slot}", result.dtype, result.shape, planned=False)
+            stage.used = True  # planned as an output of this step
+            for line in copy_line(stage, result):
+                e.line(f"  {line}")
+            sources[slot] = stage
+            staged.append(stage)
+    for out, result in zip(carried, sources):
+        for line in copy_line(out, result, move=True):
+            e.line(f"  {line}")
     e.line("}")
     e.code.inputs.extend([*inputs, *results])
+    e.code.outputs.extend(staged)
     e.set_kernel("(control)")
