@@ -237,6 +237,11 @@ def test_branches_of_different_shapes_are_refused_naming_the_node():
         generate(tractile.load(proto))
 
 
+def test_a_loop_variable_that_grows_is_refused_naming_the_node():
+    with pytest.raises(UnsupportedOpError, match=r'node #\d+ "loop:0" \(Loop\) gives .*_u.* depend on the data'):
+        generate(tflite(counting_loop(growing=True)))
+
+
 def test_compile_auto_keeps_a_model_with_control_flow_and_variables_in_one_segment(compile_cache):
     for model in (tflite(loop_updating_a_variable()), tflite(if_model(branch("then", "add"), branch("else", "mul")))):
         auto = compile_segments(model, by="all", cache_dir=compile_cache)
