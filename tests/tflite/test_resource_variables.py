@@ -61,7 +61,9 @@ def test_reading_a_variable_never_assigned_is_a_run_error():
         model.into_optimized().run([np.ones(3, np.float32)])
 
 
-def test_a_while_body_updates_a_variable():
+def loop_updating_a_variable():
+    """CALL_ONCE sets a variable to zeros, a WHILE body adds [1, 0.5] to it n times, the main
+    graph reads it after the loop."""
     from tractile.datum import DatumType
     from tractile.ops.cast import Cast
 
@@ -89,7 +91,11 @@ def test_a_while_body_updates_a_variable():
     value = g.op("read", ReadVariable(shape=(2,), ordered=True), [handle, loop[-1]])
     main = g.outputs(value, loop[0], value)
     main.properties["tflite_outputs"] = 2
-    model = program_model(main)
+    return program_model(main)
+
+
+def test_a_while_body_updates_a_variable():
+    model = loop_updating_a_variable()
     sets = [[np.array([0], np.int32), np.array([count], np.int32)] for count in (3, 0, 2)]
     outputs = check_model(model, sets)
     assert [o[0].tolist() for o in outputs] == [[3.0, 1.5], [3.0, 1.5], [5.0, 2.5]]

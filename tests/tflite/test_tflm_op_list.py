@@ -117,10 +117,6 @@ CORE_OPS: dict[str, tuple[type, ...]] = {
 }
 #: builtins whose core ops have no C emitter, and why
 NOT_COMPILED = {
-    "IF": "control flow runs interpreted (compile='auto' splits the model around it)",
-    "WHILE": "control flow runs interpreted (compile='auto' splits the model around it)",
-    "VAR_HANDLE": "resource variables run interpreted", "READ_VARIABLE": "resource variables run interpreted",
-    "ASSIGN_VARIABLE": "resource variables run interpreted", "CALL_ONCE": "resource variables run interpreted",
     "SHAPE": "folded into a constant when the shapes are known, as every compiled model's are",
     "BROADCAST_ARGS": "folded into a constant when the shapes are known, as every compiled model's are",
     "ZEROS_LIKE": "its SHAPE is folded when the shapes are known; the broadcast compiles",

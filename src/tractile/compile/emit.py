@@ -52,6 +52,11 @@ class Emit:
         self.inputs: list[CTensor] = [lowering.tensor_of(o) for o in node.inputs]
         self.outputs: list[CTensor] = code.outputs
 
+    @property
+    def lowering(self) -> Lowering:
+        """The lowering this node is part of (control-flow emitters lower their bodies into it)."""
+        return self._lowering
+
     # reading the node ------------------------------------------------------------------------
     def input(self, index: int) -> CTensor:
         return self.inputs[index]

@@ -32,6 +32,8 @@ DECLARED = ("ctx", "init", "reset", "invoke", "context_bytes", "profile_offset",
 
 def concrete_shape(fact: TypedFact, where: str) -> tuple[int, ...]:
     shape = fact.concrete_shape()
+    if shape is None and _empty(fact):  # no bytes whatever its symbols (a loop's effect tokens)
+        return tuple(d if isinstance(d, int) else 0 for d in fact.shape)
     if shape is None:
         if not fact.is_tensor:
             raise UnsupportedOpError(f"{where} holds a {fact.kind}, which compiled code cannot represent")
@@ -39,14 +41,32 @@ def concrete_shape(fact: TypedFact, where: str) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
+def _empty(fact: TypedFact) -> bool:
+    return fact.is_tensor and fact.has_rank and any(isinstance(d, int) and d == 0 for d in fact.shape)
+
+
 def unbound_symbols(model) -> list[str]:
-    """The symbols left in the facts of the wires a compiled model would compute."""
+    """The symbols left in the facts of the wires a compiled model would compute (but in empty ones)."""
     symbols: set[str] = set()
     for node_id in model.eval_order(model.outputs):
         for outlet in model.nodes[node_id].outputs:
-            if outlet.fact.is_tensor:
+            if outlet.fact.is_tensor and not _empty(outlet.fact):
                 symbols |= outlet.fact.symbols()
     return sorted(symbols)
+
+
+def run_time_shapes(model) -> list[str]:
+    """The nodes whose output shapes depend on run-time values although their inputs' do not
+    (an If whose branches give different shapes, a loop whose carried values grow)."""
+    found = []
+    for node_id in model.eval_order(model.outputs):
+        node = model.nodes[node_id]
+        made = {s for o in node.outputs if o.fact.is_tensor and not _empty(o.fact) for s in o.fact.symbols()}
+        given = {s for i in node.inputs for s in model.outlet_fact(i).symbols() if model.outlet_fact(i).is_tensor}
+        if made - given and node.op.subgraphs():
+            found.append(f'node #{node.id} "{node.name}" ({node.op.name}) gives '
+                         + ", ".join(str(o.fact) for o in node.outputs))
+    return found
 
 
 class Lowering:
@@ -65,6 +85,8 @@ class Lowering:
         self.tensors: dict[OutletId, CTensor] = {}
         self._constants: dict[tuple, CTensor] = {}
         self._step = 0
+        #: node outputs written straight into tensors made elsewhere (a body's outputs: :mod:`.bodies`)
+        self.bound: dict[OutletId, CTensor] = {}
 
     # called by Emit -------------------------------------------------------------------------
     def tensor_of(self, outlet: OutletId) -> CTensor:
@@ -92,6 +114,11 @@ class Lowering:
     def run(self) -> Program:
         model, program = self.model, self.program
         symbols = unbound_symbols(model)
+        varying = run_time_shapes(model)
+        if varying:
+            raise UnsupportedOpError("compiled code needs shapes known before it runs; the shapes of "
+                                     + "; ".join(varying) + " depend on the data (branches of different shapes, "
+                                     "or loop-carried values that change shape)")
         if symbols:
             inputs = ", ".join(f'"{name}": {fact}' for name, fact in zip(model.input_names(), model.input_facts))
             raise TractileError(
@@ -173,6 +200,11 @@ class Lowering:
         """The C tensors of ``node``'s outputs (arena, or the model's output buffers)."""
         outputs = []
         for slot, outlet in enumerate(node.outputs):
+            bound = self.bound.get(OutletId(node.id, slot))
+            if bound is not None:
+                outputs.append(bound)
+                self.tensors[OutletId(node.id, slot)] = bound
+                continue
             where = f'output {slot} of node "{node.name}"'
             shape = concrete_shape(outlet.fact, where)
             port = self._output_ports.get(OutletId(node.id, slot))
@@ -198,7 +230,8 @@ class Lowering:
         code.inputs = [self.tensors[o] for o in node.inputs]
         self._step = len(self.program.nodes)
         emitter(Emit(self, node, code))
-        self.program.tensors.extend(outputs)
+        bound = set(map(id, self.bound.values()))
+        self.program.tensors.extend(t for t in outputs if id(t) not in bound)
         self.program.nodes.append(code)
 
     def _lifetimes(self) -> None:

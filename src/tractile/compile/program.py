@@ -122,6 +122,8 @@ class NodeCode:
     scratch: list[CTensor] = field(default_factory=list)
     outputs: list[CTensor] = field(default_factory=list)
     members: tuple[int, ...] = ()
+    #: how many C blocks (branches, loops) the code sits in, for indentation
+    depth: int = 0
 
 
 @dataclass(eq=False)
@@ -166,6 +168,8 @@ class Program:
     inputs_in_arena: bool = False
     #: kernels split rows across the context's threads (host GEMMs): the context has a thread count
     threads: bool = False
+    #: what the resource-variable emitters share across bodies (variables, handles, CALL_ONCE flags)
+    resources: dict = field(default_factory=dict)
 
     @property
     def arena_tensors(self) -> list[CTensor]:

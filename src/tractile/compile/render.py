@@ -197,16 +197,18 @@ def _invoke_body(program: Program) -> list[str]:
     statements += [""] if statements else []
     statements += ["TL_PROFILE_START;", ""] if program.profile else []
     for step, code in enumerate(program.nodes):
+        indent = "  " * code.depth
         first, *rest = code.comment.split("\n")
-        statements.append(f"/* {first}" + ("" if rest else " */"))
-        statements += [f" * {line}" + (" */" if index == len(rest) - 1 else "") for index, line in enumerate(rest)]
+        statements.append(f"{indent}/* {first}" + ("" if rest else " */"))
+        statements += [f"{indent} * {line}" + (" */" if index == len(rest) - 1 else "")
+                       for index, line in enumerate(rest)]
         for alias in code.aliases:
             if not alias.shared:
                 alias.source.used = alias.target.used = True
-                statements.append(f"memcpy({alias.target.var}, {alias.source.var}, {alias.target.nbytes});")
-        statements += code.lines
+                statements.append(f"{indent}memcpy({alias.target.var}, {alias.source.var}, {alias.target.nbytes});")
+        statements += [indent + line if line else line for line in code.lines]
         if program.profile:
-            statements.append(f"TL_PROFILE_MARK(ctx, {step});")
+            statements.append(f"{indent}TL_PROFILE_MARK(ctx, {step});")
         statements.append("")
     for copy, source in program.output_copies:
         statements.append(f"memcpy({copy.var}, {source.var}, {copy.nbytes});  /* output {copy.port} */")

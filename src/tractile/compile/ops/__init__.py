@@ -2,6 +2,7 @@
 from . import (  # noqa: F401
     add_n,
     array,
+    control,
     conv,
     dense,
     elementwise,
@@ -11,6 +12,7 @@ from . import (  # noqa: F401
     quantize,
     recurrent,
     reduce,
+    resource,
     rnn,
     scan,
     shape,
