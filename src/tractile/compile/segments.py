@@ -68,9 +68,20 @@ class SegmentState:
 
     def __init__(self, context):
         self.context = context
+        self._checkers = context.model._checkers
 
     def eval(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        return self.context.run(list(inputs))
+        bindings: dict[str, int] = {}
+        return self.context.call_checked([check(value, bindings) for check, value in zip(self._checkers, inputs)])
+
+    def direct_call(self, facts: list[TypedFact]):
+        """What a plan made of this node alone may call in its place: a function of the plan's
+        checked inputs (``facts``, which must be this segment's) giving outputs the caller owns."""
+        mine = self.context.model.input_facts
+        if len(facts) != len(mine) or any(a.dtype != b.dtype or not a.is_concrete() or tuple(a.shape) != tuple(b.shape)
+                                          for a, b in zip(facts, mine)):
+            return None
+        return self.context.call_checked
 
     def reset(self) -> None:
         self.context.reset()
