@@ -143,6 +143,9 @@ BATCH_CASES = {
     "gru_affine_softsign": ("GRU", {"activations": ["Softsign", "Affine"], "activation_alpha": [0.7],
                                     "activation_beta": [0.1]}),
     "rnn_elu_softplus_bidirectional": ("RNN", {"directions": 2, "activations": ["Elu", "Softplus"]}),
+    "lstm_peepholes_clip": ("LSTM", {"peepholes": True, "clip": 0.7}),
+    "gru_wide": ("GRU", {"hidden": 37, "initial": True}),  # vectorised activations and their tails
+    "lstm_wide_reverse": ("LSTM", {"hidden": 21, "direction": "reverse"}),
 }
 
 

@@ -24,7 +24,9 @@ from ..errors import RunError, TractileError
 from ..runtime.state import order_inputs
 from ..runtime.threads import check_thread_count, host_threads
 
-OPT_FLAGS = {"speed": ["-O3", "-march=native"], "size": ["-Os"]}
+#: -fno-trapping-math (clang's default; no value changes, only floating-point exception flags) lets
+#: gcc vectorise loops with float comparisons and float-to-integer conversions (tl_rnn.h's activations)
+OPT_FLAGS = {"speed": ["-O3", "-march=native", "-fno-trapping-math"], "size": ["-Os"]}
 #: the host build splits large layers across threads (tl_threads.h); firmware builds never define it
 HOST_DEFINES = ("-DTL_HOST_THREADS", "-pthread")
 

@@ -23,6 +23,8 @@ from ..program import CONST
 from ..registry import Unsupported, emitter
 
 HEADER = "tl_rnn.h"
+#: activations tl_rnn.h defines (vectorised on 64-bit hosts): the kernels run them over whole gates
+BUILT_IN = {"sigmoid": "tl_rnn_sigmoid", "tanh": "tl_rnn_tanh"}
 
 @dataclass
 class Strides:
@@ -53,7 +55,8 @@ def activation_functions(e: Emit, op: Recurrent, direction: int) -> str:
     """The direction's activations as C functions (each its activation op's C expression) and
     the table of them the kernel calls; the table's name."""
     count = len(op.default_activations)
-    names = [e.definition(f"act{direction}_{index}",
+    names = [BUILT_IN.get(activation.kind) or
+             e.definition(f"act{direction}_{index}",
                           _named("static float", f"(float v) {{ return {activation.c_expression()}; }}"))
              for index, activation in enumerate(op.activations[direction * count:(direction + 1) * count])]
     return e.definition(f"activations{direction}",
