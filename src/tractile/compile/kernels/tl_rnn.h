@@ -8,7 +8,9 @@
  * directions: x[t * x_step + b * x_batch + i], y[t * y_step + b * y_batch + u], and the
  * states h[b * s_batch + u] (c likewise), which hold the initial states on entry and the
  * final ones on return. A reverse direction walks time backwards. `gates` is a scratch of
- * 2 * gate_count * hidden floats (GRU: 7 * hidden). Activations are functions the generated
+ * 2 * gate_count * hidden floats (GRU: 7 * hidden). With w NULL, x holds each step's input products
+ * (biases included) instead of its inputs, gate_count * hidden floats a row (x_step, x_batch in
+ * those rows). Activations are functions the generated
  * code defines from the activation ops' C expressions, `act[which](x)`. */
 #ifndef TL_RNN_H
 #define TL_RNN_H
@@ -137,6 +139,18 @@ static inline void tl_rnn_sum(float *into, const float *add, int32_t count, floa
   }
 }
 
+/* the input products of one step, `count` gates: x W^T + Wb, or with w NULL, x's row itself (the
+ * products of every step computed before, biases included, by a GEMM on the host) */
+static inline void tl_rnn_input(float *gates, const float *wb, const float *x, const float *w, int32_t depth,
+                                int32_t count) {
+  int32_t k;
+  if (w) {
+    tl_rnn_product(gates, wb, x, w, depth, count, count);
+  } else {
+    for (k = 0; k < count; ++k) gates[k] = x[k];
+  }
+}
+
 /* the time index of the s-th step a direction takes */
 #define TL_RNN_STEP(t, steps, reverse) ((reverse) ? (steps) - 1 - (t) : (t))
 
@@ -152,7 +166,7 @@ static inline void tl_rnn_f32(const float *x, float *y, float *h, float *gates, 
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, hidden, hidden);
+      tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, hidden);
       tl_rnn_product(from_h, rb, hb, r, hidden, hidden, hidden);
       tl_rnn_sum(gates, from_h, hidden, clip);
       tl_rnn_apply(gates, hidden, act[0]);
@@ -175,7 +189,7 @@ static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, 
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, stride, stride);
+      tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, stride);
       tl_rnn_product(from_h, rb, hb, r, hidden, stride, linear_before_reset ? stride : 2 * hidden);
       tl_rnn_sum(gates, from_h, 2 * hidden, clip);
       tl_rnn_apply(gates, 2 * hidden, act[0]);
@@ -208,7 +222,7 @@ static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, 4 * hidden, 4 * hidden);
+      tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, 4 * hidden);
       tl_rnn_product(from_h, rb, hb, r, hidden, 4 * hidden, 4 * hidden);
       for (u = 0; u < 4 * hidden; ++u) gates[u] += from_h[u];
       if (peep) {
