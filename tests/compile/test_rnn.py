@@ -157,6 +157,17 @@ def test_batch_recurrent(case, compile_cache, tmp_path):
     assert_builds_without_warnings(cm.source, tmp_path)
 
 
+@pytest.mark.parametrize("steps, batch, projected", [(7, 2, True), (1, 1, False)])
+def test_host_input_products_in_one_gemm(steps, batch, projected, compile_cache):
+    """On the host, every step's input products come from one GEMM before the recurrence (not
+    worth it for a single row)."""
+    model = tractile.load(recurrent_proto("LSTM", steps=steps, batch=batch, size=11, hidden=13, directions=2))
+    cm = check_against_interpreter(model, compile_cache, runs=2, name=f"lstm_rows{steps * batch}")
+    text = cm.source.files[f"lstm_rows{steps * batch}.c"]
+    assert ("tl_dense_gemm_f32" in text) == projected
+    assert "tl_onnx_lstm_f32" in text
+
+
 def delayed_recurrent_proto(op: str = "GRU", layout: int = 0, hidden: int = 5):
     """x [1, 3, T] -> concat(x[t], x[t+3]) -> time first -> a recurrent op -> its sequence output.
     The look-ahead delays the stream by 3 frames, which the recurrent op skips."""
