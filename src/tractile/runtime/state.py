@@ -13,7 +13,7 @@ from ..fact import OPTIONAL, SEQUENCE, TENSOR, InferenceFact, TypedFact
 from ..ops.base import Limits, end_deadline, start_deadline
 from ..ops.tensor_list import UnsetItem
 from .fused import build_program
-from .plan import SimplePlan
+from .plan import SimplePlan, direct_call
 
 
 class SimpleState:
@@ -44,28 +44,7 @@ class SimpleState:
         self._template: list[Any] = [None] * plan.slot_count
         for slot, value in plan.constants.items():
             self._template[slot] = value
-        self._direct = self._direct_call()
-
-    def _direct_call(self):
-        """For a plan that is one node reading inputs and giving every output once, whose state
-        offers ``direct_call`` (a compiled segment): that node's call without the plan, and
-        where its inputs and outputs are in the plan's order (None: the same order)."""
-        plan = self.plan
-        if len(plan.steps) != 1 or 0 not in self.op_states:
-            return None
-        step = plan.steps[0]
-        if not set(step.inputs) <= set(plan.input_slots) or len(set(plan.input_slots)) != len(plan.input_slots) \
-                or sorted(step.outputs) != sorted(set(plan.output_slots)) \
-                or len(plan.output_slots) != len(step.outputs):
-            return None
-        offer = getattr(self.op_states[0], "direct_call", None)
-        reads = [plan.input_slots.index(slot) for slot in step.inputs]
-        call = None if offer is None else offer([plan.input_facts[i] for i in reads])
-        if call is None:
-            return None
-        gives = [step.outputs.index(slot) for slot in plan.output_slots]
-        return (call, None if reads == list(range(len(plan.input_slots))) else reads,
-                None if gives == list(range(len(gives))) else gives)
+        self._direct = direct_call(plan, self.op_states)
 
     def reset(self) -> None:
         """Forget what stateful ops remember (start a new stream)."""
