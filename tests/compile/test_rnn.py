@@ -143,6 +143,9 @@ BATCH_CASES = {
     "gru_affine_softsign": ("GRU", {"activations": ["Softsign", "Affine"], "activation_alpha": [0.7],
                                     "activation_beta": [0.1]}),
     "rnn_elu_softplus_bidirectional": ("RNN", {"directions": 2, "activations": ["Elu", "Softplus"]}),
+    "lstm_peepholes_clip": ("LSTM", {"peepholes": True, "clip": 0.7}),
+    "gru_wide": ("GRU", {"hidden": 37, "initial": True}),  # vectorised activations and their tails
+    "lstm_wide_reverse": ("LSTM", {"hidden": 21, "direction": "reverse"}),
 }
 
 
@@ -152,6 +155,17 @@ def test_batch_recurrent(case, compile_cache, tmp_path):
     model = tractile.load(recurrent_proto(op, steps=7, **attrs))
     cm = check_against_interpreter(model, compile_cache, runs=3, name=case)
     assert_builds_without_warnings(cm.source, tmp_path)
+
+
+@pytest.mark.parametrize("steps, batch, projected", [(7, 2, True), (1, 1, False)])
+def test_host_input_products_in_one_gemm(steps, batch, projected, compile_cache):
+    """On the host, every step's input products come from one GEMM before the recurrence (not
+    worth it for a single row)."""
+    model = tractile.load(recurrent_proto("LSTM", steps=steps, batch=batch, size=11, hidden=13, directions=2))
+    cm = check_against_interpreter(model, compile_cache, runs=2, name=f"lstm_rows{steps * batch}")
+    text = cm.source.files[f"lstm_rows{steps * batch}.c"]
+    assert ("tl_dense_gemm_f32" in text) == projected
+    assert "tl_onnx_lstm_f32" in text
 
 
 def delayed_recurrent_proto(op: str = "GRU", layout: int = 0, hidden: int = 5):

@@ -82,3 +82,24 @@ def test_each_state_has_its_own_compiled_context(compile_cache):
     for thread in threads:
         thread.join()
     assert not failures
+
+
+def conv1d_proto():
+    """A dilated NCW Conv (as a TCN has) and a residual Add."""
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 4, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], dilations=[2], pads=[4, 0], name="causal"),
+             helper.make_node("Add", ["c", "x"], ["y"], name="residual")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_onnx_channels_first_convolutions_join_segments(compile_cache):
+    needs_cc()
+    reference = tractile.load(conv1d_proto())
+    auto = compile_segments(reference, cache_dir=compile_cache)
+    assert [n.op.name for n in auto.nodes if n.op.name not in ("Source", "Const")] == ["Compiled"]
+    x = np.random.default_rng(6).standard_normal((1, 4, 16)).astype(np.float32)
+    np.testing.assert_allclose(auto.run([x])[0], reference.run([x])[0], rtol=1e-5, atol=1e-5)

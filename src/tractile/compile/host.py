@@ -24,7 +24,9 @@ from ..errors import RunError, TractileError
 from ..runtime.state import order_inputs
 from ..runtime.threads import check_thread_count, host_threads
 
-OPT_FLAGS = {"speed": ["-O3", "-march=native"], "size": ["-Os"]}
+#: -fno-trapping-math (clang's default; no value changes, only floating-point exception flags) lets
+#: gcc vectorise loops with float comparisons and float-to-integer conversions (tl_rnn.h's activations)
+OPT_FLAGS = {"speed": ["-O3", "-march=native", "-fno-trapping-math"], "size": ["-Os"]}
 #: the host build splits large layers across threads (tl_threads.h); firmware builds never define it
 HOST_DEFINES = ("-DTL_HOST_THREADS", "-pthread")
 
@@ -182,6 +184,8 @@ class CompiledState:
         self._out_stage = [np.empty(shape, dtype) for dtype, shape in model._outputs]
         self._staged = all(a.nbytes <= STAGED_BYTES for a in self._in_stage + self._out_stage)
         self._args = (self._context, *[a.ctypes.data for a in self._in_stage + self._out_stage])
+        self._one_output = len(self._out_stage) == 1
+        self._invoke = model._invoke
         self._threads: int | None = None
         self._applied = 1
 
@@ -219,26 +223,38 @@ class CompiledState:
         else:
             ordered, as_dict = order_inputs(model.input_names, inputs)
         bindings: dict[str, int] = {}
-        if model._set_threads is not None:
-            threads = self._threads if self._threads is not None else host_threads()
-            if threads != self._applied:
-                model._set_threads(self._context, threads)
-                self._applied = threads
-        if self._staged:
-            for check, value, stage in zip(model._checkers, ordered, self._in_stage):
-                stage[...] = check(value, bindings)
-            status = model._invoke(*self._args)
-            outputs = [stage.copy() for stage in self._out_stage]
-        else:
-            arrays = [np.ascontiguousarray(check(value, bindings)) for check, value in zip(model._checkers, ordered)]
-            outputs = [np.empty(shape, dtype) for dtype, shape in model._outputs]
-            status = model._invoke(self._context, *[a.ctypes.data for a in arrays],
-                                   *[o.ctypes.data for o in outputs])
-        if status != 0:
-            raise RunError(model.source.program.errors.get(status, f"the compiled model returned status {status}"))
+        outputs = self.call_checked([check(value, bindings) for check, value in zip(model._checkers, ordered)])
         if as_dict:
             return dict(zip(model.output_names, outputs))
         return outputs
+
+    def call_checked(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """Run on ``arrays``, inputs in order already of the input facts' datum types and shapes
+        (any strides); the outputs are new arrays the caller owns."""
+        model = self.model
+        if model._set_threads is not None:
+            self._apply_threads()
+        if self._staged:
+            for value, stage in zip(arrays, self._in_stage):
+                stage[...] = value
+            status = self._invoke(*self._args)
+            if status == 0:
+                return [self._out_stage[0].copy()] if self._one_output else [o.copy() for o in self._out_stage]
+        else:
+            contiguous = [np.ascontiguousarray(value) for value in arrays]
+            outputs = [np.empty(shape, dtype) for dtype, shape in model._outputs]
+            status = self._invoke(self._context, *[a.ctypes.data for a in contiguous],
+                                  *[o.ctypes.data for o in outputs])
+            if status == 0:
+                return outputs
+        raise RunError(model.source.program.errors.get(status, f"the compiled model returned status {status}"))
+
+    def _apply_threads(self) -> None:
+        threads = self._threads if self._threads is not None else host_threads()
+        setter = self.model._set_threads
+        if threads != self._applied and setter is not None:
+            setter(self._context, threads)
+            self._applied = threads
 
 
 def _input_checkers(model, names: list[str], facts: list) -> list:

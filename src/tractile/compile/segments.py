@@ -68,9 +68,20 @@ class SegmentState:
 
     def __init__(self, context):
         self.context = context
+        self._checkers = context.model._checkers
 
     def eval(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        return self.context.run(list(inputs))
+        bindings: dict[str, int] = {}
+        return self.context.call_checked([check(value, bindings) for check, value in zip(self._checkers, inputs)])
+
+    def direct_call(self, facts: list[TypedFact]):
+        """What a plan made of this node alone may call in its place: a function of the plan's
+        checked inputs (``facts``, which must be this segment's) giving outputs the caller owns."""
+        mine = self.context.model.input_facts
+        if len(facts) != len(mine) or any(a.dtype != b.dtype or not a.is_concrete() or tuple(a.shape) != tuple(b.shape)
+                                          for a, b in zip(facts, mine)):
+            return None
+        return self.context.call_checked
 
     def reset(self) -> None:
         self.context.reset()
@@ -84,6 +95,7 @@ class Support:
         self.declined: set[str] = set()
 
     def __call__(self, model: TypedModel, node) -> bool:
+        from .layout import channels_last
         from .lower import lower
         from .registry import find_emitter
         from .target import HOST
@@ -99,7 +111,7 @@ class Support:
         if key not in self._known:
             trial = single_node_model(model, node)
             try:
-                lower(trial, "trial", HOST)
+                lower(channels_last(trial), "trial", HOST)  # as compile_model prepares it
                 self._known[key] = True
             except TractileError:
                 self._known[key] = False

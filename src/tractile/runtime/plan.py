@@ -102,3 +102,22 @@ class SimplePlan:
     def __repr__(self) -> str:
         return f"SimplePlan({len(self.steps)} steps, {self.slot_count} slots)"
 
+
+def direct_call(plan: SimplePlan, op_states: dict):
+    """For a plan that is one node reading inputs and giving every output once, whose state
+    (``op_states[0]``) offers ``direct_call`` (a compiled segment): that node's call without the
+    plan, and where its inputs and outputs are in the plan's order (None: the same order)."""
+    if len(plan.steps) != 1 or 0 not in op_states:
+        return None
+    step = plan.steps[0]
+    if not set(step.inputs) <= set(plan.input_slots) or len(set(plan.input_slots)) != len(plan.input_slots) \
+            or sorted(step.outputs) != sorted(set(plan.output_slots)) or len(plan.output_slots) != len(step.outputs):
+        return None
+    offer = getattr(op_states[0], "direct_call", None)
+    reads = [plan.input_slots.index(slot) for slot in step.inputs]
+    call = None if offer is None else offer([plan.input_facts[i] for i in reads])
+    if call is None:
+        return None
+    gives = [step.outputs.index(slot) for slot in plan.output_slots]
+    return (call, None if reads == list(range(len(plan.input_slots))) else reads,
+            None if gives == list(range(len(gives))) else gives)

@@ -8,7 +8,9 @@
  * directions: x[t * x_step + b * x_batch + i], y[t * y_step + b * y_batch + u], and the
  * states h[b * s_batch + u] (c likewise), which hold the initial states on entry and the
  * final ones on return. A reverse direction walks time backwards. `gates` is a scratch of
- * 2 * gate_count * hidden floats (GRU: 7 * hidden). Activations are functions the generated
+ * 2 * gate_count * hidden floats (GRU: 7 * hidden). With w NULL, x holds each step's input products
+ * (biases included) instead of its inputs, gate_count * hidden floats a row (x_step, x_batch in
+ * those rows). Activations are functions the generated
  * code defines from the activation ops' C expressions, `act[which](x)`. */
 #ifndef TL_RNN_H
 #define TL_RNN_H
@@ -61,6 +63,94 @@ static inline void tl_rnn_product(float *out, const float *init, const float *v,
   }
 }
 
+/* The default activations, sigmoid and tanh, as functions the generated code puts in its tables.
+ * On 64-bit hosts they are branch-free polynomials the compiler vectorises over a gate's units
+ * (exp: n = round(x log2 e), a degree-6 polynomial of the remainder, 2^n through the exponent
+ * bits; within 2 ulp of expf; tanh of small arguments by its odd series to keep the relative
+ * precision); elsewhere expf and tanhf. tl_rnn_apply runs either over whole arrays. */
+#ifndef TL_RNN_VECTOR_ACT
+#if defined(__x86_64__) || defined(__aarch64__)
+#define TL_RNN_VECTOR_ACT 1
+#else
+#define TL_RNN_VECTOR_ACT 0
+#endif
+#endif
+
+#if TL_RNN_VECTOR_ACT
+#include <string.h>
+
+static inline float tl_rnn_exp(float x) {
+  float n, r, p, scale;
+  int32_t bits;
+  x = isless(x, -87.0f) ? -87.0f : (isgreater(x, 88.0f) ? 88.0f : x); /* quiet comparisons: vectorised */
+  n = floorf(x * 1.44269504088896341f + 0.5f);
+  r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  bits = ((int32_t)n + 127) * (1 << 23);
+  memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+static inline float tl_rnn_sigmoid_of(float x) { return 1.0f / (1.0f + tl_rnn_exp(-x)); }
+
+static inline float tl_rnn_tanh_of(float x) {
+  const float a = fabsf(x);
+  const float e = tl_rnn_exp(-2.0f * a);
+  const float large = (1.0f - e) / (1.0f + e);
+  const float z = x * x;
+  const float series = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
+                         + 1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+  return isless(a, 0.625f) ? series : copysignf(large, x);
+}
+#else
+static inline float tl_rnn_sigmoid_of(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float tl_rnn_tanh_of(float x) { return tanhf(x); }
+#endif
+
+static float tl_rnn_sigmoid(float x) { return tl_rnn_sigmoid_of(x); }
+static float tl_rnn_tanh(float x) { return tl_rnn_tanh_of(x); }
+
+/* v[k] = act(v[k]) for k < count: the default activations inlined (vectorised), others called */
+static inline void tl_rnn_apply(float *v, int32_t count, tl_rnn_act_fn act) {
+  int32_t k;
+  if (act == tl_rnn_sigmoid) {
+    for (k = 0; k < count; ++k) v[k] = tl_rnn_sigmoid_of(v[k]);
+  } else if (act == tl_rnn_tanh) {
+    for (k = 0; k < count; ++k) v[k] = tl_rnn_tanh_of(v[k]);
+  } else {
+    for (k = 0; k < count; ++k) v[k] = act(v[k]);
+  }
+}
+
+/* into[k] = clip(into[k] + add[k]) for k < count */
+static inline void tl_rnn_sum(float *into, const float *add, int32_t count, float clip) {
+  int32_t k;
+  if (clip > 0.0f) {
+    for (k = 0; k < count; ++k) into[k] = tl_clamp_f32(into[k] + add[k], -clip, clip);
+  } else {
+    for (k = 0; k < count; ++k) into[k] += add[k];
+  }
+}
+
+/* the input products of one step, `count` gates: x W^T + Wb, or with w NULL, x's row itself (the
+ * products of every step computed before, biases included, by a GEMM on the host) */
+static inline void tl_rnn_input(float *gates, const float *wb, const float *x, const float *w, int32_t depth,
+                                int32_t count) {
+  int32_t k;
+  if (w) {
+    tl_rnn_product(gates, wb, x, w, depth, count, count);
+  } else {
+    for (k = 0; k < count; ++k) gates[k] = x[k];
+  }
+}
+
 /* the time index of the s-th step a direction takes */
 #define TL_RNN_STEP(t, steps, reverse) ((reverse) ? (steps) - 1 - (t) : (t))
 
@@ -76,9 +166,11 @@ static inline void tl_rnn_f32(const float *x, float *y, float *h, float *gates, 
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, hidden, hidden);
+      tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, hidden);
       tl_rnn_product(from_h, rb, hb, r, hidden, hidden, hidden);
-      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = act[0](tl_rnn_clip(gates[u] + from_h[u], clip));
+      tl_rnn_sum(gates, from_h, hidden, clip);
+      tl_rnn_apply(gates, hidden, act[0]);
+      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = gates[u];
     }
   }
 }
@@ -90,26 +182,27 @@ static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, 
                               int32_t x_step, int32_t x_batch, int32_t y_step, int32_t y_batch, int32_t s_batch) {
   const int32_t stride = 3 * hidden;
   float *from_h = gates + 3 * hidden, *reset_h = gates + 6 * hidden;
+  float *candidate = gates + 2 * hidden;
   int32_t b, s, u;
   for (b = 0; b < batches; ++b) {
     float *hb = h + b * s_batch;
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, stride, stride);
+      tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, stride);
       tl_rnn_product(from_h, rb, hb, r, hidden, stride, linear_before_reset ? stride : 2 * hidden);
-      for (u = 0; u < 2 * hidden; ++u) gates[u] = act[0](tl_rnn_clip(gates[u] + from_h[u], clip));
+      tl_rnn_sum(gates, from_h, 2 * hidden, clip);
+      tl_rnn_apply(gates, 2 * hidden, act[0]);
       if (!linear_before_reset) { /* the candidate reads (r . h) R_h + Rb_h */
         for (u = 0; u < hidden; ++u) reset_h[u] = gates[hidden + u] * hb[u];
         tl_rnn_product(from_h + 2 * hidden, rb ? rb + 2 * hidden : NULL, reset_h, r + 2 * hidden, hidden, stride,
                        hidden);
+      } else {
+        for (u = 0; u < hidden; ++u) from_h[2 * hidden + u] *= gates[hidden + u];
       }
-      for (u = 0; u < hidden; ++u) {
-        const float recurrent = linear_before_reset ? gates[hidden + u] * from_h[2 * hidden + u]
-                                                    : from_h[2 * hidden + u];
-        const float candidate = act[1](tl_rnn_clip(gates[2 * hidden + u] + recurrent, clip));
-        yr[u] = hb[u] = candidate + (hb[u] - candidate) * gates[u];
-      }
+      tl_rnn_sum(candidate, from_h + 2 * hidden, hidden, clip);
+      tl_rnn_apply(candidate, hidden, act[1]);
+      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = candidate[u] + (hb[u] - candidate[u]) * gates[u];
     }
   }
 }
@@ -121,6 +214,7 @@ static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c
                                     int32_t batches, int32_t depth, int32_t hidden, int reverse, int32_t x_step, int32_t x_batch,
                                     int32_t y_step, int32_t y_batch, int32_t s_batch) {
   float *from_h = gates + 4 * hidden;
+  float *in = gates, *out = gates + hidden, *forget = gates + 2 * hidden, *cell = gates + 3 * hidden;
   int32_t b, s, u;
   for (b = 0; b < batches; ++b) {
     float *hb = h + b * s_batch;
@@ -128,23 +222,34 @@ static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c
     for (s = 0; s < steps; ++s) {
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
-      tl_rnn_product(gates, wb, x + t * x_step + b * x_batch, w, depth, 4 * hidden, 4 * hidden);
+      tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, 4 * hidden);
       tl_rnn_product(from_h, rb, hb, r, hidden, 4 * hidden, 4 * hidden);
-      for (u = 0; u < hidden; ++u) {
-        float i_raw = gates[u] + from_h[u], o_raw = gates[hidden + u] + from_h[hidden + u];
-        float f_raw = gates[2 * hidden + u] + from_h[2 * hidden + u];
-        float i, f, state;
-        if (peep) {
-          i_raw += TL_READ_F32(peep + u) * cb[u];
-          f_raw += TL_READ_F32(peep + 2 * hidden + u) * cb[u];
+      for (u = 0; u < 4 * hidden; ++u) gates[u] += from_h[u];
+      if (peep) {
+        for (u = 0; u < hidden; ++u) {
+          in[u] += TL_READ_F32(peep + u) * cb[u];
+          forget[u] += TL_READ_F32(peep + 2 * hidden + u) * cb[u];
         }
-        i = act[0](tl_rnn_clip(i_raw, clip));
-        f = input_forget ? 1.0f - i : act[0](tl_rnn_clip(f_raw, clip));
-        state = f * cb[u] + i * act[1](tl_rnn_clip(gates[3 * hidden + u] + from_h[3 * hidden + u], clip));
-        cb[u] = state;
-        if (peep) o_raw += TL_READ_F32(peep + hidden + u) * state;
-        yr[u] = hb[u] = act[0](tl_rnn_clip(o_raw, clip)) * act[2](state);
       }
+      if (clip > 0.0f) /* with peepholes, the output gate is clipped once it has its peephole term */
+        for (u = 0; u < 4 * hidden; ++u)
+          if (!peep || u < hidden || u >= 2 * hidden) gates[u] = tl_clamp_f32(gates[u], -clip, clip);
+      if (peep) { /* the output gate reads the new state */
+        tl_rnn_apply(in, hidden, act[0]);
+        tl_rnn_apply(forget, hidden, act[0]);
+      } else {
+        tl_rnn_apply(in, 3 * hidden, act[0]);
+      }
+      if (input_forget)
+        for (u = 0; u < hidden; ++u) forget[u] = 1.0f - in[u];
+      tl_rnn_apply(cell, hidden, act[1]);
+      for (u = 0; u < hidden; ++u) from_h[u] = cb[u] = forget[u] * cb[u] + in[u] * cell[u];
+      if (peep) {
+        for (u = 0; u < hidden; ++u) out[u] = tl_rnn_clip(out[u] + TL_READ_F32(peep + hidden + u) * cb[u], clip);
+        tl_rnn_apply(out, hidden, act[0]);
+      }
+      tl_rnn_apply(from_h, hidden, act[2]);
+      for (u = 0; u < hidden; ++u) yr[u] = hb[u] = out[u] * from_h[u];
     }
   }
 }

@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     dense,
     elementwise,
     fused,
+    layer_norm,
     logic,
     pool,
     quantize,

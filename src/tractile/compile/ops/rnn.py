@@ -21,8 +21,11 @@ from ...ops.stream_carried import CarriedStateOp
 from ..emit import Emit
 from ..program import CONST
 from ..registry import Unsupported, emitter
+from . import host_gemm
 
 HEADER = "tl_rnn.h"
+#: activations tl_rnn.h defines (vectorised on 64-bit hosts): the kernels run them over whole gates
+BUILT_IN = {"sigmoid": "tl_rnn_sigmoid", "tanh": "tl_rnn_tanh"}
 
 @dataclass
 class Strides:
@@ -53,7 +56,8 @@ def activation_functions(e: Emit, op: Recurrent, direction: int) -> str:
     """The direction's activations as C functions (each its activation op's C expression) and
     the table of them the kernel calls; the table's name."""
     count = len(op.default_activations)
-    names = [e.definition(f"act{direction}_{index}",
+    names = [BUILT_IN.get(activation.kind) or
+             e.definition(f"act{direction}_{index}",
                           _named("static float", f"(float v) {{ return {activation.c_expression()}; }}"))
              for index, activation in enumerate(op.activations[direction * count:(direction + 1) * count])]
     return e.definition(f"activations{direction}",
@@ -83,15 +87,17 @@ class Prepared:
         self.steps, self.batch = (x.shape[1], x.shape[0]) if op.layout else (x.shape[0], x.shape[1])
         self.gates = op.gate_count * self.hidden
 
-    def constants(self, e: Emit, op: Recurrent, d: int) -> list:
-        """The kernel's constant arguments after x, y, states and scratch, for direction ``d``."""
+    def constants(self, e: Emit, op: Recurrent, d: int, projected: bool = False) -> list:
+        """The kernel's constant arguments after x, y, states and scratch, for direction ``d``
+        (``projected``: x holds the input products, see :func:`project`)."""
         suffix = f"_{d}" if op.num_directions > 1 else ""
-        w = e.constant("W" + suffix, np.ascontiguousarray(self.w[d].T))
+        w = "NULL" if projected else e.constant("W" + suffix, np.ascontiguousarray(self.w[d].T))
         r = e.constant("R" + suffix, np.ascontiguousarray(self.r[d].T))
         wb = rb = "NULL"
         if self.bias is not None:
-            wb, rb = e.constant("Wb" + suffix, self.bias[d][:self.gates]), e.constant("Rb" + suffix,
-                                                                                     self.bias[d][self.gates:])
+            rb = e.constant("Rb" + suffix, self.bias[d][self.gates:])
+            if not projected:
+                wb = e.constant("Wb" + suffix, self.bias[d][:self.gates])
         table = activation_functions(e, op, d)
         clip = np.float32(op.clip or 0.0)
         if isinstance(op, GRU):
@@ -111,6 +117,20 @@ def kernel_of(op: Recurrent) -> tuple[str, int]:
     if isinstance(op, RNN):
         return "tl_rnn_f32", 2
     raise Unsupported(f"{op.name} has no C kernel")
+
+
+def project(e: Emit, op: Recurrent, p: Prepared, d: int, into: str) -> None:
+    """The input products of every step of direction ``d`` (x W^T + Wb, ``[steps * batch][gates]``
+    in x's row order) into ``into``, by the host's float GEMM: one pass over the weights instead
+    of one a step."""
+    suffix = f"_{d}" if op.num_directions > 1 else ""
+    for header in host_gemm.HEADERS:
+        e.use(header)
+    e._lowering.program.threads = True
+    packed = e.constant("Wp" + suffix, host_gemm.pack_f32(p.w[d]))
+    bias = e.constant("Wb" + suffix, p.bias[d][:p.gates]) if p.bias is not None else "NULL"
+    e.call("tl_dense_gemm_f32", e.input(0), packed, bias, into, p.steps * p.batch, p.depth, p.gates,
+           np.float32(-np.inf), np.float32(np.inf), host_gemm.THREADS)
 
 
 def offset(pointer: str, elements: int | str) -> str:
@@ -135,12 +155,20 @@ def recurrent(e: Emit) -> None:
         else:
             e.line(f"memset({e.arg(state)}, 0, {state.nbytes});")
     scratch = e.scratch("gates", DatumType.F32, blocks * p.hidden)
+    e.set_kernel(kernel)
+    projected = None
+    x_step, x_batch = s.x_step, s.x_batch
+    if host_gemm.applies(e) and p.depth and p.steps * p.batch > 1:
+        projected = e.scratch("projected", DatumType.F32, p.steps * p.batch * p.gates)
+        x_step, x_batch = s.x_step // p.depth * p.gates, s.x_batch // p.depth * p.gates
     for d in range(op.num_directions):
         reverse = d == 1 or op.direction == "reverse"
         pointers = [offset(e.arg(t), d * s.s_direction) for t in states]
-        e.call(kernel, e.input(0), offset(e.arg(e.output(0)), d * s.y_direction), *pointers, scratch,
-               *p.constants(e, op, d), p.steps, p.batch, p.depth, p.hidden, reverse, s.x_step, s.x_batch,
-               s.y_step, s.y_batch, s.s_batch)
+        if projected is not None:
+            project(e, op, p, d, projected)
+        e.call(kernel, projected or e.input(0), offset(e.arg(e.output(0)), d * s.y_direction), *pointers, scratch,
+               *p.constants(e, op, d, projected is not None), p.steps, p.batch, p.depth, p.hidden, reverse, x_step,
+               x_batch, s.y_step, s.y_batch, s.s_batch)
 
 
 @emitter(CarriedStateOp)
