@@ -75,7 +75,8 @@ LAYERS = [
     ("10x4 one-channel first layer", lambda: conv_layer((20, 10, 1), 16, (10, 4), Window2D("SAME", 2, 2), 3),
      "conv", "tl_conv_nhwc_s8_gemm", 2.2),
     ("dense, two rows", lambda: dense_layer(2, 128, 64, 5), "fc", "tl_fc_s8_gemm", 1.5),
-    ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_gemm", 2.0),
+    ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_row", 1.6),
+    ("dense, one row of 75 to 7 units", lambda: dense_layer(1, 75, 7, 10), "fc", "tl_fc_s8_row", 2.0),
     ("depthwise 3x3 stride 1", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 3.25),
     ("depthwise 3x3 stride 2", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME", 2, 2), 7), "dw",
@@ -145,7 +146,7 @@ def test_kernels_portable_form_is_bit_exact_on_the_host(tmp_path):
     target, model = replace(HOST, dsp=True), kernels_model()
     compiled = compile_model(model, cache_dir=tmp_path / "cache", target=target)
     kernels = {node["kernel"] for node in compiled.report["nodes"]}
-    assert {"tl_conv_nhwc_s8_gemm", "tl_fc_s8_gemm"} <= kernels, kernels
+    assert {"tl_conv_nhwc_s8_gemm", "tl_fc_s8_row"} <= kernels, kernels
     rng = np.random.default_rng(0)
     for _ in range(3):
         values = [rng.integers(-128, 128, (1, 11, 9, 1)).astype(np.int8)]
@@ -171,7 +172,7 @@ def test_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
     source = generate(kernels_model(), name="m4", target=find_target("cortex-m4"))
     second = generate(conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64), name="m4b",
                       target=find_target("cortex-m4"))
-    for kernel in ("tl_conv_nhwc_s8_gemm", "tl_fc_s8_gemm"):
+    for kernel in ("tl_conv_nhwc_s8_gemm", "tl_fc_s8_row"):
         assert f"{kernel}(" in source.source, kernel
     assert "tl_conv_nhwc_s8_direct(" in second.source
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",

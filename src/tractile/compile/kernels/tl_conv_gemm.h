@@ -482,8 +482,95 @@ static TL_INLINE void tl_fc_s8_gemm(const int8_t *x, const int8_t *restrict w, c
   if (r < rows) tl_gemm_row(x + r * depth, w, bias, y + r * units, depth, k4, units, rq, mode, zero, low, high);
 }
 
+/* A single row (tl_fc_s8_row): the weights as words ([units][k4] bytes as above), the output
+ * channels in groups of four (then two, then one) whose rows are interleaved word by word (word
+ * j of channels f..f+3, then word j + 1), so that one LDRD brings two channels' words. Per word
+ * of four inputs and four channels: one load and two SXTB16 of the inputs, two LDRD, eight
+ * SXTB16 and eight SMLAD (21 instructions for 16 MACs). `rq_step` is 3, or 0 when every channel
+ * shares one {m, K, r} (the words then stay in registers or fold into the instructions). */
+#define TL_ROW_MAC2(a0, a1, sa, sb)                                                                              \
+  do {                                                                                                         \
+    uint32_t tl_va, tl_vb;                                                                                     \
+    TL_PAIR_NEXT(wp, tl_va, tl_vb);                                                                            \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(tl_va), TL_SXTB16_ODD(tl_va), sa);                                           \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(tl_vb), TL_SXTB16_ODD(tl_vb), sb);                                           \
+  } while (0)
+#define TL_ROW_MAC2_S01(a0, a1) TL_ROW_MAC2(a0, a1, s0, s1)
+#define TL_ROW_MAC1(a0, a1)                                                                                      \
+  do {                                                                                                         \
+    const uint32_t tl_v = (uint32_t)*wp++;                                                                     \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(tl_v), TL_SXTB16_ODD(tl_v), s0);                                             \
+  } while (0)
+#define TL_ROW_MAC4(a0, a1)                                                                                      \
+  do {                                                                                                         \
+    TL_ROW_MAC2(a0, a1, s0, s1);                                                                               \
+    TL_ROW_MAC2(a0, a1, s2, s3);                                                                               \
+  } while (0)
+/* body(a0, a1) over every word of the row: the whole words four per pass, then the last
+ * partial one (tail0, tail1) */
+#define TL_ROW_WORD(body, at)                                                                                    \
+  do {                                                                                                         \
+    const uint32_t tl_x = TL_WORD(px + (at));                                                                  \
+    body(TL_SXTB16(tl_x), TL_SXTB16_ODD(tl_x));                                                                \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+#define TL_ROW_LOOP(body)                                                                                        \
+  do {                                                                                                         \
+    const int8_t *px = x;                                                                                      \
+    int32_t n;                                                                                                 \
+    for (n = words / 4; n > 0; --n, px += 16) {                                                                \
+      TL_ROW_WORD(body, 0);                                                                                    \
+      TL_ROW_WORD(body, 4);                                                                                    \
+      TL_ROW_WORD(body, 8);                                                                                    \
+      TL_ROW_WORD(body, 12);                                                                                   \
+    }                                                                                                          \
+    for (n = words % 4; n > 0; --n, px += 4) TL_ROW_WORD(body, 0);                                             \
+    if (depth % 4) body(tail0, tail1);                                                                         \
+  } while (0)
+#define TL_ROW_OUT(s, i) tl_gemm_out(tl_add_wrap_s32(bias[f + (i)], scale * (s)), rq[rq_step * (f + (i))],      \
+                                     rq[rq_step * (f + (i)) + 1], rq[rq_step * (f + (i)) + 2], TL_GEMM_ARGS)
+/* Arguments as tl_fc_s8_gemm's for one row (weights as above) up to rq, then mode, zero, low,
+ * high and rq_step. */
+static TL_INLINE void tl_fc_s8_row(const int8_t *x, const int32_t *restrict w, const int32_t *restrict bias,
+                                   int8_t *y, int32_t depth, int32_t units, const int32_t *restrict rq, int32_t mode,
+                                   int32_t zero, int32_t low, int32_t high, int32_t rq_step) {
+  const int32_t words = depth / 4, scale = mode == 2 ? 1 : 2, last = depth & ~3;
+  const int32_t *wp = w;
+  uint32_t tail0 = 0, tail1 = 0;
+  int32_t f;
+  if (depth % 4) { /* the last depth % 4 inputs, in order, as zero-padded halfwords */
+    tail0 = tl_pkhbt((uint32_t)(int32_t)x[last], depth % 4 > 1 ? (uint32_t)(int32_t)x[last + 1] : 0u);
+    tail1 = depth % 4 > 2 ? (uint32_t)(int32_t)x[last + 2] & 0xFFFFu : 0u;
+  }
+  for (f = 0; f + 4 <= units; f += 4) {
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int8_t o0, o1, o2, o3;
+    TL_ROW_LOOP(TL_ROW_MAC4);
+    o0 = TL_ROW_OUT(s0, 0), o1 = TL_ROW_OUT(s1, 1), o2 = TL_ROW_OUT(s2, 2), o3 = TL_ROW_OUT(s3, 3);
+    y[f] = o0, y[f + 1] = o1, y[f + 2] = o2, y[f + 3] = o3;
+  }
+  if (units % 4 >= 2) {
+    int32_t s0 = 0, s1 = 0;
+    TL_ROW_LOOP(TL_ROW_MAC2_S01);
+    y[f] = TL_ROW_OUT(s0, 0), y[f + 1] = TL_ROW_OUT(s1, 1);
+    f += 2;
+  }
+  if (units % 2) {
+    int32_t s0 = 0;
+    TL_ROW_LOOP(TL_ROW_MAC1);
+    y[f] = TL_ROW_OUT(s0, 0);
+  }
+}
+
 #undef TL_GEMM_1X4
 #undef TL_GEMM_1X1
+#undef TL_ROW_MAC1
+#undef TL_ROW_MAC2
+#undef TL_ROW_MAC2_S01
+#undef TL_ROW_MAC4
+#undef TL_ROW_LOOP
+#undef TL_ROW_WORD
+#undef TL_ROW_OUT
 #undef TL_GEMM_2X2
 #undef TL_GEMM_2X1
 #undef TL_GEMM_STORE4

@@ -86,6 +86,22 @@ def repack(rows: np.ndarray, segments: int, length: int) -> np.ndarray:
     return out
 
 
+def row_words(packed: np.ndarray) -> np.ndarray:
+    """[units][k4] int8 weights as the little-endian words tl_fc_s8_row reads: the channels in
+    groups of four, then two, then one, each group's rows interleaved word by word."""
+    units, k4 = packed.shape
+    words = np.ascontiguousarray(packed.astype(np.int8)).view("<i4").reshape(units, k4 // 4)
+    groups, f = [], 0
+    while units - f >= 4:
+        groups.append(words[f:f + 4].T.reshape(-1))
+        f += 4
+    for size in (2, 1):
+        if units - f >= size:
+            groups.append(words[f:f + size].T.reshape(-1))
+            f += size
+    return np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
+
+
 def usable(e: Emit, dtype: DatumType) -> bool:
     """Whether the target runs these kernels: a DSP core without program-memory constants."""
     return bool(e.target.dsp) and not e.target.progmem and dtype == DatumType.I8
@@ -197,6 +213,14 @@ def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, n
     total = total if mode == 2 else 2 * total
     k4 = (depth + 3) & ~3
     _use(e)
+    if count == 1:
+        uniform = bool(np.all(words.reshape(-1, 3) == words[:3]))
+        args = [x, e.constant("weights_words", row_words(repack(rows, 1, depth)), DatumType.I32),
+                e.constant("bias", total, DatumType.I32), y, depth, units,
+                e.constant("requant", words[:3] if uniform else words, DatumType.I32), mode, zero, low, high,
+                0 if uniform else 3]
+        layer_call(e, "tl_fc_s8_row", args, {0: "const int8_t *", 3: "int8_t *"})
+        return True
     args = [x, e.constant("weights_packed", repack(rows, 1, depth), DatumType.I8),
             e.constant("bias", total, DatumType.I32), y, count, depth, units,
             e.constant("requant", words, DatumType.I32), mode, zero, low, high,
