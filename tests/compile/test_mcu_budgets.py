@@ -70,6 +70,12 @@ LAYERS = [
      "narrow", "tl_conv_nhwc_s8_direct", 1.85),
     ("pointwise, 64 channels", lambda: conv_layer((8, 8, 64), 64, (1, 1), Window2D("SAME"), 4, widen=128),
      "conv", "tl_conv_nhwc_s8_gemm", 1.5),
+    ("pointwise, depth 8 to 16", lambda: conv_layer((12, 12, 8), 16, (1, 1), Window2D("SAME"), 11),
+     "conv", "tl_pointwise_s8_shallow", 1.65),
+    ("pointwise, depth 16 to 32", lambda: conv_layer((10, 10, 16), 32, (1, 1), Window2D("SAME"), 12),
+     "conv", "tl_pointwise_s8_shallow", 1.42),
+    ("pointwise stride 2, depth 16 to 32", lambda: conv_layer((12, 12, 16), 32, (1, 1), Window2D("SAME", 2, 2), 13),
+     "conv", "tl_pointwise_s8_shallow", 1.43),
     ("3-channel first layer 3x3 stride 2", lambda: conv_layer((16, 16, 3), 8, (3, 3), Window2D("SAME", 2, 2), 2),
      "conv", "tl_conv_nhwc_s8_gemm", 2.65),
     ("10x4 one-channel first layer", lambda: conv_layer((20, 10, 1), 16, (10, 4), Window2D("SAME", 2, 2), 3),
@@ -98,7 +104,8 @@ def test_layer_is_bit_exact_within_its_instruction_budget(name, build, layer, ke
 
 def kernels_model():
     """tl_conv_gemm.h's kernels in one model: columns of one and three channels (with and without
-    padding), a 3x3 convolution with columns and 1x1 ones read in place, a dense layer of one row."""
+    padding), a shallow 1x1 convolution of depth 8 (tl_pointwise_s8_shallow), a 3x3 convolution
+    with columns, a dense layer of one row."""
     rng = np.random.default_rng(9)
     g = GraphBuilder()
     h = g.input("x", "i8", (1, 11, 9, 1), q(0.03, -9))
@@ -146,7 +153,7 @@ def test_kernels_portable_form_is_bit_exact_on_the_host(tmp_path):
     target, model = replace(HOST, dsp=True), kernels_model()
     compiled = compile_model(model, cache_dir=tmp_path / "cache", target=target)
     kernels = {node["kernel"] for node in compiled.report["nodes"]}
-    assert {"tl_conv_nhwc_s8_gemm", "tl_fc_s8_row"} <= kernels, kernels
+    assert {"tl_conv_nhwc_s8_gemm", "tl_fc_s8_row", "tl_pointwise_s8_shallow"} <= kernels, kernels
     rng = np.random.default_rng(0)
     for _ in range(3):
         values = [rng.integers(-128, 128, (1, 11, 9, 1)).astype(np.int8)]
@@ -172,7 +179,7 @@ def test_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
     source = generate(kernels_model(), name="m4", target=find_target("cortex-m4"))
     second = generate(conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64), name="m4b",
                       target=find_target("cortex-m4"))
-    for kernel in ("tl_conv_nhwc_s8_gemm", "tl_fc_s8_row"):
+    for kernel in ("tl_conv_nhwc_s8_gemm", "tl_fc_s8_row", "tl_pointwise_s8_shallow"):
         assert f"{kernel}(" in source.source, kernel
     assert "tl_conv_nhwc_s8_direct(" in second.source
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
@@ -187,3 +194,30 @@ def test_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
                                  text=True).stdout
         for instruction in ("smlad", "sxtb16", "smmlar", "ssat") + (("ldrd", "sadd16") if name == "m4" else ()):
             assert instruction in listing, f"{compiler}: no {instruction} in {name}"
+
+
+def shallow_model():
+    """tl_pointwise_s8_shallow over every path: depths 4 (two pixels a pass, an odd count of
+    pixels and of filters), 12 (one pixel a pass) and 8 at stride 2 over an odd row width, an
+    output range below the zero point (the requantization's sign term kept), per-channel scales."""
+    rng = np.random.default_rng(14)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 7, 5, 4), q(0.03, -9))
+    layers = [(12, Window2D("SAME"), q(6 / 255, -128), "RELU6"), (8, Window2D("VALID", 2, 2), q(0.1, 3), "NONE"),
+              (9, Window2D("SAME"), q(0.05, -20), "RELU")]
+    for index, (filters, window, out_q, activation) in enumerate(layers):
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(filters, 0.004)
+        w = g.const(f"w{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", qc(scales, 0))
+        b = g.const(f"b{index}", rng.integers(-3000, 3000, (filters,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(f"p{index}", [h, w, b], window, out_q, activation)
+    g.model.outputs = [h]
+    return g.model
+
+
+def test_shallow_pointwise_is_bit_exact_on_the_cortex_m4(tmp_path):
+    needs_board("cortex-m4")
+    report = verify(shallow_model(), "cortex-m4", runs=3, opt="speed", folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    kernels = [entry["kernel"] for entry in report["layers"] if entry["macs"]]
+    assert kernels == ["tl_pointwise_s8_shallow"] * 3, report["layers"]

@@ -562,8 +562,113 @@ static TL_INLINE void tl_fc_s8_row(const int8_t *x, const int32_t *restrict w, c
   }
 }
 
+/* Shallow 1x1 convolutions (tl_pointwise_s8_shallow), depth 4, 8, 12 or 16, output pixels
+ * `rows` x `cols` read from x + row * row_step + col * col_step (any stride, no padding): a
+ * pixel's inputs widened once into registers (SXTB16 and its rotated form: [x0 | x2], [x1 | x3]
+ * per word), and per output channel one record of words {2 * bias, the weights doubled and
+ * widened in the same order (depth / 2 words), m, K, r}, read two words per LDRD: the
+ * accumulator comes out doubled for the one-SMMLAR requantization (mode 0 of tl_gemm_out). Depths 4 and 8 take two
+ * pixels per pass, sharing each record between them; 12 and 16 one. */
+/* the next record from rp on (words {2 * bias, w0 .. w(depth / 2 - 1), m, K, r}, two per LDRD):
+ * the weight words multiplied into sa (and by extra() into sb) against the pixel's widened
+ * inputs a0..a7 in that order, m, K and r left in m, k, r */
+#define TL_PW_RECORD(sa, a0, a1, a2, a3, a4, a5, a6, a7, extra)                                                 \
+  do {                                                                                                         \
+    uint32_t tl_w0, tl_w1;                                                                                     \
+    TL_PAIR_NEXT(rp, sa, tl_w1);                                                                               \
+    extra(sb = sa, b0, tl_w1);                                                                                 \
+    sa = TL_SMLAD(a0, tl_w1, sa);                                                                              \
+    if (depth == 4) {                                                                                          \
+      TL_PAIR_NEXT(rp, tl_w0, m);                                                                              \
+      extra((void)0, b1, tl_w0);                                                                               \
+      sa = TL_SMLAD(a1, tl_w0, sa);                                                                            \
+    } else {                                                                                                   \
+      TL_PAIR_NEXT(rp, tl_w0, tl_w1);                                                                          \
+      extra((void)0, b1, tl_w0), extra((void)0, b2, tl_w1);                                                    \
+      sa = TL_SMLAD(a1, tl_w0, sa), sa = TL_SMLAD(a2, tl_w1, sa);                                              \
+      if (depth >= 12) {                                                                                       \
+        TL_PAIR_NEXT(rp, tl_w0, tl_w1);                                                                        \
+        sa = TL_SMLAD(a3, tl_w0, sa), sa = TL_SMLAD(a4, tl_w1, sa);                                            \
+      }                                                                                                        \
+      if (depth >= 16) {                                                                                       \
+        TL_PAIR_NEXT(rp, tl_w0, tl_w1);                                                                        \
+        sa = TL_SMLAD(a5, tl_w0, sa), sa = TL_SMLAD(a6, tl_w1, sa);                                            \
+      }                                                                                                        \
+      TL_PAIR_NEXT(rp, tl_w0, m);                                                                              \
+      if (depth == 8) extra((void)0, b3, tl_w0);                                                               \
+      sa = TL_SMLAD(depth == 8 ? a3 : depth == 12 ? a5 : a7, tl_w0, sa);                                       \
+    }                                                                                                          \
+    TL_PAIR_NEXT(rp, k, r);                                                                                    \
+  } while (0)
+#define TL_PW_SECOND(first, c, w) (first, sb = TL_SMLAD(c, w, sb))
+#define TL_PW_NONE(first, c, w) ((void)0)
+/* a pixel's inputs from px widened: [x0 | x2] into e0, [x1 | x3] into o0, and so on per word */
+#define TL_PW_WIDEN(px, e0, o0, e1, o1, e2, o2, e3, o3)                                                          \
+  do {                                                                                                         \
+    uint32_t tl_v = TL_WORD(px);                                                                               \
+    e0 = TL_SXTB16(tl_v), o0 = TL_SXTB16_ODD(tl_v);                                                            \
+    if (depth >= 8) tl_v = TL_WORD((px) + 4), e1 = TL_SXTB16(tl_v), o1 = TL_SXTB16_ODD(tl_v);                 \
+    if (depth >= 12) tl_v = TL_WORD((px) + 8), e2 = TL_SXTB16(tl_v), o2 = TL_SXTB16_ODD(tl_v);                \
+    if (depth >= 16) tl_v = TL_WORD((px) + 12), e3 = TL_SXTB16(tl_v), o3 = TL_SXTB16_ODD(tl_v);               \
+  } while (0)
+static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *restrict records, int8_t *y,
+                                             int32_t rows, int32_t cols, int32_t row_step, int32_t col_step,
+                                             int32_t depth, int32_t units, int32_t zero, int32_t low, int32_t high) {
+  const int32_t *const end = records + units * (4 + depth / 2);
+  int32_t i, c;
+  for (i = 0; i < rows; ++i) {
+    const int8_t *px = x + i * row_step;
+    int8_t *out = y + i * cols * units;
+    for (c = 0; depth <= 8 && c + 2 <= cols; c += 2, px += 2 * col_step, out += 2 * units) {
+      const int32_t *rp = records;
+      int8_t *o = out;
+      uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+      TL_PW_WIDEN(px, a0, a1, a2, a3, a0, a0, a0, a0);
+      TL_PW_WIDEN(px + col_step, b0, b1, b2, b3, b0, b0, b0, b0);
+#define TL_PW_PAIR()                                                                                             \
+  do {                                                                                                         \
+    uint32_t m, k, r;                                                                                          \
+    int32_t sa, sb;                                                                                            \
+    TL_PW_RECORD(sa, a0, a1, a2, a3, a0, a0, a0, a0, TL_PW_SECOND);                                            \
+    o[0] = tl_gemm_out(sa, (int32_t)m, (int32_t)k, (int32_t)r, 0, zero, low, high);                            \
+    o[units] = tl_gemm_out(sb, (int32_t)m, (int32_t)k, (int32_t)r, 0, zero, low, high);                        \
+    ++o;                                                                                                       \
+  } while (0)
+      if (units % 2) TL_PW_PAIR();
+      while (rp != end) {
+        TL_PW_PAIR();
+        TL_PW_PAIR();
+      }
+    }
+    for (; c < cols; ++c, px += col_step, out += units) {
+      const int32_t *rp = records;
+      int8_t *o = out;
+      uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+      TL_PW_WIDEN(px, a0, a1, a2, a3, a4, a5, a6, a7);
+#define TL_PW_ONE()                                                                                              \
+  do {                                                                                                         \
+    uint32_t m, k, r;                                                                                          \
+    int32_t sa;                                                                                                \
+    TL_PW_RECORD(sa, a0, a1, a2, a3, a4, a5, a6, a7, TL_PW_NONE);                                              \
+    *o++ = tl_gemm_out(sa, (int32_t)m, (int32_t)k, (int32_t)r, 0, zero, low, high);                            \
+  } while (0)
+      if (units % 2) TL_PW_ONE();
+      while (rp != end) {
+        TL_PW_ONE();
+        TL_PW_ONE();
+      }
+    }
+  }
+}
+
 #undef TL_GEMM_1X4
 #undef TL_GEMM_1X1
+#undef TL_PW_RECORD
+#undef TL_PW_PAIR
+#undef TL_PW_ONE
+#undef TL_PW_SECOND
+#undef TL_PW_NONE
+#undef TL_PW_WIDEN
 #undef TL_ROW_MAC1
 #undef TL_ROW_MAC2
 #undef TL_ROW_MAC2_S01

@@ -12,9 +12,11 @@ import numpy as np
 
 from ...datum import DatumType
 from ..emit import Emit, call_text
-from .conv_dsp import WIDE_DEPTHS, doubled_requant
+from .conv_dsp import WIDE_DEPTHS, doubled_requant, widened_rows
 
 HEADER = "tl_conv_gemm.h"
+#: the most weights of a shallow 1x1 layer stored widened (tl_pointwise_s8_shallow): 2 bytes each
+SHALLOW_WEIGHTS = 4096
 
 
 @dataclass
@@ -177,6 +179,8 @@ def emit_conv(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: 
     total = folded_bias(raw_bias, x_offset, rows)
     if total is None:
         return None
+    if k_h == k_w == 1 and in_c in WIDE_DEPTHS and _shallow(e, x, y, rows, total, numbers, geometry):
+        return 0
     columns = _COLUMNS.get()
     in_place = in_c % 4 == 0 and columns is not None and e.node.id in columns.in_place
     if in_place and k_h == k_w == 1 and geometry[9:11] == (1, 1) and in_c in WIDE_DEPTHS:
@@ -198,6 +202,29 @@ def emit_conv(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: 
         columns.optional[args[-1]] = e.node.id
     layer_call(e, "tl_conv_nhwc_s8_gemm", args, {0: "const int8_t *", 3: "int8_t *", len(args) - 1: "int32_t *"})
     return 0
+
+
+def _shallow(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, numbers: tuple, geometry: tuple) -> bool:
+    """A 1x1 convolution of depth 4 to 16 without padding through tl_pointwise_s8_shallow (its
+    weights stored doubled and widened, beside each channel's bias and requantization words:
+    twice the flash of int8 weights, so only for small layers); False when it does not apply."""
+    multipliers, shifts, _, zero, low, high = numbers
+    batches, in_h, in_w, in_c, out_h, out_w, filters, _, _, stride_h, stride_w, _, _, top, left, _ = geometry
+    if top or left or rows.size > SHALLOW_WEIGHTS or (batches > 1 and (stride_h, stride_w) != (1, 1)):
+        return False
+    words, mode = requant_words(total, rows, multipliers, shifts, zero)
+    if mode != 0:
+        return False
+    records = np.concatenate([2 * total[:, None], widened_rows(2 * rows).reshape(filters, in_c // 2).astype(np.int64),
+                              words.reshape(filters, 3).astype(np.int64)], axis=1)
+    if (stride_h, stride_w) == (1, 1):
+        shape = (1, batches * in_h * in_w, 0, in_c)
+    else:
+        shape = (out_h, out_w, stride_h * in_w * in_c, stride_w * in_c)
+    _use(e)
+    args = [x, e.constant("records", records.reshape(-1), DatumType.I32), y, *shape, in_c, filters, zero, low, high]
+    layer_call(e, "tl_pointwise_s8_shallow", args, {0: "const int8_t *", 2: "int8_t *"})
+    return True
 
 
 def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, numbers: tuple) -> bool:
