@@ -210,14 +210,17 @@ def _shallow(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, numbers: tuple,
     twice the flash of int8 weights, so only for small layers); False when it does not apply."""
     multipliers, shifts, _, zero, low, high = numbers
     batches, in_h, in_w, in_c, out_h, out_w, filters, _, _, stride_h, stride_w, _, _, top, left, _ = geometry
-    if top or left or rows.size > SHALLOW_WEIGHTS or (batches > 1 and (stride_h, stride_w) != (1, 1)):
-        return False
+    from ..bands import BandEmit
+
+    strided = (stride_h, stride_w) != (1, 1)
+    if top or left or rows.size > SHALLOW_WEIGHTS or (strided and (batches > 1 or isinstance(e, BandEmit))):
+        return False  # (bands give a 1x1 kernel its count of pixels only)
     words, mode = requant_words(total, rows, multipliers, shifts, zero)
     if mode != 0:
         return False
     records = np.concatenate([2 * total[:, None], widened_rows(2 * rows).reshape(filters, in_c // 2).astype(np.int64),
                               words.reshape(filters, 3).astype(np.int64)], axis=1)
-    if (stride_h, stride_w) == (1, 1):
+    if not strided:
         shape = (1, batches * in_h * in_w, 0, in_c)
     else:
         shape = (out_h, out_w, stride_h * in_w * in_c, stride_w * in_c)
