@@ -71,11 +71,11 @@ LAYERS = [
     ("pointwise, 64 channels", lambda: conv_layer((8, 8, 64), 64, (1, 1), Window2D("SAME"), 4, widen=128),
      "conv", "tl_conv_nhwc_s8_gemm", 1.5),
     ("pointwise, depth 8 to 16", lambda: conv_layer((12, 12, 8), 16, (1, 1), Window2D("SAME"), 11),
-     "conv", "tl_pointwise_s8_shallow", 1.65),
+     "conv", "tl_pointwise_s8_shallow", 1.45),
     ("pointwise, depth 16 to 32", lambda: conv_layer((10, 10, 16), 32, (1, 1), Window2D("SAME"), 12),
-     "conv", "tl_pointwise_s8_shallow", 1.42),
+     "conv", "tl_pointwise_s8_shallow", 1.32),
     ("pointwise stride 2, depth 16 to 32", lambda: conv_layer((12, 12, 16), 32, (1, 1), Window2D("SAME", 2, 2), 13),
-     "conv", "tl_pointwise_s8_shallow", 1.43),
+     "conv", "tl_pointwise_s8_shallow", 1.32),
     ("3-channel first layer 3x3 stride 2", lambda: conv_layer((16, 16, 3), 8, (3, 3), Window2D("SAME", 2, 2), 2),
      "conv", "tl_conv_nhwc_s8_gemm", 2.65),
     ("10x4 one-channel first layer", lambda: conv_layer((20, 10, 1), 16, (10, 4), Window2D("SAME", 2, 2), 3),
@@ -221,3 +221,27 @@ def test_shallow_pointwise_is_bit_exact_on_the_cortex_m4(tmp_path):
     assert report["verified"], report["first_difference"]
     kernels = [entry["kernel"] for entry in report["layers"] if entry["macs"]]
     assert kernels == ["tl_pointwise_s8_shallow"] * 3, report["layers"]
+
+
+def test_common_shift_requantization_equals_tflites_recipe():
+    """tl_pw_out's common shift (conv_gemm.common_shift's scaling of a channel by 2^(d+1), Kc, the
+    truncating SMMLA's high word shifted by R), in integers on the host: equal to
+    MultiplyByQuantizedMultiplier(x, m, -r) + zero for every x >= 0, at most zero below (where the
+    lower bound, at least the zero point, clamps both); rounding as SMMLAR does instead is not."""
+    from tractile.ops.quantized.fixedpoint import multiply_by_quantized_multiplier
+
+    rng = np.random.default_rng(3)
+    rounded_differs = False
+    for _ in range(400):
+        m, r, d, zero = int(rng.integers(1 << 30, 1 << 31)), int(rng.integers(1, 14)), int(rng.integers(1, 6)), \
+            int(rng.integers(-128, 128))
+        shift, limit = r + d, (1 << (30 - d)) - 1
+        x = np.concatenate([rng.integers(-(1 << 20), 1 << 20, 3000), np.arange(-300, 300), [limit, -limit]])
+        expected = multiply_by_quantized_multiplier(x, m, -r).astype(np.int64) + zero
+        kc = (1 << (d - 1)) + (1 << (shift - 1)) + zero * (1 << shift)
+        product = (kc << 32) + (x << (d + 1)) * m
+        got = (product >> 32) >> shift
+        assert np.array_equal(got[x >= 0], expected[x >= 0]), (m, r, d, zero)
+        assert got[x < 0].max() <= zero and expected[x < 0].max() <= zero
+        rounded_differs |= not np.array_equal(((product + (1 << 31)) >> 32 >> shift)[x >= 0], expected[x >= 0])
+    assert rounded_differs

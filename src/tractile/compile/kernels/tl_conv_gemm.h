@@ -567,8 +567,28 @@ static TL_INLINE void tl_fc_s8_row(const int8_t *x, const int32_t *restrict w, c
  * pixel's inputs widened once into registers (SXTB16 and its rotated form: [x0 | x2], [x1 | x3]
  * per word), and per output channel one record of words {2 * bias, the weights doubled and
  * widened in the same order (depth / 2 words), m, K, r}, read two words per LDRD: the
- * accumulator comes out doubled for the one-SMMLAR requantization (mode 0 of tl_gemm_out). Depths 4 and 8 take two
- * pixels per pass, sharing each record between them; 12 and 16 one. */
+ * accumulator comes out doubled for the one-SMMLAR requantization (mode 0 of tl_gemm_out).
+ * Depths 4 and 8 take two pixels per pass, sharing each record between them; 12 and 16 one. */
+
+/* The output of accumulator s of a record: tl_gemm_out's mode 0, or with `shift` (a layer's
+ * constant, 0 for none) the layer's common shift R: the host scaled the channel's weights and bias
+ * by 2^(d+1) (d = R - r >= 1) and stored Kc = 2^(d-1) + 2^(R-1) + zero * 2^R in k, so that the
+ * truncating SMMLA's high word (Kc * 2^32 + s m) >> 32, shifted by R inside SSAT, is
+ * floor((x m + 2^30 + 2^(r-1) 2^31) / 2^(31+r)) + zero: MultiplyByQuantizedMultiplier(x, m, -r)
+ * + zero for x >= 0, and at most zero otherwise (used only when low >= zero, as the sign term's
+ * drop above). */
+static TL_INLINE int8_t tl_pw_out(int32_t s, int32_t m, int32_t k, int32_t r, int32_t shift, int32_t zero,
+                                  int32_t low, int32_t high) {
+  int32_t v;
+  if (!shift) return tl_gemm_out(s, m, k, r, 0, zero, low, high);
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+  __asm__("smmla %0, %1, %2, %3" : "=r"(v) : "r"(s), "r"(m), "r"(k));
+#else
+  v = (int32_t)((((int64_t)k << 32) + (int64_t)s * m) >> 32);
+#endif
+  return TL_CLAMP_OUT(v >> shift, low, high);
+}
+
 /* the next record from rp on (words {2 * bias, w0 .. w(depth / 2 - 1), m, K, r}, two per LDRD):
  * the weight words multiplied into sa (and by extra() into sb) against the pixel's widened
  * inputs a0..a7 in that order, m, K and r left in m, k, r */
@@ -598,7 +618,10 @@ static TL_INLINE void tl_fc_s8_row(const int8_t *x, const int32_t *restrict w, c
       if (depth == 8) extra((void)0, b3, tl_w0);                                                               \
       sa = TL_SMLAD(depth == 8 ? a3 : depth == 12 ? a5 : a7, tl_w0, sa);                                       \
     }                                                                                                          \
-    TL_PAIR_NEXT(rp, k, r);                                                                                    \
+    if (shift)                                                                                                 \
+      k = (uint32_t)rp[0], r = 0, rp += 2; /* r's word unused: one LDR, one register less */                   \
+    else                                                                                                       \
+      TL_PAIR_NEXT(rp, k, r);                                                                                  \
   } while (0)
 #define TL_PW_SECOND(first, c, w) (first, sb = TL_SMLAD(c, w, sb))
 #define TL_PW_NONE(first, c, w) ((void)0)
@@ -613,7 +636,8 @@ static TL_INLINE void tl_fc_s8_row(const int8_t *x, const int32_t *restrict w, c
   } while (0)
 static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *restrict records, int8_t *y,
                                              int32_t rows, int32_t cols, int32_t row_step, int32_t col_step,
-                                             int32_t depth, int32_t units, int32_t zero, int32_t low, int32_t high) {
+                                             int32_t depth, int32_t units, int32_t zero, int32_t low, int32_t high,
+                                             int32_t shift) {
   const int32_t *const end = records + units * (4 + depth / 2);
   int32_t i, c;
   for (i = 0; i < rows; ++i) {
@@ -630,8 +654,8 @@ static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *re
     uint32_t m, k, r;                                                                                          \
     int32_t sa, sb;                                                                                            \
     TL_PW_RECORD(sa, a0, a1, a2, a3, a0, a0, a0, a0, TL_PW_SECOND);                                            \
-    o[0] = tl_gemm_out(sa, (int32_t)m, (int32_t)k, (int32_t)r, 0, zero, low, high);                            \
-    o[units] = tl_gemm_out(sb, (int32_t)m, (int32_t)k, (int32_t)r, 0, zero, low, high);                        \
+    o[0] = tl_pw_out(sa, (int32_t)m, (int32_t)k, (int32_t)r, shift, zero, low, high);                          \
+    o[units] = tl_pw_out(sb, (int32_t)m, (int32_t)k, (int32_t)r, shift, zero, low, high);                      \
     ++o;                                                                                                       \
   } while (0)
       if (units % 2) TL_PW_PAIR();
@@ -650,7 +674,7 @@ static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *re
     uint32_t m, k, r;                                                                                          \
     int32_t sa;                                                                                                \
     TL_PW_RECORD(sa, a0, a1, a2, a3, a4, a5, a6, a7, TL_PW_NONE);                                              \
-    *o++ = tl_gemm_out(sa, (int32_t)m, (int32_t)k, (int32_t)r, 0, zero, low, high);                            \
+    *o++ = tl_pw_out(sa, (int32_t)m, (int32_t)k, (int32_t)r, shift, zero, low, high);                          \
   } while (0)
       if (units % 2) TL_PW_ONE();
       while (rp != end) {

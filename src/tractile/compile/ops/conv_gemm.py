@@ -218,16 +218,38 @@ def _shallow(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, numbers: tuple,
     words, mode = requant_words(total, rows, multipliers, shifts, zero)
     if mode != 0:
         return False
-    records = np.concatenate([2 * total[:, None], widened_rows(2 * rows).reshape(filters, in_c // 2).astype(np.int64),
-                              words.reshape(filters, 3).astype(np.int64)], axis=1)
+    words = words.reshape(filters, 3).astype(np.int64)
+    scale, shift = common_shift(total, rows, words, zero, low)
+    if shift:
+        words = np.stack([words[:, 0], (scale >> 2) + (1 << (shift - 1)) + zero * (1 << shift), 0 * scale], axis=1)
+    records = np.concatenate([scale[:, None] * total[:, None],
+                              widened_rows(scale[:, None] * rows).reshape(filters, in_c // 2).astype(np.int64), words],
+                             axis=1)
     if not strided:
         shape = (1, batches * in_h * in_w, 0, in_c)
     else:
         shape = (out_h, out_w, stride_h * in_w * in_c, stride_w * in_c)
     _use(e)
-    args = [x, e.constant("records", records.reshape(-1), DatumType.I32), y, *shape, in_c, filters, zero, low, high]
+    args = [x, e.constant("records", records.reshape(-1), DatumType.I32), y, *shape, in_c, filters, zero, low, high,
+            shift]
     layer_call(e, "tl_pointwise_s8_shallow", args, {0: "const int8_t *", 2: "int8_t *"})
     return True
+
+
+def common_shift(total: np.ndarray, rows: np.ndarray, words: np.ndarray, zero: int, low: int) -> tuple[np.ndarray, int]:
+    """tl_pointwise_s8_shallow's scale of each channel's weights and bias and the layer's common
+    shift R (tl_pw_out): 2^(d+1) with d = R - r, R one more than the largest r, when the output's
+    lower bound is at least its zero point and the scaled weights stay int16 and the accumulators
+    int32; else 2 and 0 (each channel its own shift)."""
+    r = words[:, 2]
+    shift = int(r.max(initial=0)) + 1
+    scale = np.int64(1) << (shift - r + 1)
+    bound = (np.abs(total) + 128 * np.abs(rows).sum(axis=1)) * scale
+    widest = np.abs(rows).max(axis=1, initial=0) * scale
+    if low < zero or shift > 31 or bound.max(initial=0) >= 1 << 31 or widest.max(initial=0) >= 1 << 15 or \
+            abs(zero) * (1 << shift) + (1 << shift) >= 1 << 31:
+        return np.full(len(r), 2, np.int64), 0
+    return scale, shift
 
 
 def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, numbers: tuple) -> bool:
