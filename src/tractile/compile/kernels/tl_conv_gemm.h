@@ -584,7 +584,7 @@ static TL_INLINE int8_t tl_pw_out(int32_t s, int32_t m, int32_t k, int32_t r, in
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
   __asm__("smmla %0, %1, %2, %3" : "=r"(v) : "r"(s), "r"(m), "r"(k));
 #else
-  v = (int32_t)((((int64_t)k << 32) + (int64_t)s * m) >> 32);
+  v = (int32_t)(((int64_t)k * ((int64_t)1 << 32) + (int64_t)s * m) >> 32);
 #endif
   return TL_CLAMP_OUT(v >> shift, low, high);
 }
