@@ -70,12 +70,19 @@ LAYERS = [
      "narrow", "tl_conv_nhwc_s8_direct", 1.85),
     ("pointwise, 64 channels", lambda: conv_layer((8, 8, 64), 64, (1, 1), Window2D("SAME"), 4, widen=128),
      "conv", "tl_conv_nhwc_s8_gemm", 1.5),
+    ("pointwise, depth 8 to 16", lambda: conv_layer((12, 12, 8), 16, (1, 1), Window2D("SAME"), 11),
+     "conv", "tl_pointwise_s8_shallow", 1.45),
+    ("pointwise, depth 16 to 32", lambda: conv_layer((10, 10, 16), 32, (1, 1), Window2D("SAME"), 12),
+     "conv", "tl_pointwise_s8_shallow", 1.32),
+    ("pointwise stride 2, depth 16 to 32", lambda: conv_layer((12, 12, 16), 32, (1, 1), Window2D("SAME", 2, 2), 13),
+     "conv", "tl_pointwise_s8_shallow", 1.32),
     ("3-channel first layer 3x3 stride 2", lambda: conv_layer((16, 16, 3), 8, (3, 3), Window2D("SAME", 2, 2), 2),
      "conv", "tl_conv_nhwc_s8_gemm", 2.65),
     ("10x4 one-channel first layer", lambda: conv_layer((20, 10, 1), 16, (10, 4), Window2D("SAME", 2, 2), 3),
      "conv", "tl_conv_nhwc_s8_gemm", 2.2),
     ("dense, two rows", lambda: dense_layer(2, 128, 64, 5), "fc", "tl_fc_s8_gemm", 1.5),
-    ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_gemm", 2.0),
+    ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_row", 1.6),
+    ("dense, one row of 75 to 7 units", lambda: dense_layer(1, 75, 7, 10), "fc", "tl_fc_s8_row", 2.0),
     ("depthwise 3x3 stride 1", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 3.25),
     ("depthwise 3x3 stride 2", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME", 2, 2), 7), "dw",
@@ -97,7 +104,8 @@ def test_layer_is_bit_exact_within_its_instruction_budget(name, build, layer, ke
 
 def kernels_model():
     """tl_conv_gemm.h's kernels in one model: columns of one and three channels (with and without
-    padding), a 3x3 convolution with columns and 1x1 ones read in place, a dense layer of one row."""
+    padding), a shallow 1x1 convolution of depth 8 (tl_pointwise_s8_shallow), a 3x3 convolution
+    with columns, a dense layer of one row."""
     rng = np.random.default_rng(9)
     g = GraphBuilder()
     h = g.input("x", "i8", (1, 11, 9, 1), q(0.03, -9))
@@ -145,7 +153,7 @@ def test_kernels_portable_form_is_bit_exact_on_the_host(tmp_path):
     target, model = replace(HOST, dsp=True), kernels_model()
     compiled = compile_model(model, cache_dir=tmp_path / "cache", target=target)
     kernels = {node["kernel"] for node in compiled.report["nodes"]}
-    assert {"tl_conv_nhwc_s8_gemm", "tl_fc_s8_gemm"} <= kernels, kernels
+    assert {"tl_conv_nhwc_s8_gemm", "tl_fc_s8_row", "tl_pointwise_s8_shallow"} <= kernels, kernels
     rng = np.random.default_rng(0)
     for _ in range(3):
         values = [rng.integers(-128, 128, (1, 11, 9, 1)).astype(np.int8)]
@@ -171,7 +179,7 @@ def test_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
     source = generate(kernels_model(), name="m4", target=find_target("cortex-m4"))
     second = generate(conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64), name="m4b",
                       target=find_target("cortex-m4"))
-    for kernel in ("tl_conv_nhwc_s8_gemm", "tl_fc_s8_gemm"):
+    for kernel in ("tl_conv_nhwc_s8_gemm", "tl_fc_s8_row", "tl_pointwise_s8_shallow"):
         assert f"{kernel}(" in source.source, kernel
     assert "tl_conv_nhwc_s8_direct(" in second.source
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
@@ -186,3 +194,54 @@ def test_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
                                  text=True).stdout
         for instruction in ("smlad", "sxtb16", "smmlar", "ssat") + (("ldrd", "sadd16") if name == "m4" else ()):
             assert instruction in listing, f"{compiler}: no {instruction} in {name}"
+
+
+def shallow_model():
+    """tl_pointwise_s8_shallow over every path: depths 4 (two pixels a pass, an odd count of
+    pixels and of filters), 12 (one pixel a pass) and 8 at stride 2 over an odd row width, an
+    output range below the zero point (the requantization's sign term kept), per-channel scales."""
+    rng = np.random.default_rng(14)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 7, 5, 4), q(0.03, -9))
+    layers = [(12, Window2D("SAME"), q(6 / 255, -128), "RELU6"), (8, Window2D("VALID", 2, 2), q(0.1, 3), "NONE"),
+              (9, Window2D("SAME"), q(0.05, -20), "RELU")]
+    for index, (filters, window, out_q, activation) in enumerate(layers):
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(filters, 0.004)
+        w = g.const(f"w{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", qc(scales, 0))
+        b = g.const(f"b{index}", rng.integers(-3000, 3000, (filters,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(f"p{index}", [h, w, b], window, out_q, activation)
+    g.model.outputs = [h]
+    return g.model
+
+
+def test_shallow_pointwise_is_bit_exact_on_the_cortex_m4(tmp_path):
+    needs_board("cortex-m4")
+    report = verify(shallow_model(), "cortex-m4", runs=3, opt="speed", folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    kernels = [entry["kernel"] for entry in report["layers"] if entry["macs"]]
+    assert kernels == ["tl_pointwise_s8_shallow"] * 3, report["layers"]
+
+
+def test_common_shift_requantization_equals_tflites_recipe():
+    """tl_pw_out's common shift (conv_gemm.common_shift's scaling of a channel by 2^(d+1), Kc, the
+    truncating SMMLA's high word shifted by R), in integers on the host: equal to
+    MultiplyByQuantizedMultiplier(x, m, -r) + zero for every x >= 0, at most zero below (where the
+    lower bound, at least the zero point, clamps both); rounding as SMMLAR does instead is not."""
+    from tractile.ops.quantized.fixedpoint import multiply_by_quantized_multiplier
+
+    rng = np.random.default_rng(3)
+    rounded_differs = False
+    for _ in range(400):
+        m, r, d, zero = int(rng.integers(1 << 30, 1 << 31)), int(rng.integers(1, 14)), int(rng.integers(1, 6)), \
+            int(rng.integers(-128, 128))
+        shift, limit = r + d, (1 << (30 - d)) - 1
+        x = np.concatenate([rng.integers(-(1 << 20), 1 << 20, 3000), np.arange(-300, 300), [limit, -limit]])
+        expected = multiply_by_quantized_multiplier(x, m, -r).astype(np.int64) + zero
+        kc = (1 << (d - 1)) + (1 << (shift - 1)) + zero * (1 << shift)
+        product = (kc << 32) + (x << (d + 1)) * m
+        got = (product >> 32) >> shift
+        assert np.array_equal(got[x >= 0], expected[x >= 0]), (m, r, d, zero)
+        assert got[x < 0].max() <= zero and expected[x < 0].max() <= zero
+        rounded_differs |= not np.array_equal(((product + (1 << 31)) >> 32 >> shift)[x >= 0], expected[x >= 0])
+    assert rounded_differs

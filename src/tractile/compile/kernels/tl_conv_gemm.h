@@ -482,8 +482,224 @@ static TL_INLINE void tl_fc_s8_gemm(const int8_t *x, const int8_t *restrict w, c
   if (r < rows) tl_gemm_row(x + r * depth, w, bias, y + r * units, depth, k4, units, rq, mode, zero, low, high);
 }
 
+/* A single row (tl_fc_s8_row): the weights as words ([units][k4] bytes as above), the output
+ * channels in groups of four (then two, then one) whose rows are interleaved word by word (word
+ * j of channels f..f+3, then word j + 1), so that one LDRD brings two channels' words. Per word
+ * of four inputs and four channels: one load and two SXTB16 of the inputs, two LDRD, eight
+ * SXTB16 and eight SMLAD (21 instructions for 16 MACs). `rq_step` is 3, or 0 when every channel
+ * shares one {m, K, r} (the words then stay in registers or fold into the instructions). */
+#define TL_ROW_MAC2(a0, a1, sa, sb)                                                                              \
+  do {                                                                                                         \
+    uint32_t tl_va, tl_vb;                                                                                     \
+    TL_PAIR_NEXT(wp, tl_va, tl_vb);                                                                            \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(tl_va), TL_SXTB16_ODD(tl_va), sa);                                           \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(tl_vb), TL_SXTB16_ODD(tl_vb), sb);                                           \
+  } while (0)
+#define TL_ROW_MAC2_S01(a0, a1) TL_ROW_MAC2(a0, a1, s0, s1)
+#define TL_ROW_MAC1(a0, a1)                                                                                      \
+  do {                                                                                                         \
+    const uint32_t tl_v = (uint32_t)*wp++;                                                                     \
+    TL_GEMM_MAC(a0, a1, TL_SXTB16(tl_v), TL_SXTB16_ODD(tl_v), s0);                                             \
+  } while (0)
+#define TL_ROW_MAC4(a0, a1)                                                                                      \
+  do {                                                                                                         \
+    TL_ROW_MAC2(a0, a1, s0, s1);                                                                               \
+    TL_ROW_MAC2(a0, a1, s2, s3);                                                                               \
+  } while (0)
+/* body(a0, a1) over every word of the row: the whole words four per pass, then the last
+ * partial one (tail0, tail1) */
+#define TL_ROW_WORD(body, at)                                                                                    \
+  do {                                                                                                         \
+    const uint32_t tl_x = TL_WORD(px + (at));                                                                  \
+    body(TL_SXTB16(tl_x), TL_SXTB16_ODD(tl_x));                                                                \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+#define TL_ROW_LOOP(body)                                                                                        \
+  do {                                                                                                         \
+    const int8_t *px = x;                                                                                      \
+    int32_t n;                                                                                                 \
+    for (n = words / 4; n > 0; --n, px += 16) {                                                                \
+      TL_ROW_WORD(body, 0);                                                                                    \
+      TL_ROW_WORD(body, 4);                                                                                    \
+      TL_ROW_WORD(body, 8);                                                                                    \
+      TL_ROW_WORD(body, 12);                                                                                   \
+    }                                                                                                          \
+    for (n = words % 4; n > 0; --n, px += 4) TL_ROW_WORD(body, 0);                                             \
+    if (depth % 4) body(tail0, tail1);                                                                         \
+  } while (0)
+#define TL_ROW_OUT(s, i) tl_gemm_out(tl_add_wrap_s32(bias[f + (i)], scale * (s)), rq[rq_step * (f + (i))],      \
+                                     rq[rq_step * (f + (i)) + 1], rq[rq_step * (f + (i)) + 2], TL_GEMM_ARGS)
+/* Arguments as tl_fc_s8_gemm's for one row (weights as above) up to rq, then mode, zero, low,
+ * high and rq_step. */
+static TL_INLINE void tl_fc_s8_row(const int8_t *x, const int32_t *restrict w, const int32_t *restrict bias,
+                                   int8_t *y, int32_t depth, int32_t units, const int32_t *restrict rq, int32_t mode,
+                                   int32_t zero, int32_t low, int32_t high, int32_t rq_step) {
+  const int32_t words = depth / 4, scale = mode == 2 ? 1 : 2, last = depth & ~3;
+  const int32_t *wp = w;
+  uint32_t tail0 = 0, tail1 = 0;
+  int32_t f;
+  if (depth % 4) { /* the last depth % 4 inputs, in order, as zero-padded halfwords */
+    tail0 = tl_pkhbt((uint32_t)(int32_t)x[last], depth % 4 > 1 ? (uint32_t)(int32_t)x[last + 1] : 0u);
+    tail1 = depth % 4 > 2 ? (uint32_t)(int32_t)x[last + 2] & 0xFFFFu : 0u;
+  }
+  for (f = 0; f + 4 <= units; f += 4) {
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int8_t o0, o1, o2, o3;
+    TL_ROW_LOOP(TL_ROW_MAC4);
+    o0 = TL_ROW_OUT(s0, 0), o1 = TL_ROW_OUT(s1, 1), o2 = TL_ROW_OUT(s2, 2), o3 = TL_ROW_OUT(s3, 3);
+    y[f] = o0, y[f + 1] = o1, y[f + 2] = o2, y[f + 3] = o3;
+  }
+  if (units % 4 >= 2) {
+    int32_t s0 = 0, s1 = 0;
+    TL_ROW_LOOP(TL_ROW_MAC2_S01);
+    y[f] = TL_ROW_OUT(s0, 0), y[f + 1] = TL_ROW_OUT(s1, 1);
+    f += 2;
+  }
+  if (units % 2) {
+    int32_t s0 = 0;
+    TL_ROW_LOOP(TL_ROW_MAC1);
+    y[f] = TL_ROW_OUT(s0, 0);
+  }
+}
+
+/* Shallow 1x1 convolutions (tl_pointwise_s8_shallow), depth 4, 8, 12 or 16, output pixels
+ * `rows` x `cols` read from x + row * row_step + col * col_step (any stride, no padding): a
+ * pixel's inputs widened once into registers (SXTB16 and its rotated form: [x0 | x2], [x1 | x3]
+ * per word), and per output channel one record of words {2 * bias, the weights doubled and
+ * widened in the same order (depth / 2 words), m, K, r}, read two words per LDRD: the
+ * accumulator comes out doubled for the one-SMMLAR requantization (mode 0 of tl_gemm_out).
+ * Depths 4 and 8 take two pixels per pass, sharing each record between them; 12 and 16 one. */
+
+/* The output of accumulator s of a record: tl_gemm_out's mode 0, or with `shift` (a layer's
+ * constant, 0 for none) the layer's common shift R: the host scaled the channel's weights and bias
+ * by 2^(d+1) (d = R - r >= 1) and stored Kc = 2^(d-1) + 2^(R-1) + zero * 2^R in k, so that the
+ * truncating SMMLA's high word (Kc * 2^32 + s m) >> 32, shifted by R inside SSAT, is
+ * floor((x m + 2^30 + 2^(r-1) 2^31) / 2^(31+r)) + zero: MultiplyByQuantizedMultiplier(x, m, -r)
+ * + zero for x >= 0, and at most zero otherwise (used only when low >= zero, as the sign term's
+ * drop above). */
+static TL_INLINE int8_t tl_pw_out(int32_t s, int32_t m, int32_t k, int32_t r, int32_t shift, int32_t zero,
+                                  int32_t low, int32_t high) {
+  int32_t v;
+  if (!shift) return tl_gemm_out(s, m, k, r, 0, zero, low, high);
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+  __asm__("smmla %0, %1, %2, %3" : "=r"(v) : "r"(s), "r"(m), "r"(k));
+#else
+  v = (int32_t)(((int64_t)k * ((int64_t)1 << 32) + (int64_t)s * m) >> 32);
+#endif
+  return TL_CLAMP_OUT(v >> shift, low, high);
+}
+
+/* the next record from rp on (words {2 * bias, w0 .. w(depth / 2 - 1), m, K, r}, two per LDRD):
+ * the weight words multiplied into sa (and by extra() into sb) against the pixel's widened
+ * inputs a0..a7 in that order, m, K and r left in m, k, r */
+#define TL_PW_RECORD(sa, a0, a1, a2, a3, a4, a5, a6, a7, extra)                                                 \
+  do {                                                                                                         \
+    uint32_t tl_w0, tl_w1;                                                                                     \
+    TL_PAIR_NEXT(rp, sa, tl_w1);                                                                               \
+    extra(sb = sa, b0, tl_w1);                                                                                 \
+    sa = TL_SMLAD(a0, tl_w1, sa);                                                                              \
+    if (depth == 4) {                                                                                          \
+      TL_PAIR_NEXT(rp, tl_w0, m);                                                                              \
+      extra((void)0, b1, tl_w0);                                                                               \
+      sa = TL_SMLAD(a1, tl_w0, sa);                                                                            \
+    } else {                                                                                                   \
+      TL_PAIR_NEXT(rp, tl_w0, tl_w1);                                                                          \
+      extra((void)0, b1, tl_w0), extra((void)0, b2, tl_w1);                                                    \
+      sa = TL_SMLAD(a1, tl_w0, sa), sa = TL_SMLAD(a2, tl_w1, sa);                                              \
+      if (depth >= 12) {                                                                                       \
+        TL_PAIR_NEXT(rp, tl_w0, tl_w1);                                                                        \
+        sa = TL_SMLAD(a3, tl_w0, sa), sa = TL_SMLAD(a4, tl_w1, sa);                                            \
+      }                                                                                                        \
+      if (depth >= 16) {                                                                                       \
+        TL_PAIR_NEXT(rp, tl_w0, tl_w1);                                                                        \
+        sa = TL_SMLAD(a5, tl_w0, sa), sa = TL_SMLAD(a6, tl_w1, sa);                                            \
+      }                                                                                                        \
+      TL_PAIR_NEXT(rp, tl_w0, m);                                                                              \
+      if (depth == 8) extra((void)0, b3, tl_w0);                                                               \
+      sa = TL_SMLAD(depth == 8 ? a3 : depth == 12 ? a5 : a7, tl_w0, sa);                                       \
+    }                                                                                                          \
+    if (shift)                                                                                                 \
+      k = (uint32_t)rp[0], r = 0, rp += 2; /* r's word unused: one LDR, one register less */                   \
+    else                                                                                                       \
+      TL_PAIR_NEXT(rp, k, r);                                                                                  \
+  } while (0)
+#define TL_PW_SECOND(first, c, w) (first, sb = TL_SMLAD(c, w, sb))
+#define TL_PW_NONE(first, c, w) ((void)0)
+/* a pixel's inputs from px widened: [x0 | x2] into e0, [x1 | x3] into o0, and so on per word */
+#define TL_PW_WIDEN(px, e0, o0, e1, o1, e2, o2, e3, o3)                                                          \
+  do {                                                                                                         \
+    uint32_t tl_v = TL_WORD(px);                                                                               \
+    e0 = TL_SXTB16(tl_v), o0 = TL_SXTB16_ODD(tl_v);                                                            \
+    if (depth >= 8) tl_v = TL_WORD((px) + 4), e1 = TL_SXTB16(tl_v), o1 = TL_SXTB16_ODD(tl_v);                 \
+    if (depth >= 12) tl_v = TL_WORD((px) + 8), e2 = TL_SXTB16(tl_v), o2 = TL_SXTB16_ODD(tl_v);                \
+    if (depth >= 16) tl_v = TL_WORD((px) + 12), e3 = TL_SXTB16(tl_v), o3 = TL_SXTB16_ODD(tl_v);               \
+  } while (0)
+static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *restrict records, int8_t *y,
+                                             int32_t rows, int32_t cols, int32_t row_step, int32_t col_step,
+                                             int32_t depth, int32_t units, int32_t zero, int32_t low, int32_t high,
+                                             int32_t shift) {
+  const int32_t *const end = records + units * (4 + depth / 2);
+  int32_t i, c;
+  for (i = 0; i < rows; ++i) {
+    const int8_t *px = x + i * row_step;
+    int8_t *out = y + i * cols * units;
+    for (c = 0; depth <= 8 && c + 2 <= cols; c += 2, px += 2 * col_step, out += 2 * units) {
+      const int32_t *rp = records;
+      int8_t *o = out;
+      uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+      TL_PW_WIDEN(px, a0, a1, a2, a3, a0, a0, a0, a0);
+      TL_PW_WIDEN(px + col_step, b0, b1, b2, b3, b0, b0, b0, b0);
+#define TL_PW_PAIR()                                                                                             \
+  do {                                                                                                         \
+    uint32_t m, k, r;                                                                                          \
+    int32_t sa, sb;                                                                                            \
+    TL_PW_RECORD(sa, a0, a1, a2, a3, a0, a0, a0, a0, TL_PW_SECOND);                                            \
+    o[0] = tl_pw_out(sa, (int32_t)m, (int32_t)k, (int32_t)r, shift, zero, low, high);                          \
+    o[units] = tl_pw_out(sb, (int32_t)m, (int32_t)k, (int32_t)r, shift, zero, low, high);                      \
+    ++o;                                                                                                       \
+  } while (0)
+      if (units % 2) TL_PW_PAIR();
+      while (rp != end) {
+        TL_PW_PAIR();
+        TL_PW_PAIR();
+      }
+    }
+    for (; c < cols; ++c, px += col_step, out += units) {
+      const int32_t *rp = records;
+      int8_t *o = out;
+      uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+      TL_PW_WIDEN(px, a0, a1, a2, a3, a4, a5, a6, a7);
+#define TL_PW_ONE()                                                                                              \
+  do {                                                                                                         \
+    uint32_t m, k, r;                                                                                          \
+    int32_t sa;                                                                                                \
+    TL_PW_RECORD(sa, a0, a1, a2, a3, a4, a5, a6, a7, TL_PW_NONE);                                              \
+    *o++ = tl_pw_out(sa, (int32_t)m, (int32_t)k, (int32_t)r, shift, zero, low, high);                          \
+  } while (0)
+      if (units % 2) TL_PW_ONE();
+      while (rp != end) {
+        TL_PW_ONE();
+        TL_PW_ONE();
+      }
+    }
+  }
+}
+
 #undef TL_GEMM_1X4
 #undef TL_GEMM_1X1
+#undef TL_PW_RECORD
+#undef TL_PW_PAIR
+#undef TL_PW_ONE
+#undef TL_PW_SECOND
+#undef TL_PW_NONE
+#undef TL_PW_WIDEN
+#undef TL_ROW_MAC1
+#undef TL_ROW_MAC2
+#undef TL_ROW_MAC2_S01
+#undef TL_ROW_MAC4
+#undef TL_ROW_LOOP
+#undef TL_ROW_WORD
+#undef TL_ROW_OUT
 #undef TL_GEMM_2X2
 #undef TL_GEMM_2X1
 #undef TL_GEMM_STORE4

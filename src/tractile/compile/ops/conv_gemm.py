@@ -12,9 +12,11 @@ import numpy as np
 
 from ...datum import DatumType
 from ..emit import Emit, call_text
-from .conv_dsp import WIDE_DEPTHS, doubled_requant
+from .conv_dsp import WIDE_DEPTHS, doubled_requant, widened_rows
 
 HEADER = "tl_conv_gemm.h"
+#: the most weights of a shallow 1x1 layer stored widened (tl_pointwise_s8_shallow): 2 bytes each
+SHALLOW_WEIGHTS = 4096
 
 
 @dataclass
@@ -84,6 +86,22 @@ def repack(rows: np.ndarray, segments: int, length: int) -> np.ndarray:
     out = np.zeros((filters, k4), np.int64)
     out[:, swap_middle(column_slots(segments, length))] = rows
     return out
+
+
+def row_words(packed: np.ndarray) -> np.ndarray:
+    """[units][k4] int8 weights as the little-endian words tl_fc_s8_row reads: the channels in
+    groups of four, then two, then one, each group's rows interleaved word by word."""
+    units, k4 = packed.shape
+    words = np.ascontiguousarray(packed.astype(np.int8)).view("<i4").reshape(units, k4 // 4)
+    groups, f = [], 0
+    while units - f >= 4:
+        groups.append(words[f:f + 4].T.reshape(-1))
+        f += 4
+    for size in (2, 1):
+        if units - f >= size:
+            groups.append(words[f:f + size].T.reshape(-1))
+            f += size
+    return np.concatenate(groups).astype(np.int64) if groups else np.zeros(0, np.int64)
 
 
 def usable(e: Emit, dtype: DatumType) -> bool:
@@ -161,6 +179,8 @@ def emit_conv(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: 
     total = folded_bias(raw_bias, x_offset, rows)
     if total is None:
         return None
+    if k_h == k_w == 1 and in_c in WIDE_DEPTHS and _shallow(e, x, y, rows, total, numbers, geometry):
+        return 0
     columns = _COLUMNS.get()
     in_place = in_c % 4 == 0 and columns is not None and e.node.id in columns.in_place
     if in_place and k_h == k_w == 1 and geometry[9:11] == (1, 1) and in_c in WIDE_DEPTHS:
@@ -184,6 +204,54 @@ def emit_conv(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: 
     return 0
 
 
+def _shallow(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, numbers: tuple, geometry: tuple) -> bool:
+    """A 1x1 convolution of depth 4 to 16 without padding through tl_pointwise_s8_shallow (its
+    weights stored doubled and widened, beside each channel's bias and requantization words:
+    twice the flash of int8 weights, so only for small layers); False when it does not apply."""
+    multipliers, shifts, _, zero, low, high = numbers
+    batches, in_h, in_w, in_c, out_h, out_w, filters, _, _, stride_h, stride_w, _, _, top, left, _ = geometry
+    from ..bands import BandEmit
+
+    strided = (stride_h, stride_w) != (1, 1)
+    if top or left or rows.size > SHALLOW_WEIGHTS or (strided and (batches > 1 or isinstance(e, BandEmit))):
+        return False  # (bands give a 1x1 kernel its count of pixels only)
+    words, mode = requant_words(total, rows, multipliers, shifts, zero)
+    if mode != 0:
+        return False
+    words = words.reshape(filters, 3).astype(np.int64)
+    scale, shift = common_shift(total, rows, words, zero, low)
+    if shift:
+        words = np.stack([words[:, 0], (scale >> 2) + (1 << (shift - 1)) + zero * (1 << shift), 0 * scale], axis=1)
+    records = np.concatenate([scale[:, None] * total[:, None],
+                              widened_rows(scale[:, None] * rows).reshape(filters, in_c // 2).astype(np.int64), words],
+                             axis=1)
+    if not strided:
+        shape = (1, batches * in_h * in_w, 0, in_c)
+    else:
+        shape = (out_h, out_w, stride_h * in_w * in_c, stride_w * in_c)
+    _use(e)
+    args = [x, e.constant("records", records.reshape(-1), DatumType.I32), y, *shape, in_c, filters, zero, low, high,
+            shift]
+    layer_call(e, "tl_pointwise_s8_shallow", args, {0: "const int8_t *", 2: "int8_t *"})
+    return True
+
+
+def common_shift(total: np.ndarray, rows: np.ndarray, words: np.ndarray, zero: int, low: int) -> tuple[np.ndarray, int]:
+    """tl_pointwise_s8_shallow's scale of each channel's weights and bias and the layer's common
+    shift R (tl_pw_out): 2^(d+1) with d = R - r, R one more than the largest r, when the output's
+    lower bound is at least its zero point and the scaled weights stay int16 and the accumulators
+    int32; else 2 and 0 (each channel its own shift)."""
+    r = words[:, 2]
+    shift = int(r.max(initial=0)) + 1
+    scale = np.int64(1) << (shift - r + 1)
+    bound = (np.abs(total) + 128 * np.abs(rows).sum(axis=1)) * scale
+    widest = np.abs(rows).max(axis=1, initial=0) * scale
+    if low < zero or shift > 31 or bound.max(initial=0) >= 1 << 31 or widest.max(initial=0) >= 1 << 15 or \
+            abs(zero) * (1 << shift) + (1 << shift) >= 1 << 31:
+        return np.full(len(r), 2, np.int64), 0
+    return scale, shift
+
+
 def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, numbers: tuple) -> bool:
     """``count`` rows of int8 inputs by [units][depth] weights (their zero point removed) with
     the folded bias ``total`` (int32, wrapped as TFLite's accumulators wrap) on a DSP target;
@@ -197,6 +265,14 @@ def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, n
     total = total if mode == 2 else 2 * total
     k4 = (depth + 3) & ~3
     _use(e)
+    if count == 1:
+        uniform = bool(np.all(words.reshape(-1, 3) == words[:3]))
+        args = [x, e.constant("weights_words", row_words(repack(rows, 1, depth)), DatumType.I32),
+                e.constant("bias", total, DatumType.I32), y, depth, units,
+                e.constant("requant", words[:3] if uniform else words, DatumType.I32), mode, zero, low, high,
+                0 if uniform else 3]
+        layer_call(e, "tl_fc_s8_row", args, {0: "const int8_t *", 3: "int8_t *"})
+        return True
     args = [x, e.constant("weights_packed", repack(rows, 1, depth), DatumType.I8),
             e.constant("bias", total, DatumType.I32), y, count, depth, units,
             e.constant("requant", words, DatumType.I32), mode, zero, low, high,
