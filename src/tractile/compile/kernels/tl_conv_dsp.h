@@ -238,20 +238,20 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
  * q1 = [x2 | x3] against W01 = [w0 | w1] and W12 = [w1 | w2]: A = SMLAD(q0, W01) + x2 w2 (SMLABT),
  * B = SMLAD(q1, W12) + x1 w0 (SMLATB): six MACs in four instructions. The weights of a group of
  * four channels: per row, per pass (even channels c, c + 2 from SXTB16, then odd channels from its
- * rotated form) the words W01 and W12 of its two channels: 24 words. */
+ * rotated form) the words W01 of its two channels, then their W12: 24 words. */
 #define TL_DW2_ROW(off, wr, SX)                                                                     \
   do {                                                                                              \
     const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));                 \
     const uint32_t e2 = SX(TL_WORD(p + (off) + 2 * in_c)), e3 = SX(TL_WORD(p + (off) + 3 * in_c));  \
     const uint32_t q0 = tl_pkhbt(e0, e1), q1 = tl_pkhbt(e2, e3), r0 = tl_pkhtb(e1, e0), r1 = tl_pkhtb(e3, e2); \
     a0 = TL_SMLAD(q0, (uint32_t)(wr)[0], a0);                                                       \
-    b0 = TL_SMLAD(q1, (uint32_t)(wr)[1], b0);                                                       \
-    a0 = TL_SMLABT(q1, (uint32_t)(wr)[1], a0);                                                      \
+    b0 = TL_SMLAD(q1, (uint32_t)(wr)[2], b0);                                                       \
+    a0 = TL_SMLABT(q1, (uint32_t)(wr)[2], a0);                                                      \
     b0 = TL_SMLATB(q0, (uint32_t)(wr)[0], b0);                                                      \
-    a1 = TL_SMLAD(r0, (uint32_t)(wr)[2], a1);                                                       \
+    a1 = TL_SMLAD(r0, (uint32_t)(wr)[1], a1);                                                       \
     b1 = TL_SMLAD(r1, (uint32_t)(wr)[3], b1);                                                       \
     a1 = TL_SMLABT(r1, (uint32_t)(wr)[3], a1);                                                      \
-    b1 = TL_SMLATB(r0, (uint32_t)(wr)[2], b1);                                                      \
+    b1 = TL_SMLATB(r0, (uint32_t)(wr)[1], b1);                                                      \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
 /* one pass (channels c + odd and c + odd + 2) of two outputs over the three rows, the window's
@@ -283,7 +283,7 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
 #define TL_DROP(...)
 #define TL_DW3_ROW(off, wr, SX, THREE)                                                                     \
   do {                                                                                              \
-    const uint32_t w01 = (uint32_t)(wr)[0], v01 = (uint32_t)(wr)[2];                                \
+    const uint32_t w01 = (uint32_t)(wr)[0], v01 = (uint32_t)(wr)[1];                                \
     uint32_t w12, v12;                                                                              \
     {                                                                                               \
       const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));               \
@@ -299,7 +299,7 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
       const uint32_t q1 = tl_pkhbt(e2, e3), r1 = tl_pkhtb(e3, e2);                                  \
       c0 = TL_SMLAD(q1, w01, c0);                                                                   \
       c1 = TL_SMLAD(r1, v01, c1);                                                                   \
-      w12 = (uint32_t)(wr)[1], v12 = (uint32_t)(wr)[3];                                             \
+      w12 = (uint32_t)(wr)[2], v12 = (uint32_t)(wr)[3];                                             \
       a0 = TL_SMLABT(q1, w12, a0);                                                                  \
       THREE(b0 = TL_SMLAD(q1, w12, b0));                                                            \
       a1 = TL_SMLABT(r1, v12, a1);                                                                  \
@@ -313,22 +313,80 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     }                                                                                               \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
-#define TL_DW3_PASS(SX, odd, THREE)                                                                 \
+#define TL_DW3_ROW_C(off, ky, odd, SX, THREE) TL_DW3_ROW(off, wg + 8 * (ky) + 4 * (odd), SX, THREE)
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+/* The same row in assembly with the registers fixed (gcc's allocation of the C form spills about
+ * one accumulator in four): five temporaries, the six accumulators, the weights of the pass read
+ * by two LDRD. Speed builds only, where the kernel is inlined with its shapes as constants: the
+ * inputs are memory operands at immediate offsets from one pointer (the caller checks the largest
+ * offset fits a load's 12 bits). */
+#define TL_SXR_TL_SXTB16 ""
+#define TL_SXR_TL_SXTB16_ODD ", ror #8"
+#define TL_DW3_ROW_ASM(off, ky, odd, SX, THREE)                                                     \
+  do {                                                                                              \
+    uint32_t t0, t1, t2, t3, t4;                                                                    \
+    __asm__ volatile("ldr %[t0], %[x0]\n\t"                                                          \
+                     "ldr %[t1], %[x1]\n\t"                                                          \
+                     "sxtb16 %[t0], %[t0]" TL_SXR_##SX "\n\t"                                         \
+                     "sxtb16 %[t1], %[t1]" TL_SXR_##SX "\n\t"                                         \
+                     "pkhbt %[t2], %[t0], %[t1], lsl #16\n\t"                                         \
+                     "pkhtb %[t3], %[t1], %[t0], asr #16\n\t"                                         \
+                     "ldrd %[t0], %[t1], [%[w], %[o0]]\n\t"                                           \
+                     "smlad %[a0], %[t2], %[t0], %[a0]\n\t"                                           \
+                     THREE("smlatb %[b0], %[t2], %[t0], %[b0]\n\t")                                   \
+                     "smlad %[a1], %[t3], %[t1], %[a1]\n\t"                                           \
+                     THREE("smlatb %[b1], %[t3], %[t1], %[b1]\n\t")                                   \
+                     "ldr %[t2], %[x2]\n\t"                                                          \
+                     "ldr %[t3], %[x3]\n\t"                                                          \
+                     "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
+                     "sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t"                                         \
+                     "pkhbt %[t4], %[t2], %[t3], lsl #16\n\t"                                         \
+                     "pkhtb %[t3], %[t3], %[t2], asr #16\n\t"                                         \
+                     "smlad %[c0], %[t4], %[t0], %[c0]\n\t"                                           \
+                     "smlad %[c1], %[t3], %[t1], %[c1]\n\t"                                           \
+                     "ldrd %[t0], %[t1], [%[w], %[o1]]\n\t"                                           \
+                     "smlabt %[a0], %[t4], %[t0], %[a0]\n\t"                                          \
+                     THREE("smlad %[b0], %[t4], %[t0], %[b0]\n\t")                                    \
+                     "smlabt %[a1], %[t3], %[t1], %[a1]\n\t"                                          \
+                     THREE("smlad %[b1], %[t3], %[t1], %[b1]\n\t")                                    \
+                     "ldr %[t2], %[x4]\n\t"                                                          \
+                     "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
+                     "smlabt %[c0], %[t2], %[t0], %[c0]\n\t"                                          \
+                     "smlatt %[c1], %[t2], %[t1], %[c1]"                                              \
+                     : THREE([b0] "+r"(b0), [b1] "+r"(b1),)[a0] "+r"(a0), [a1] "+r"(a1), [c0] "+r"(c0), \
+                       [c1] "+r"(c1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3),  \
+                       [t4] "=&r"(t4)                                                               \
+                     : [x0] "m"(*(const uint32_t *)(p + (off))),                                    \
+                       [x1] "m"(*(const uint32_t *)(p + (off) + in_c)),                             \
+                       [x2] "m"(*(const uint32_t *)(p + (off) + 2 * in_c)),                         \
+                       [x3] "m"(*(const uint32_t *)(p + (off) + 3 * in_c)),                         \
+                       [x4] "m"(*(const uint32_t *)(p + (off) + 4 * in_c)), [w] "r"(wg),            \
+                       [o0] "i"(32 * (ky) + 16 * (odd)), [o1] "i"(32 * (ky) + 16 * (odd) + 8));     \
+  } while (0)
+#define TL_DW3_ASM_OK 1
+#else
+#define TL_DW3_ROW_ASM TL_DW3_ROW_C
+#define TL_DW3_ASM_OK 0
+#endif
+#define TL_DW3_PASS(SX, odd, THREE, ROW)                                                            \
   do {                                                                                              \
     int32_t a0 = bias[c + (odd)], a1 = bias[c + (odd) + 2], c0 = a0, c1 = a1;                       \
     THREE(int32_t b0 = a0, b1 = a1;)                                                                \
-    TL_DW3_ROW(0, wg + 4 * (odd), SX, THREE);                                                       \
-    TL_DW3_ROW(row_step, wg + 8 + 4 * (odd), SX, THREE);                                            \
-    TL_DW3_ROW(2 * row_step, wg + 16 + 4 * (odd), SX, THREE);                                       \
+    ROW(0, 0, odd, SX, THREE);                                                                      \
+    ROW(row_step, 1, odd, SX, THREE);                                                               \
+    ROW(2 * row_step, 2, odd, SX, THREE);                                                           \
     {                                                                                               \
+      /* the words read before any output is stored (an int8 store may alias them) */             \
       const int32_t *r = rq + 3 * (c + (odd));                                                      \
-      out[c + (odd)] = TL_OUT_S8(a0, r, low, high);                                                 \
-      THREE(out[in_c + c + (odd)] = TL_OUT_S8(b0, r, low, high));                                   \
-      out[(1 + THREE(1) + 0) * in_c + c + (odd)] = TL_OUT_S8(c0, r, low, high);                     \
-      r += 6;                                                                                       \
-      out[c + (odd) + 2] = TL_OUT_S8(a1, r, low, high);                                             \
-      THREE(out[in_c + c + (odd) + 2] = TL_OUT_S8(b1, r, low, high));                               \
-      out[(1 + THREE(1) + 0) * in_c + c + (odd) + 2] = TL_OUT_S8(c1, r, low, high);                 \
+      const int32_t ra[3] = {r[0], r[1], r[2]}, rc[3] = {r[6], r[7], r[8]};                         \
+      const int8_t ya0 = TL_OUT_S8(a0, ra, low, high), yc0 = TL_OUT_S8(c0, ra, low, high);          \
+      const int8_t ya1 = TL_OUT_S8(a1, rc, low, high), yc1 = TL_OUT_S8(c1, rc, low, high);          \
+      THREE(const int8_t yb0 = TL_OUT_S8(b0, ra, low, high), yb1 = TL_OUT_S8(b1, rc, low, high);)   \
+      out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1;                                               \
+      THREE(out[in_c + c + (odd)] = yb0, out[in_c + c + (odd) + 2] = yb1;)                          \
+      out[(1 + THREE(1) + 0) * in_c + c + (odd)] = yc0;                                             \
+      out[(1 + THREE(1) + 0) * in_c + c + (odd) + 2] = yc1;                                         \
     }                                                                                               \
   } while (0)
 /* a pointer the compiler must take as it is: tap addresses become immediate offsets from it
@@ -345,27 +403,28 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     const uint32_t v0 = TL_WORD(t0), v1 = TL_WORD(t1), v2 = TL_WORD(t2);                            \
     uint32_t e0 = TL_SXTB16(v0), e1 = TL_SXTB16(v1), e2 = TL_SXTB16(v2);                            \
     s0 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[0], s0);                                         \
-    s0 = TL_SMLABT(e2, (uint32_t)(wr)[1], s0);                                                      \
-    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[2], s2);                                         \
+    s0 = TL_SMLABT(e2, (uint32_t)(wr)[2], s0);                                                      \
+    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[1], s2);                                         \
     s2 = TL_SMLATT(e2, (uint32_t)(wr)[3], s2);                                                      \
     e0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16_ODD(v1), e2 = TL_SXTB16_ODD(v2);                         \
     s1 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[4], s1);                                         \
-    s1 = TL_SMLABT(e2, (uint32_t)(wr)[5], s1);                                                      \
-    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[6], s3);                                         \
+    s1 = TL_SMLABT(e2, (uint32_t)(wr)[6], s1);                                                      \
+    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[5], s3);                                         \
     s3 = TL_SMLATT(e2, (uint32_t)(wr)[7], s3);                                                      \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
 
-/* two valid columns of a row: [x0 | x1] against W01 (sel 0) or [x1 | x2] against W12 (sel 1) */
+/* two valid columns of a row: [x0 | x1] against the W01 (wr at the row's words) or [x1 | x2] against
+ * the W12 (wr two words further) */
 #define TL_DW1_PAIR(t0, wr)                                                                         \
   do {                                                                                              \
     const uint32_t v0 = TL_WORD(t0), v1 = TL_WORD((t0) + in_c);                                     \
     uint32_t e0 = TL_SXTB16(v0), e1 = TL_SXTB16(v1);                                                \
     s0 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[0], s0);                                         \
-    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[2], s2);                                         \
+    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[1], s2);                                         \
     e0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16_ODD(v1);                                                 \
     s1 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[4], s1);                                         \
-    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[6], s3);                                         \
+    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[5], s3);                                         \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
 
@@ -380,7 +439,7 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
   do {                                                                                              \
     const int8_t *p = start[k] + c;                                                                 \
     TL_OPAQUE(p);                                                                                   \
-    TL_DW1_PAIR(p, wg + 8 * (k) + kx0);                                                             \
+    TL_DW1_PAIR(p, wg + 8 * (k) + 2 * kx0);                                                             \
   } while (0)
 #define TL_DW1_GROUP(row)                                                                           \
   do {                                                                                              \
@@ -409,6 +468,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
                                     const int32_t *restrict kind_bias, const int32_t *restrict row_kind,
                                     const int32_t *restrict col_kind, int32_t col_kinds) {
   const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes, last = (stride_w == 1 ? 2 : 1) * in_c;
+  const int32_t fast = TL_DW3_ASM_OK && 2 * row_step + 4 * in_c + in_c < 4096; /* TL_DW3_ROW_ASM's offsets */
   int32_t b, oy, ox, c, k;
   (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
   for (b = 0; b < batches; ++b)
@@ -429,12 +489,18 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
           for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
             const int8_t *p = corner + c;
             TL_OPAQUE(p);
-            if (stride_w == 1) {
-              TL_DW3_PASS(TL_SXTB16, 0, TL_KEEP);
-              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_KEEP);
+            if (stride_w == 1 && fast) {
+              TL_DW3_PASS(TL_SXTB16, 0, TL_KEEP, TL_DW3_ROW_ASM);
+              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_KEEP, TL_DW3_ROW_ASM);
+            } else if (stride_w == 1) {
+              TL_DW3_PASS(TL_SXTB16, 0, TL_KEEP, TL_DW3_ROW_C);
+              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_KEEP, TL_DW3_ROW_C);
+            } else if (fast) {
+              TL_DW3_PASS(TL_SXTB16, 0, TL_DROP, TL_DW3_ROW_ASM);
+              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_DROP, TL_DW3_ROW_ASM);
             } else {
-              TL_DW3_PASS(TL_SXTB16, 0, TL_DROP);
-              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_DROP);
+              TL_DW3_PASS(TL_SXTB16, 0, TL_DROP, TL_DW3_ROW_C);
+              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_DROP, TL_DW3_ROW_C);
             }
           }
           for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
@@ -493,6 +559,11 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW2_ROW
 #undef TL_DW2_PASS
 #undef TL_DW3_ROW
+#undef TL_DW3_ROW_C
+#undef TL_DW3_ROW_ASM
+#undef TL_DW3_ASM_OK
+#undef TL_SXR_TL_SXTB16
+#undef TL_SXR_TL_SXTB16_ODD
 #undef TL_DW3_PASS
 #undef TL_KEEP
 #undef TL_DROP

@@ -39,15 +39,16 @@ def depthwise_pairs(taps: np.ndarray) -> np.ndarray:
 
 def row_pairs(taps: np.ndarray) -> np.ndarray:
     """``taps`` [9][channels] (a multiple of 4 of them kept) as 24 words per group of four
-    channels: per window row, per pass (channels c and c + 2, then c + 1 and c + 3), per channel
-    [w0 | w1] and [w1 | w2] (tl_dwconv3x3_s8_rows)."""
+    channels: per window row, per pass (channels c and c + 2, then c + 1 and c + 3) [w0 | w1] of its
+    two channels, then [w1 | w2] of both (tl_dwconv3x3_s8_rows reads each pair by one LDRD)."""
     rows = taps.reshape(3, 3, -1)
     words = []
     for c in range(0, rows.shape[2] - 3, 4):
         for ky in range(3):
             for odd in (0, 1):
-                for ch in (c + odd, c + odd + 2):
-                    words += [pairs(rows[ky, 0, ch], rows[ky, 1, ch]), pairs(rows[ky, 1, ch], rows[ky, 2, ch])]
+                pass_channels = (c + odd, c + odd + 2)
+                words += [pairs(rows[ky, 0, ch], rows[ky, 1, ch]) for ch in pass_channels]
+                words += [pairs(rows[ky, 1, ch], rows[ky, 2, ch]) for ch in pass_channels]
     return np.array(words, np.int32)
 
 
