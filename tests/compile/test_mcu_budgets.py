@@ -50,6 +50,50 @@ def depthwise_layer(shape, multiplier: int, window: Window2D, seed: int):
     return g.model
 
 
+def depthwise_chain(shape, layers, seed: int):
+    """3x3 int8 depthwise layers one after the other (each ``(window, activation, output zero
+    point)``), quantized per channel, over an input of ``shape`` (H, W, C)."""
+    rng = np.random.default_rng(seed)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, *shape), q(0.03, -9))
+    for index, (window, activation, zero) in enumerate(layers):
+        channels = shape[2]
+        scales = _scales(channels, 0.004 + 0.002 * index)
+        w = g.const(f"w{index}", rng.integers(-127, 128, (1, 3, 3, channels)), "i8", qc(scales, 0))
+        b = g.const(f"b{index}", rng.integers(-3000, 3000, (channels,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.depthwise(f"dw{index}", [h, w, b], window, q(0.05, zero), activation)
+    g.model.outputs = [h]
+    return g.model
+
+
+#: every edge of tl_dwconv3x3_s8_rows's passes: the first column padding (stride 1 and 2), the
+#: last (stride 1 and 2), both (3 columns wide), two outputs at the end of a row with and without
+#: a padding column (widths 5 and 10), one output left over (single), rows at the top and bottom
+#: (heights 2 and 3 too), channel counts with and without a tail, RELU, RELU6 and none (the
+#: requantization with its sign term), and an input zero point of either sign
+EDGE_CHAINS = [
+    ((7, 11, 13), [(Window2D("SAME"), "RELU", -128), (Window2D("SAME", 2, 2), "NONE", 5),
+                   (Window2D("SAME"), "RELU6", -128), (Window2D("SAME", 2, 2), "RELU", -128),
+                   (Window2D("SAME"), "NONE", -3)]),
+    ((5, 5, 8), [(Window2D("SAME"), "RELU6", -128), (Window2D("VALID"), "NONE", 2), (Window2D("SAME"), "RELU", -128),
+                 (Window2D("SAME", 2, 2), "RELU6", -128)]),
+    ((6, 10, 20), [(Window2D("SAME"), "RELU", -128), (Window2D("VALID", 2, 2), "RELU6", -128),
+                   (Window2D("SAME", 2, 1), "NONE", 7)]),
+]
+
+
+@pytest.mark.parametrize("index", range(len(EDGE_CHAINS)))
+def test_depthwise_rows_kernel_is_bit_exact_at_every_edge(index, tmp_path):
+    needs_board("cortex-m4")
+    shape, layers = EDGE_CHAINS[index]
+    for opt in ("speed", "size"):
+        report = verify(depthwise_chain(shape, layers, 20 + index), "cortex-m4", runs=2, opt=opt,
+                        folder=tmp_path / opt)
+        assert report["verified"], report["first_difference"]
+        kernels = [entry["kernel"] for entry in report["layers"] if entry["macs"]]
+        assert kernels == ["tl_dwconv3x3_s8_rows"] * len(layers), kernels
+
+
 def dense_layer(rows: int, depth: int, units: int, seed: int):
     rng = np.random.default_rng(seed)
     g = GraphBuilder()

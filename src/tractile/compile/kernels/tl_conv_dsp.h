@@ -233,60 +233,30 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
 #undef TL_DW_INSIDE
 #undef TL_DW_BORDER
 
-/* Stride 1 along the rows (and no dilation there): two neighbouring outputs A and B at a time
- * share the four input columns j..j+3 of each window row. Per channel, q0 = [x0 | x1] and
- * q1 = [x2 | x3] against W01 = [w0 | w1] and W12 = [w1 | w2]: A = SMLAD(q0, W01) + x2 w2 (SMLABT),
- * B = SMLAD(q1, W12) + x1 w0 (SMLATB): six MACs in four instructions. The weights of a group of
- * four channels: per row, per pass (even channels c, c + 2 from SXTB16, then odd channels from its
- * rotated form) the words W01 of its two channels, then their W12: 24 words. */
-#define TL_DW2_ROW(off, wr, SX)                                                                     \
-  do {                                                                                              \
-    const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));                 \
-    const uint32_t e2 = SX(TL_WORD(p + (off) + 2 * in_c)), e3 = SX(TL_WORD(p + (off) + 3 * in_c));  \
-    const uint32_t q0 = tl_pkhbt(e0, e1), q1 = tl_pkhbt(e2, e3), r0 = tl_pkhtb(e1, e0), r1 = tl_pkhtb(e3, e2); \
-    a0 = TL_SMLAD(q0, (uint32_t)(wr)[0], a0);                                                       \
-    b0 = TL_SMLAD(q1, (uint32_t)(wr)[2], b0);                                                       \
-    a0 = TL_SMLABT(q1, (uint32_t)(wr)[2], a0);                                                      \
-    b0 = TL_SMLATB(q0, (uint32_t)(wr)[0], b0);                                                      \
-    a1 = TL_SMLAD(r0, (uint32_t)(wr)[1], a1);                                                       \
-    b1 = TL_SMLAD(r1, (uint32_t)(wr)[3], b1);                                                       \
-    a1 = TL_SMLABT(r1, (uint32_t)(wr)[3], a1);                                                      \
-    b1 = TL_SMLATB(r0, (uint32_t)(wr)[1], b1);                                                      \
-    TL_TAP_ORDER();                                                                                 \
-  } while (0)
-/* one pass (channels c + odd and c + odd + 2) of two outputs over the three rows, the window's
- * first column of channel c at p */
-#define TL_DW2_PASS(SX, odd)                                                                        \
-  do {                                                                                              \
-    int32_t a0 = bias[c + (odd)], a1 = bias[c + (odd) + 2], b0 = a0, b1 = a1;                       \
-    TL_DW2_ROW(0, wg + 4 * (odd), SX);                                                              \
-    TL_DW2_ROW(row_step, wg + 8 + 4 * (odd), SX);                                                   \
-    TL_DW2_ROW(2 * row_step, wg + 16 + 4 * (odd), SX);                                              \
-    {                                                                                               \
-      const int8_t ya0 = TL_OUT_S8(a0, rq + 3 * (c + (odd)), low, high);                            \
-      const int8_t yb0 = TL_OUT_S8(b0, rq + 3 * (c + (odd)), low, high);                            \
-      const int8_t ya1 = TL_OUT_S8(a1, rq + 3 * (c + (odd) + 2), low, high);                        \
-      const int8_t yb1 = TL_OUT_S8(b1, rq + 3 * (c + (odd) + 2), low, high);                        \
-      out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1, out[in_c + c + (odd)] = yb0;                  \
-      out[in_c + c + (odd) + 2] = yb1;                                                              \
-    }                                                                                               \
-  } while (0)
-/* Three outputs A, B and C at a time over the five input columns j..j+4 of each window row: with
- * q0 = [x0 | x1] and q1 = [x2 | x3] of one channel, A and B as above, C = SMLAD(q1, W01) + x4 w2,
- * x4 straight from the SXTB16 word (SMLABT for the even channel of the word, SMLATT for the odd
- * one): per row and pair of channels, five loads, five SXTB16, four PKH and twelve
- * multiply-accumulates (eighteen MACs), the four weight words read once for the three outputs.
- * At stride 2 along the rows the same columns hold the windows of A and C (B is skipped): two
- * outputs, twelve MACs in eight. */
-/* the middle output B's statements: kept at stride 1, dropped at stride 2 */
+/* Three outputs A, B and C at a time (stride 1 along the rows, no dilation there) over the five
+ * input columns j..j+4 of each window row. Per channel, with q0 = [x0 | x1], q1 = [x2 | x3],
+ * W01 = [w0 | w1] and W12 = [w1 | w2]: A = SMLAD(q0, W01) + x2 w2 (SMLABT of q1 and W12),
+ * B = SMLAD(q1, W12) + x1 w0 (SMLATB of q0 and W01), C = SMLAD(q1, W01) + x4 w2, x4 straight from
+ * its SXTB16 word (SMLABT for the even channel of the word, SMLATT for the odd one): per row and
+ * pair of channels, five loads, five SXTB16, four PKH, two LDRD of weights and twelve
+ * multiply-accumulates (eighteen MACs). The weights of a group of four channels: per row, per pass
+ * (even channels c, c + 2 from SXTB16, then odd channels from its rotated form) the words W01 of
+ * its two channels, then their W12: 24 words. At stride 2 along the rows the same columns hold the
+ * windows of A and C (B dropped: two outputs, twelve MACs in eight); at the end of a row A and B
+ * alone (C dropped: four columns). Statement lists are kept or dropped by TL_KEEP / TL_DROP: THREE
+ * for B, CK for C, and per column L (the first), S3 (the fourth), R (the fifth), dropped when that
+ * column is padding: it then reads the input zero point (its products with the weights cancel the
+ * input offset folded into the bias). */
 #define TL_KEEP(...) __VA_ARGS__
 #define TL_DROP(...)
-#define TL_DW3_ROW(off, wr, SX, THREE)                                                                     \
+#define TL_NOT_TL_KEEP(...)
+#define TL_NOT_TL_DROP(...) __VA_ARGS__
+#define TL_DW3_ROW(x0, x1, x2, x3, x4, wr, SX, THREE, CK)                                           \
   do {                                                                                              \
     const uint32_t w01 = (uint32_t)(wr)[0], v01 = (uint32_t)(wr)[1];                                \
     uint32_t w12, v12;                                                                              \
     {                                                                                               \
-      const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));               \
+      const uint32_t e0 = SX(TL_WORD(x0)), e1 = SX(TL_WORD(x1));                                   \
       const uint32_t q0 = tl_pkhbt(e0, e1), r0 = tl_pkhtb(e1, e0);                                  \
       a0 = TL_SMLAD(q0, w01, a0);                                                                   \
       THREE(b0 = TL_SMLATB(q0, w01, b0));                                                           \
@@ -295,10 +265,9 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     }                                                                                               \
     TL_TAP_ORDER();                                                                                 \
     {                                                                                               \
-      const uint32_t e2 = SX(TL_WORD(p + (off) + 2 * in_c)), e3 = SX(TL_WORD(p + (off) + 3 * in_c)); \
+      const uint32_t e2 = SX(TL_WORD(x2)), e3 = SX(TL_WORD(x3));                                   \
       const uint32_t q1 = tl_pkhbt(e2, e3), r1 = tl_pkhtb(e3, e2);                                  \
-      c0 = TL_SMLAD(q1, w01, c0);                                                                   \
-      c1 = TL_SMLAD(r1, v01, c1);                                                                   \
+      CK(c0 = TL_SMLAD(q1, w01, c0); c1 = TL_SMLAD(r1, v01, c1);)                                   \
       w12 = (uint32_t)(wr)[2], v12 = (uint32_t)(wr)[3];                                             \
       a0 = TL_SMLABT(q1, w12, a0);                                                                  \
       THREE(b0 = TL_SMLAD(q1, w12, b0));                                                            \
@@ -306,29 +275,32 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
       THREE(b1 = TL_SMLAD(r1, v12, b1));                                                            \
     }                                                                                               \
     TL_TAP_ORDER();                                                                                 \
-    {                                                                                               \
-      const uint32_t e4 = SX(TL_WORD(p + (off) + 4 * in_c));                                        \
+    CK({                                                                                            \
+      const uint32_t e4 = SX(TL_WORD(x4));                                                         \
       c0 = TL_SMLABT(e4, w12, c0);                                                                  \
       c1 = TL_SMLATT(e4, v12, c1);                                                                  \
-    }                                                                                               \
+    })                                                                                              \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
-#define TL_DW3_ROW_C(off, ky, odd, SX, THREE) TL_DW3_ROW(off, wg + 8 * (ky) + 4 * (odd), SX, THREE)
+/* the row of window row ky whose columns are at q + (j - first) * in_c, j from first (1 when the
+ * first column is padding, else 0) */
+#define TL_DW3_COL(q, j, L) ((q) + ((j) TL_NOT_##L(-1)) * in_c)
 #if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM) && defined(__GNUC__) && !defined(__clang__) && \
     defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
 /* The same row in assembly with the registers fixed (gcc's allocation of the C form spills about
- * one accumulator in four): five temporaries, the six accumulators, the weights of the pass read
- * by two LDRD. Speed builds only, where the kernel is inlined with its shapes as constants: the
- * inputs are memory operands at immediate offsets from one pointer (the caller checks the largest
- * offset fits a load's 12 bits). */
+ * one accumulator in four): five temporaries, the accumulators, the weights of the pass read by
+ * two LDRD. Speed builds only, where the kernel is inlined with its shapes as constants: the
+ * inputs are memory operands at immediate offsets from one pointer (the caller checks that the
+ * largest offset fits a load's 12 bits), a padding column the zero point already widened (zpw). */
 #define TL_SXR_TL_SXTB16 ""
 #define TL_SXR_TL_SXTB16_ODD ", ror #8"
-#define TL_DW3_ROW_ASM(off, ky, odd, SX, THREE)                                                     \
+#define TL_W32(a) (*(const uint32_t *)(a))
+#define TL_DW3_ROW_AT(q, ky, odd, SX, THREE, CK, L, S3, R)                                          \
   do {                                                                                              \
     uint32_t t0, t1, t2, t3, t4;                                                                    \
     __asm__ volatile("ldr %[t0], %[x0]\n\t"                                                          \
                      "ldr %[t1], %[x1]\n\t"                                                          \
-                     "sxtb16 %[t0], %[t0]" TL_SXR_##SX "\n\t"                                         \
+                     L("sxtb16 %[t0], %[t0]" TL_SXR_##SX "\n\t")                                      \
                      "sxtb16 %[t1], %[t1]" TL_SXR_##SX "\n\t"                                         \
                      "pkhbt %[t2], %[t0], %[t1], lsl #16\n\t"                                         \
                      "pkhtb %[t3], %[t1], %[t0], asr #16\n\t"                                         \
@@ -340,54 +312,102 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
                      "ldr %[t2], %[x2]\n\t"                                                          \
                      "ldr %[t3], %[x3]\n\t"                                                          \
                      "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
-                     "sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t"                                         \
+                     S3("sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t")                                     \
                      "pkhbt %[t4], %[t2], %[t3], lsl #16\n\t"                                         \
                      "pkhtb %[t3], %[t3], %[t2], asr #16\n\t"                                         \
-                     "smlad %[c0], %[t4], %[t0], %[c0]\n\t"                                           \
-                     "smlad %[c1], %[t3], %[t1], %[c1]\n\t"                                           \
+                     CK("smlad %[c0], %[t4], %[t0], %[c0]\n\t"                                        \
+                        "smlad %[c1], %[t3], %[t1], %[c1]\n\t")                                       \
                      "ldrd %[t0], %[t1], [%[w], %[o1]]\n\t"                                           \
                      "smlabt %[a0], %[t4], %[t0], %[a0]\n\t"                                          \
                      THREE("smlad %[b0], %[t4], %[t0], %[b0]\n\t")                                    \
                      "smlabt %[a1], %[t3], %[t1], %[a1]\n\t"                                          \
                      THREE("smlad %[b1], %[t3], %[t1], %[b1]\n\t")                                    \
-                     "ldr %[t2], %[x4]\n\t"                                                          \
-                     "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
-                     "smlabt %[c0], %[t2], %[t0], %[c0]\n\t"                                          \
-                     "smlatt %[c1], %[t2], %[t1], %[c1]"                                              \
-                     : THREE([b0] "+r"(b0), [b1] "+r"(b1),)[a0] "+r"(a0), [a1] "+r"(a1), [c0] "+r"(c0), \
-                       [c1] "+r"(c1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3),  \
-                       [t4] "=&r"(t4)                                                               \
-                     : [x0] "m"(*(const uint32_t *)(p + (off))),                                    \
-                       [x1] "m"(*(const uint32_t *)(p + (off) + in_c)),                             \
-                       [x2] "m"(*(const uint32_t *)(p + (off) + 2 * in_c)),                         \
-                       [x3] "m"(*(const uint32_t *)(p + (off) + 3 * in_c)),                         \
-                       [x4] "m"(*(const uint32_t *)(p + (off) + 4 * in_c)), [w] "r"(wg),            \
-                       [o0] "i"(32 * (ky) + 16 * (odd)), [o1] "i"(32 * (ky) + 16 * (odd) + 8));     \
+                     CK("ldr %[t2], %[x4]\n\t"                                                       \
+                        R("sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t")                                   \
+                        "smlabt %[c0], %[t2], %[t0], %[c0]\n\t"                                       \
+                        "smlatt %[c1], %[t2], %[t1], %[c1]\n\t")                                      \
+                     : THREE([b0] "+r"(b0), [b1] "+r"(b1),) CK([c0] "+r"(c0), [c1] "+r"(c1),)         \
+                       [a0] "+r"(a0), [a1] "+r"(a1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2),   \
+                       [t3] "=&r"(t3), [t4] "=&r"(t4)                                               \
+                     : [x0] "m"(L(TL_W32(q)) TL_NOT_##L(zpw)), [x1] "m"(TL_W32(TL_DW3_COL(q, 1, L))), \
+                       [x2] "m"(TL_W32(TL_DW3_COL(q, 2, L))),                                        \
+                       [x3] "m"(S3(TL_W32(TL_DW3_COL(q, 3, L))) TL_NOT_##S3(zpw)),                   \
+                       [x4] "m"(CK(R(TL_W32(TL_DW3_COL(q, 4, L))) TL_NOT_##R(zpw)) TL_NOT_##CK(zpw)), \
+                       [w] "r"(wg), [o0] "i"(32 * (ky) + 16 * (odd)), [o1] "i"(32 * (ky) + 16 * (odd) + 8)); \
   } while (0)
 #define TL_DW3_ASM_OK 1
 #else
-#define TL_DW3_ROW_ASM TL_DW3_ROW_C
+#define TL_DW3_ROW_AT(q, ky, odd, SX, THREE, CK, L, S3, R)                                          \
+  TL_DW3_ROW(L(q) TL_NOT_##L(zp4), TL_DW3_COL(q, 1, L), TL_DW3_COL(q, 2, L),                        \
+             S3(TL_DW3_COL(q, 3, L)) TL_NOT_##S3(zp4), CK(R(TL_DW3_COL(q, 4, L)) TL_NOT_##R(zp4)) TL_NOT_##CK(zp4), \
+             wg + 8 * (ky) + 4 * (odd), SX, THREE, CK)
 #define TL_DW3_ASM_OK 0
 #endif
-#define TL_DW3_PASS(SX, odd, THREE, ROW)                                                            \
+/* window row ky of a pass whose three rows are inside the input (p at its first column that is
+ * not padding, rows row_step apart) */
+#define TL_DW3_INNER(ky, odd, SX, THREE, CK, L, S3, R)                                              \
+  TL_DW3_ROW_AT(p + (ky) * row_step, ky, odd, SX, THREE, CK, L, S3, R)
+/* at the layer's edges: rows outside the input skipped (the pass starts from their kind's bias),
+ * padding columns dropped as L, S3 and R say */
+#define TL_DW3_EDGE(ky, odd, SX, THREE, CK, L, S3, R)                                               \
   do {                                                                                              \
-    int32_t a0 = bias[c + (odd)], a1 = bias[c + (odd) + 2], c0 = a0, c1 = a1;                       \
+    if (rows[ky]) {                                                                                 \
+      const int8_t *q = rows[ky] + c + (pl TL_NOT_##L(+1)) * in_c;                                  \
+      TL_OPAQUE(q);                                                                                 \
+      TL_DW3_ROW_AT(q, ky, odd, SX, THREE, CK, L, S3, R);                                           \
+    }                                                                                               \
+  } while (0)
+/* one pass (channels c + odd and c + odd + 2) of the outputs kept over the three rows of their
+ * windows, from the bias pb, the first output at out */
+#define TL_DW3_PASS(SX, odd, THREE, CK, ROW, L, S3, R)                                              \
+  do {                                                                                              \
+    int32_t a0 = pb[c + (odd)], a1 = pb[c + (odd) + 2];                                             \
     THREE(int32_t b0 = a0, b1 = a1;)                                                                \
-    ROW(0, 0, odd, SX, THREE);                                                                      \
-    ROW(row_step, 1, odd, SX, THREE);                                                               \
-    ROW(2 * row_step, 2, odd, SX, THREE);                                                           \
+    CK(int32_t c0 = a0, c1 = a1;)                                                                   \
+    ROW(0, odd, SX, THREE, CK, L, S3, R);                                                           \
+    ROW(1, odd, SX, THREE, CK, L, S3, R);                                                           \
+    ROW(2, odd, SX, THREE, CK, L, S3, R);                                                           \
     {                                                                                               \
       /* the words read before any output is stored (an int8 store may alias them) */             \
       const int32_t *r = rq + 3 * (c + (odd));                                                      \
       const int32_t ra[3] = {r[0], r[1], r[2]}, rc[3] = {r[6], r[7], r[8]};                         \
-      const int8_t ya0 = TL_OUT_S8(a0, ra, low, high), yc0 = TL_OUT_S8(c0, ra, low, high);          \
-      const int8_t ya1 = TL_OUT_S8(a1, rc, low, high), yc1 = TL_OUT_S8(c1, rc, low, high);          \
+      const int8_t ya0 = TL_OUT_S8(a0, ra, low, high), ya1 = TL_OUT_S8(a1, rc, low, high);          \
       THREE(const int8_t yb0 = TL_OUT_S8(b0, ra, low, high), yb1 = TL_OUT_S8(b1, rc, low, high);)   \
+      CK(const int8_t yc0 = TL_OUT_S8(c0, ra, low, high), yc1 = TL_OUT_S8(c1, rc, low, high);)      \
       out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1;                                               \
       THREE(out[in_c + c + (odd)] = yb0, out[in_c + c + (odd) + 2] = yb1;)                          \
-      out[(1 + THREE(1) + 0) * in_c + c + (odd)] = yc0;                                             \
-      out[(1 + THREE(1) + 0) * in_c + c + (odd) + 2] = yc1;                                         \
+      CK(out[(1 + THREE(1) + 0) * in_c + c + (odd)] = yc0;                                          \
+         out[(1 + THREE(1) + 0) * in_c + c + (odd) + 2] = yc1;)                                     \
     }                                                                                               \
+  } while (0)
+/* both passes of a group of four channels, the padding columns as lpad, s3pad and rpad say */
+#define TL_DW3_VARIANTS(ROW)                                                                        \
+  do {                                                                                              \
+    if (stride_w == 1 && span == 2 && s3pad)                                                        \
+      TL_DW3_BOTH(TL_KEEP, TL_DROP, ROW, TL_KEEP, TL_DROP, TL_KEEP);                                \
+    else if (stride_w == 1 && span == 2)                                                            \
+      TL_DW3_BOTH(TL_KEEP, TL_DROP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+    else if (stride_w == 1 && in_w == 3 && lpad && rpad)                                            \
+      TL_DW3_BOTH(TL_KEEP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_DROP);                                \
+    else if (stride_w == 1 && lpad)                                                                 \
+      TL_DW3_BOTH(TL_KEEP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_KEEP);                                \
+    else if (stride_w == 1 && rpad)                                                                 \
+      TL_DW3_BOTH(TL_KEEP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_DROP);                                \
+    else if (stride_w == 1)                                                                         \
+      TL_DW3_BOTH(TL_KEEP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+    else if (in_w == 3 && lpad && rpad)                                                             \
+      TL_DW3_BOTH(TL_DROP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_DROP);                                \
+    else if (lpad)                                                                                  \
+      TL_DW3_BOTH(TL_DROP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_KEEP);                                \
+    else if (rpad)                                                                                  \
+      TL_DW3_BOTH(TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_DROP);                                \
+    else                                                                                            \
+      TL_DW3_BOTH(TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+  } while (0)
+#define TL_DW3_BOTH(THREE, CK, ROW, L, S3, R)                                                       \
+  do {                                                                                              \
+    TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                            \
+    TL_DW3_PASS(TL_SXTB16_ODD, 1, THREE, CK, ROW, L, S3, R);                                        \
   } while (0)
 /* a pointer the compiler must take as it is: tap addresses become immediate offsets from it
  * rather than one induction variable each (which gcc spills) */
@@ -467,7 +487,10 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
                                     int32_t mixed, int32_t zero, int32_t low, int32_t high,
                                     const int32_t *restrict kind_bias, const int32_t *restrict row_kind,
                                     const int32_t *restrict col_kind, int32_t col_kinds) {
-  const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes, last = (stride_w == 1 ? 2 : 1) * in_c;
+  const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes;
+  /* the input zero point (padding) as four bytes for the C form, widened for the assembly */
+  const int8_t zp4[4] = {(int8_t)-x_offset, (int8_t)-x_offset, (int8_t)-x_offset, (int8_t)-x_offset};
+  const uint32_t zpw = (uint32_t)(uint16_t)(int16_t)-x_offset * 0x10001u;
   const int32_t fast = TL_DW3_ASM_OK && 2 * row_step + 4 * in_c + in_c < 4096; /* TL_DW3_ROW_ASM's offsets */
   int32_t b, oy, ox, c, k;
   (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
@@ -479,63 +502,44 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
       int32_t ky0, ky1;
       tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
       for (k = 0; k < 3; ++k) rows[k] = k >= ky0 && k < ky1 ? base + (top + k * dil_h) * row_bytes : NULL;
+      (void)zp4, (void)zpw;
       for (ox = 0; ox < out_w;) {
         const int32_t left = ox * stride_w - pad_left;
+        /* outputs of a pass: three at stride 1 (two at the end of a row), two at stride 2 */
+        const int32_t span = stride_w == 1 && ox + 3 > out_w ? 2 : 3 - (stride_w - 1);
+        const int32_t lpad = left < 0, s3pad = left + 3 == in_w, rpad = left + 4 == in_w;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
         const int32_t *wg = wq;
-        if (ky0 == 0 && ky1 == 3 && left >= 0 && left + 5 <= in_w && ox + 3 - stride_w < out_w) {
-          /* three outputs inside (stride 1), or two (stride 2) */
-          const int8_t *corner = rows[0] + left * in_c;
-          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
-            const int8_t *p = corner + c;
-            TL_OPAQUE(p);
-            if (stride_w == 1 && fast) {
-              TL_DW3_PASS(TL_SXTB16, 0, TL_KEEP, TL_DW3_ROW_ASM);
-              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_KEEP, TL_DW3_ROW_ASM);
-            } else if (stride_w == 1) {
-              TL_DW3_PASS(TL_SXTB16, 0, TL_KEEP, TL_DW3_ROW_C);
-              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_KEEP, TL_DW3_ROW_C);
-            } else if (fast) {
-              TL_DW3_PASS(TL_SXTB16, 0, TL_DROP, TL_DW3_ROW_ASM);
-              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_DROP, TL_DW3_ROW_ASM);
-            } else {
-              TL_DW3_PASS(TL_SXTB16, 0, TL_DROP, TL_DW3_ROW_C);
-              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_DROP, TL_DW3_ROW_C);
+        /* the pass's columns left..left + 4 (left + 3 for two outputs at stride 1), the first and
+         * the last of them possibly padding */
+        if (ox + span <= out_w && left >= -1 && (stride_w == 1 ? left + span + 1 : left + 4) <= in_w &&
+            !(span == 2 && stride_w == 1 && lpad)) {
+          const int32_t pl = left;
+          const int32_t *pb = ky0 == 0 && ky1 == 3 ? bias
+                              : kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[3]) * in_c;
+          if (ky0 == 0 && ky1 == 3 && fast) {
+            const int8_t *corner = rows[0] + (pl + lpad) * in_c;
+            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
+              const int8_t *p = corner + c;
+              TL_OPAQUE(p);
+              TL_DW3_VARIANTS(TL_DW3_INNER);
+            }
+          } else
+            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW3_VARIANTS(TL_DW3_EDGE);
+          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels, padding at the zero point */
+            int32_t j, kx;
+            for (j = 0; j < span; ++j) {
+              int32_t sum = 0;
+              for (k = ky0; k < ky1; ++k)
+                for (kx = 0; kx < 3; ++kx) {
+                  const int32_t col = pl + j * stride_w + kx;
+                  const int32_t v = col >= 0 && col < in_w ? rows[k][col * in_c + c] : -x_offset;
+                  sum += v * (int32_t)w[(k * 3 + kx) * in_c + c];
+                }
+              out[j * in_c + c] = TL_OUT_S8(pb[c] + 2 * sum, rq + 3 * c, low, high);
             }
           }
-          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
-            int32_t sa = 0, sb = 0, sc = 0;
-            for (k = 0; k < 9; ++k) {
-              const int8_t *tap = corner + (k / 3) * row_step + (k % 3) * in_c + c;
-              sa += (int32_t)tap[0] * (int32_t)w[k * in_c + c];
-              sb += (int32_t)tap[in_c] * (int32_t)w[k * in_c + c];
-              sc += (int32_t)tap[2 * in_c] * (int32_t)w[k * in_c + c];
-            }
-            out[c] = TL_OUT_S8(bias[c] + 2 * sa, rq + 3 * c, low, high);
-            out[last + c] = TL_OUT_S8(bias[c] + 2 * sc, rq + 3 * c, low, high);
-            if (stride_w == 1) out[in_c + c] = TL_OUT_S8(bias[c] + 2 * sb, rq + 3 * c, low, high);
-          }
-          ox += stride_w == 1 ? 3 : 2;
-        } else if (stride_w == 1 && ky0 == 0 && ky1 == 3 && left >= 0 && left + 4 <= in_w && ox + 1 < out_w) {
-          /* two outputs inside */
-          const int8_t *corner = rows[0] + left * in_c;
-          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
-            const int8_t *p = corner + c;
-            TL_OPAQUE(p);
-            TL_DW2_PASS(TL_SXTB16, 0);
-            TL_DW2_PASS(TL_SXTB16_ODD, 1);
-          }
-          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
-            int32_t sa = 0, sb = 0;
-            for (k = 0; k < 9; ++k) {
-              const int8_t *tap = corner + (k / 3) * row_step + (k % 3) * in_c + c;
-              sa += (int32_t)tap[0] * (int32_t)w[k * in_c + c];
-              sb += (int32_t)tap[in_c] * (int32_t)w[k * in_c + c];
-            }
-            out[c] = TL_OUT_S8(bias[c] + 2 * sa, rq + 3 * c, low, high);
-            out[in_c + c] = TL_OUT_S8(bias[c] + 2 * sb, rq + 3 * c, low, high);
-          }
-          ox += 2;
+          ox += span;
         } else { /* one output: its valid taps only, over the bias of its kind of border */
           const int32_t kx0 = left < 0 ? -left : 0, kx1 = left + 3 > in_w ? in_w - left : 3;
           const int32_t *kb = kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[kx0 * 4 + kx1]) * in_c;
@@ -556,15 +560,20 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
       }
     }
 }
-#undef TL_DW2_ROW
-#undef TL_DW2_PASS
 #undef TL_DW3_ROW
-#undef TL_DW3_ROW_C
-#undef TL_DW3_ROW_ASM
+#undef TL_DW3_COL
+#undef TL_DW3_ROW_AT
+#undef TL_DW3_INNER
+#undef TL_DW3_EDGE
+#undef TL_DW3_PASS
+#undef TL_DW3_BOTH
+#undef TL_DW3_VARIANTS
 #undef TL_DW3_ASM_OK
+#undef TL_W32
 #undef TL_SXR_TL_SXTB16
 #undef TL_SXR_TL_SXTB16_ODD
-#undef TL_DW3_PASS
+#undef TL_NOT_TL_KEEP
+#undef TL_NOT_TL_DROP
 #undef TL_KEEP
 #undef TL_DROP
 #undef TL_DW1_ROW

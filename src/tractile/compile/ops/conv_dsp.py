@@ -153,7 +153,8 @@ def border_kinds(in_h: int, in_w: int, out_h: int, out_w: int, stride_h: int, st
     pairs of columns). Bands of rows (bands.py) see the same kinds: a band holds every input row
     its outputs read but the padding."""
     row_kinds = sorted({valid_taps(oy * stride_h - pad_top, dil_h, in_h) for oy in range(out_h)})
-    col_kinds = sorted({valid_taps(ox * stride_w - pad_left, dil_w, in_w) for ox in range(out_w)})
+    # (0, 3) always: tl_dwconv3x3_s8_rows's passes over rows at the top or bottom start from it
+    col_kinds = sorted({valid_taps(ox * stride_w - pad_left, dil_w, in_w) for ox in range(out_w)} | {(0, 3)})
     if any(c1 - c0 < 2 for c0, c1 in col_kinds):
         return None
     row_kind, col_kind = np.zeros(16, np.int64), np.zeros(16, np.int64)
