@@ -121,9 +121,11 @@ LAYERS = [
     ("dense, two rows", lambda: dense_layer(2, 128, 64, 5), "fc", "tl_fc_s8_gemm", 1.5),
     ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_gemm", 2.0),
     ("depthwise 3x3 stride 1", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME"), 6), "dw",
-     "tl_dwconv3x3_s8_rows", 3.25),
+     "tl_dwconv3x3_s8_rows", 2.5),
     ("depthwise 3x3 stride 2", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME", 2, 2), 7), "dw",
-     "tl_dwconv3x3_s8_rows", 3.5),
+     "tl_dwconv3x3_s8_rows", 2.95),
+    ("depthwise 3x3 stride 1, 8x8", lambda: depthwise_layer((8, 8, 16), 1, Window2D("SAME"), 6), "dw",
+     "tl_dwconv3x3_s8_rows", 2.55),
     ("depthwise multiplier 2", lambda: depthwise_layer((8, 8, 16), 2, Window2D("SAME"), 8), "dw",
      "tl_dwconv_nhwc_s8", 12.8),
 ]

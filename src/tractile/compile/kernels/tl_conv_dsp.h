@@ -136,6 +136,33 @@ static TL_INLINE int32_t tl_requant_doubled_clamped(int32_t acc, const int32_t *
                                     : tl_requant_doubled(acc, rq),                                        \
                low, high)
 
+/* The output of tl_dwconv3x3_s8_rows when its channels share one shift R (`shared`, 0 when they do
+ * not): the host scales each channel's weights and bias by 2^(1+d) with d = R - r >= 1 (r the
+ * channel's own shift) and stores rq = {m, K 2^d + 2^(d-1), 1 + d}; one SMMLA (no rounding) then
+ * gives floor((x m 2^(1+d) + (K 2^d + 2^(d-1)) 2^32) / 2^32), whose shift by R is
+ * tl_requant_doubled_clamped's result, and SSAT shifts as it saturates (lower bound at least the
+ * zero point only: no sign term). */
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+#define TL_OUT_SHARED(acc, rq, shift, low, high)                                                    \
+  __extension__({                                                                                   \
+    int32_t tl_top, tl_v;                                                                           \
+    __asm__("smmla %0, %1, %2, %3" : "=r"(tl_top) : "r"(acc), "r"((rq)[0]), "r"((rq)[1]));           \
+    __asm__("ssat %0, #8, %1, asr %2" : "=r"(tl_v) : "r"(tl_top), "i"(shift));                      \
+    (int8_t)(low != -128 && tl_v < low ? low : high != 127 && tl_v > high ? high : tl_v);            \
+  })
+#else
+static TL_INLINE int8_t tl_out_shared(int32_t acc, const int32_t *rq, int32_t shift, int32_t low, int32_t high) {
+  const int64_t high_word = (int64_t)rq[1] * ((int64_t)1 << 32);
+  const int32_t top = (int32_t)((high_word + (int64_t)acc * rq[0]) >> 32);
+  return TL_CLAMP_OUT(top >> shift, low, high);
+}
+#define TL_OUT_SHARED(acc, rq, shift, low, high) tl_out_shared(acc, rq, shift, low, high)
+#endif
+/* tl_dwconv3x3_s8_rows's outputs, and the sum of a channel's products scaled as its weights are */
+#define TL_ROWS_OUT(acc, rq) (shared ? TL_OUT_SHARED(acc, rq, shared, low, high) : TL_OUT_S8(acc, rq, low, high))
+#define TL_ROWS_SCALED(sum, rq) (shared ? (sum) * ((int32_t)1 << (rq)[2]) : 2 * (sum))
+
 /* two taps (at `at(a)` and `at(b)`) of four channels against four pair words */
 #define TL_DW_PAIR(at, a, b, wq)                                                                    \
   do {                                                                                              \
@@ -371,39 +398,52 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
       /* the words read before any output is stored (an int8 store may alias them) */             \
       const int32_t *r = rq + 3 * (c + (odd));                                                      \
       const int32_t ra[3] = {r[0], r[1], r[2]}, rc[3] = {r[6], r[7], r[8]};                         \
-      const int8_t ya0 = TL_OUT_S8(a0, ra, low, high), ya1 = TL_OUT_S8(a1, rc, low, high);          \
-      THREE(const int8_t yb0 = TL_OUT_S8(b0, ra, low, high), yb1 = TL_OUT_S8(b1, rc, low, high);)   \
-      CK(const int8_t yc0 = TL_OUT_S8(c0, ra, low, high), yc1 = TL_OUT_S8(c1, rc, low, high);)      \
+      const int8_t ya0 = TL_ROWS_OUT(a0, ra), ya1 = TL_ROWS_OUT(a1, rc);                            \
+      THREE(const int8_t yb0 = TL_ROWS_OUT(b0, ra), yb1 = TL_ROWS_OUT(b1, rc);)                     \
+      CK(const int8_t yc0 = TL_ROWS_OUT(c0, ra), yc1 = TL_ROWS_OUT(c1, rc);)                        \
       out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1;                                               \
       THREE(out[in_c + c + (odd)] = yb0, out[in_c + c + (odd) + 2] = yb1;)                          \
       CK(out[(1 + THREE(1) + 0) * in_c + c + (odd)] = yc0;                                          \
          out[(1 + THREE(1) + 0) * in_c + c + (odd) + 2] = yc1;)                                     \
     }                                                                                               \
   } while (0)
-/* both passes of a group of four channels, the padding columns as lpad, s3pad and rpad say */
-#define TL_DW3_VARIANTS(ROW)                                                                        \
+/* the groups of four channels of a pass's outputs, the padding columns as lpad, s3pad and rpad
+ * say (chosen once for all the groups) */
+#define TL_DW3_VARIANTS(ROW, SETUP)                                                                  \
   do {                                                                                              \
     if (stride_w == 1 && span == 2 && s3pad)                                                        \
-      TL_DW3_BOTH(TL_KEEP, TL_DROP, ROW, TL_KEEP, TL_DROP, TL_KEEP);                                \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_DROP, ROW, TL_KEEP, TL_DROP, TL_KEEP);                                \
     else if (stride_w == 1 && span == 2)                                                            \
-      TL_DW3_BOTH(TL_KEEP, TL_DROP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_DROP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
     else if (stride_w == 1 && in_w == 3 && lpad && rpad)                                            \
-      TL_DW3_BOTH(TL_KEEP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_DROP);                                \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_DROP);                                \
     else if (stride_w == 1 && lpad)                                                                 \
-      TL_DW3_BOTH(TL_KEEP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_KEEP);                                \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_KEEP);                                \
     else if (stride_w == 1 && rpad)                                                                 \
-      TL_DW3_BOTH(TL_KEEP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_DROP);                                \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_DROP);                                \
     else if (stride_w == 1)                                                                         \
-      TL_DW3_BOTH(TL_KEEP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
     else if (in_w == 3 && lpad && rpad)                                                             \
-      TL_DW3_BOTH(TL_DROP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_DROP);                                \
+      TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_DROP);                                \
     else if (lpad)                                                                                  \
-      TL_DW3_BOTH(TL_DROP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_KEEP);                                \
+      TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_KEEP);                                \
     else if (rpad)                                                                                  \
-      TL_DW3_BOTH(TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_DROP);                                \
+      TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_DROP);                                \
     else                                                                                            \
-      TL_DW3_BOTH(TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+      TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
   } while (0)
+#define TL_DW3_GROUPS(SETUP, THREE, CK, ROW, L, S3, R)                                              \
+  do {                                                                                              \
+    for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {                                                  \
+      SETUP();                                                                                      \
+      TL_DW3_BOTH(THREE, CK, ROW, L, S3, R);                                                        \
+    }                                                                                               \
+  } while (0)
+/* the first column of a group's pass inside the input, and nothing to set up at the edges */
+#define TL_DW3_AT_CORNER()                                                                          \
+  const int8_t *p = corner + c;                                                                     \
+  TL_OPAQUE(p)
+#define TL_DW3_NO_SETUP() (void)0
 #define TL_DW3_BOTH(THREE, CK, ROW, L, S3, R)                                                       \
   do {                                                                                              \
     TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                            \
@@ -467,10 +507,10 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     if (start[0]) row(0);                                                                           \
     if (start[1]) row(1);                                                                           \
     if (start[2]) row(2);                                                                           \
-    out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);                                                  \
-    out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);                                          \
-    out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);                                          \
-    out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);                                          \
+    out[c] = TL_ROWS_OUT(s0, rq + 3 * c);                                                  \
+    out[c + 1] = TL_ROWS_OUT(s1, rq + 3 * c + 3);                                          \
+    out[c + 2] = TL_ROWS_OUT(s2, rq + 3 * c + 6);                                          \
+    out[c + 3] = TL_ROWS_OUT(s3, rq + 3 * c + 9);                                          \
   } while (0)
 
 /* Arguments as tl_dwconv3x3_s8_packed's (stride_w 1 or 2, dil_w 1) with the row-pair weights above,
@@ -486,7 +526,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
                                     int32_t pad_top, int32_t pad_left, int32_t x_offset, const int32_t *restrict rq,
                                     int32_t mixed, int32_t zero, int32_t low, int32_t high,
                                     const int32_t *restrict kind_bias, const int32_t *restrict row_kind,
-                                    const int32_t *restrict col_kind, int32_t col_kinds) {
+                                    const int32_t *restrict col_kind, int32_t col_kinds, int32_t shared) {
   const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes;
   /* the input zero point (padding) as four bytes for the C form, widened for the assembly */
   const int8_t zp4[4] = {(int8_t)-x_offset, (int8_t)-x_offset, (int8_t)-x_offset, (int8_t)-x_offset};
@@ -519,13 +559,9 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
                               : kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[3]) * in_c;
           if (ky0 == 0 && ky1 == 3 && fast) {
             const int8_t *corner = rows[0] + (pl + lpad) * in_c;
-            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
-              const int8_t *p = corner + c;
-              TL_OPAQUE(p);
-              TL_DW3_VARIANTS(TL_DW3_INNER);
-            }
+            TL_DW3_VARIANTS(TL_DW3_INNER, TL_DW3_AT_CORNER);
           } else
-            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW3_VARIANTS(TL_DW3_EDGE);
+            TL_DW3_VARIANTS(TL_DW3_EDGE, TL_DW3_NO_SETUP);
           for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels, padding at the zero point */
             int32_t j, kx;
             for (j = 0; j < span; ++j) {
@@ -536,7 +572,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
                   const int32_t v = col >= 0 && col < in_w ? rows[k][col * in_c + c] : -x_offset;
                   sum += v * (int32_t)w[(k * 3 + kx) * in_c + c];
                 }
-              out[j * in_c + c] = TL_OUT_S8(pb[c] + 2 * sum, rq + 3 * c, low, high);
+              out[j * in_c + c] = TL_ROWS_OUT(pb[c] + TL_ROWS_SCALED(sum, rq + 3 * c), rq + 3 * c);
             }
           }
           ox += span;
@@ -553,7 +589,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
             int32_t sum = 0, kx;
             for (k = ky0; k < ky1; ++k)
               for (kx = kx0; kx < kx1; ++kx) sum += (int32_t)start[k][(kx - kx0) * in_c + c] * (int32_t)w[(k * 3 + kx) * in_c + c];
-            out[c] = TL_OUT_S8(kb[c] + 2 * sum, rq + 3 * c, low, high);
+            out[c] = TL_ROWS_OUT(kb[c] + TL_ROWS_SCALED(sum, rq + 3 * c), rq + 3 * c);
           }
           ox += 1;
         }
@@ -568,6 +604,9 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW3_PASS
 #undef TL_DW3_BOTH
 #undef TL_DW3_VARIANTS
+#undef TL_DW3_GROUPS
+#undef TL_DW3_AT_CORNER
+#undef TL_DW3_NO_SETUP
 #undef TL_DW3_ASM_OK
 #undef TL_W32
 #undef TL_SXR_TL_SXTB16
