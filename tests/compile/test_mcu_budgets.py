@@ -232,3 +232,50 @@ def test_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
                                  text=True).stdout
         for instruction in ("smlad", "sxtb16", "smmlar", "ssat") + (("ldrd", "sadd16") if name == "m4" else ()):
             assert instruction in listing, f"{compiler}: no {instruction} in {name}"
+
+
+def _tflite_requantize(x: int, m: int, shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier for a right shift (shift < 0), in Python integers."""
+    product = x * m
+    nudged = product + (1 << 30 if product >= 0 else 1 - (1 << 30))
+    high = (2**31 - 1) if x == m == -(2**31) else (abs(nudged) >> 31) * (1 if nudged >= 0 else -1)  # C's division
+    exponent = -shift
+    mask = (1 << exponent) - 1
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> exponent) + (1 if high & mask > threshold else 0)
+
+
+def test_shared_shift_requantization_equals_tflites_recipe():
+    """tl_dwconv3x3_s8_rows's requantization with one shift for the layer (conv_dsp.shared_shift:
+    weights and bias scaled by 2^(1+d) per channel, one SMMLA without rounding, SSAT's asr #R),
+    computed exactly in Python integers, against MultiplyByQuantizedMultiplier plus the zero point,
+    both clamped to a lower bound at or above the zero point, on accumulators of both signs for
+    right shifts of 1 to 12 in one layer."""
+    from tractile.compile.ops.conv_dsp import doubled_requant, shared_shift
+
+    rng = np.random.default_rng(3)
+    shifts = -np.arange(1, 13)
+    multipliers = rng.integers(1 << 30, (1 << 31) - 1, shifts.size)
+    checked = 0
+    for zero, low in ((-128, -128), (-5, 0), (3, 3), (10, 60)):
+        rq, mixed = doubled_requant(multipliers, shifts, zero, shifts.size)
+        found = shared_shift(rq, mixed, zero, low, np.zeros(shifts.size, np.int64), 0,
+                             np.ones((9, shifts.size), np.int64))
+        assert found is not None
+        big, scale, words = found
+        assert shared_shift(rq, mixed, zero, zero - 1, np.zeros(shifts.size, np.int64), 0,
+                            np.ones((9, shifts.size), np.int64)) is None  # a sign term would be needed
+        for channel in range(shifts.size):
+            m, k, _ = (int(v) for v in words[3 * channel:3 * channel + 3])
+            limit = (1 << 31) // int(scale[channel])
+            # and the accumulators nearest the outputs' rounding ties (x m / 2^(31 + r) = j + 1/2)
+            step = 2 ** (31 - int(shifts[channel])) / int(multipliers[channel])
+            ties = [int((j + 0.5) * step) + delta for j in range(-40, 40) for delta in (-1, 0, 1)]
+            values = [int(v) for v in rng.integers(-limit, limit, 3000)] + [0, 1, -1, limit - 1, -limit] + \
+                [t for t in ties if abs(t) < limit]
+            for x in values:
+                ours = ((x * int(scale[channel]) * m + (k << 32)) >> 32) >> big
+                theirs = _tflite_requantize(x, int(multipliers[channel]), int(shifts[channel])) + zero
+                assert min(max(ours, low), 127) == min(max(theirs, low), 127), (channel, x, zero, low)
+                checked += 1
+    assert checked > 100000
