@@ -50,6 +50,50 @@ def depthwise_layer(shape, multiplier: int, window: Window2D, seed: int):
     return g.model
 
 
+def depthwise_chain(shape, layers, seed: int):
+    """3x3 int8 depthwise layers one after the other (each ``(window, activation, output zero
+    point)``), quantized per channel, over an input of ``shape`` (H, W, C)."""
+    rng = np.random.default_rng(seed)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, *shape), q(0.03, -9))
+    for index, (window, activation, zero) in enumerate(layers):
+        channels = shape[2]
+        scales = _scales(channels, 0.004 + 0.002 * index)
+        w = g.const(f"w{index}", rng.integers(-127, 128, (1, 3, 3, channels)), "i8", qc(scales, 0))
+        b = g.const(f"b{index}", rng.integers(-3000, 3000, (channels,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.depthwise(f"dw{index}", [h, w, b], window, q(0.05, zero), activation)
+    g.model.outputs = [h]
+    return g.model
+
+
+#: every edge of tl_dwconv3x3_s8_rows's passes: the first column padding (stride 1 and 2), the
+#: last (stride 1 and 2), both (3 columns wide), two outputs at the end of a row with and without
+#: a padding column (widths 5 and 10), one output left over (single), rows at the top and bottom
+#: (heights 2 and 3 too), channel counts with and without a tail, RELU, RELU6 and none (the
+#: requantization with its sign term), and an input zero point of either sign
+EDGE_CHAINS = [
+    ((7, 11, 13), [(Window2D("SAME"), "RELU", -128), (Window2D("SAME", 2, 2), "NONE", 5),
+                   (Window2D("SAME"), "RELU6", -128), (Window2D("SAME", 2, 2), "RELU", -128),
+                   (Window2D("SAME"), "NONE", -3)]),
+    ((5, 5, 8), [(Window2D("SAME"), "RELU6", -128), (Window2D("VALID"), "NONE", 2), (Window2D("SAME"), "RELU", -128),
+                 (Window2D("SAME", 2, 2), "RELU6", -128)]),
+    ((6, 10, 20), [(Window2D("SAME"), "RELU", -128), (Window2D("VALID", 2, 2), "RELU6", -128),
+                   (Window2D("SAME", 2, 1), "NONE", 7)]),
+]
+
+
+@pytest.mark.parametrize("index", range(len(EDGE_CHAINS)))
+def test_depthwise_rows_kernel_is_bit_exact_at_every_edge(index, tmp_path):
+    needs_board("cortex-m4")
+    shape, layers = EDGE_CHAINS[index]
+    for opt in ("speed", "size"):
+        report = verify(depthwise_chain(shape, layers, 20 + index), "cortex-m4", runs=2, opt=opt,
+                        folder=tmp_path / opt)
+        assert report["verified"], report["first_difference"]
+        kernels = [entry["kernel"] for entry in report["layers"] if entry["macs"]]
+        assert kernels == ["tl_dwconv3x3_s8_rows"] * len(layers), kernels
+
+
 def dense_layer(rows: int, depth: int, units: int, seed: int):
     rng = np.random.default_rng(seed)
     g = GraphBuilder()
@@ -84,9 +128,11 @@ LAYERS = [
     ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_row", 1.6),
     ("dense, one row of 75 to 7 units", lambda: dense_layer(1, 75, 7, 10), "fc", "tl_fc_s8_row", 2.0),
     ("depthwise 3x3 stride 1", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME"), 6), "dw",
-     "tl_dwconv3x3_s8_rows", 3.25),
+     "tl_dwconv3x3_s8_rows", 2.5),
     ("depthwise 3x3 stride 2", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME", 2, 2), 7), "dw",
-     "tl_dwconv3x3_s8_rows", 3.5),
+     "tl_dwconv3x3_s8_rows", 2.95),
+    ("depthwise 3x3 stride 1, 8x8", lambda: depthwise_layer((8, 8, 16), 1, Window2D("SAME"), 6), "dw",
+     "tl_dwconv3x3_s8_rows", 2.55),
     ("depthwise multiplier 2", lambda: depthwise_layer((8, 8, 16), 2, Window2D("SAME"), 8), "dw",
      "tl_dwconv_nhwc_s8", 12.8),
 ]
@@ -245,3 +291,50 @@ def test_common_shift_requantization_equals_tflites_recipe():
         assert got[x < 0].max() <= zero and expected[x < 0].max() <= zero
         rounded_differs |= not np.array_equal(((product + (1 << 31)) >> 32 >> shift)[x >= 0], expected[x >= 0])
     assert rounded_differs
+
+
+def _tflite_requantize(x: int, m: int, shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier for a right shift (shift < 0), in Python integers."""
+    product = x * m
+    nudged = product + (1 << 30 if product >= 0 else 1 - (1 << 30))
+    high = (2**31 - 1) if x == m == -(2**31) else (abs(nudged) >> 31) * (1 if nudged >= 0 else -1)  # C's division
+    exponent = -shift
+    mask = (1 << exponent) - 1
+    threshold = (mask >> 1) + (1 if high < 0 else 0)
+    return (high >> exponent) + (1 if high & mask > threshold else 0)
+
+
+def test_shared_shift_requantization_equals_tflites_recipe():
+    """tl_dwconv3x3_s8_rows's requantization with one shift for the layer (conv_dsp.shared_shift:
+    weights and bias scaled by 2^(1+d) per channel, one SMMLA without rounding, SSAT's asr #R),
+    computed exactly in Python integers, against MultiplyByQuantizedMultiplier plus the zero point,
+    both clamped to a lower bound at or above the zero point, on accumulators of both signs for
+    right shifts of 1 to 12 in one layer."""
+    from tractile.compile.ops.conv_dsp import doubled_requant, shared_shift
+
+    rng = np.random.default_rng(3)
+    shifts = -np.arange(1, 13)
+    multipliers = rng.integers(1 << 30, (1 << 31) - 1, shifts.size)
+    checked = 0
+    for zero, low in ((-128, -128), (-5, 0), (3, 3), (10, 60)):
+        rq, mixed = doubled_requant(multipliers, shifts, zero, shifts.size)
+        found = shared_shift(rq, mixed, zero, low, np.zeros(shifts.size, np.int64), 0,
+                             np.ones((9, shifts.size), np.int64))
+        assert found is not None
+        big, scale, words = found
+        assert shared_shift(rq, mixed, zero, zero - 1, np.zeros(shifts.size, np.int64), 0,
+                            np.ones((9, shifts.size), np.int64)) is None  # a sign term would be needed
+        for channel in range(shifts.size):
+            m, k, _ = (int(v) for v in words[3 * channel:3 * channel + 3])
+            limit = (1 << 31) // int(scale[channel])
+            # and the accumulators nearest the outputs' rounding ties (x m / 2^(31 + r) = j + 1/2)
+            step = 2 ** (31 - int(shifts[channel])) / int(multipliers[channel])
+            ties = [int((j + 0.5) * step) + delta for j in range(-40, 40) for delta in (-1, 0, 1)]
+            values = [int(v) for v in rng.integers(-limit, limit, 3000)] + [0, 1, -1, limit - 1, -limit] + \
+                [t for t in ties if abs(t) < limit]
+            for x in values:
+                ours = ((x * int(scale[channel]) * m + (k << 32)) >> 32) >> big
+                theirs = _tflite_requantize(x, int(multipliers[channel]), int(shifts[channel])) + zero
+                assert min(max(ours, low), 127) == min(max(theirs, low), 127), (channel, x, zero, low)
+                checked += 1
+    assert checked > 100000

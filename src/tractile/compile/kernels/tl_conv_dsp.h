@@ -136,6 +136,33 @@ static TL_INLINE int32_t tl_requant_doubled_clamped(int32_t acc, const int32_t *
                                     : tl_requant_doubled(acc, rq),                                        \
                low, high)
 
+/* The output of tl_dwconv3x3_s8_rows when its channels share one shift R (`shared`, 0 when they do
+ * not): the host scales each channel's weights and bias by 2^(1+d) with d = R - r >= 1 (r the
+ * channel's own shift) and stores rq = {m, K 2^d + 2^(d-1), 1 + d}; one SMMLA (no rounding) then
+ * gives floor((x m 2^(1+d) + (K 2^d + 2^(d-1)) 2^32) / 2^32), whose shift by R is
+ * tl_requant_doubled_clamped's result, and SSAT shifts as it saturates (lower bound at least the
+ * zero point only: no sign term). */
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+#define TL_OUT_SHARED(acc, rq, shift, low, high)                                                    \
+  __extension__({                                                                                   \
+    int32_t tl_top, tl_v;                                                                           \
+    __asm__("smmla %0, %1, %2, %3" : "=r"(tl_top) : "r"(acc), "r"((rq)[0]), "r"((rq)[1]));           \
+    __asm__("ssat %0, #8, %1, asr %2" : "=r"(tl_v) : "r"(tl_top), "i"(shift));                      \
+    (int8_t)(low != -128 && tl_v < low ? low : high != 127 && tl_v > high ? high : tl_v);            \
+  })
+#else
+static TL_INLINE int8_t tl_out_shared(int32_t acc, const int32_t *rq, int32_t shift, int32_t low, int32_t high) {
+  const int64_t high_word = (int64_t)rq[1] * ((int64_t)1 << 32);
+  const int32_t top = (int32_t)((high_word + (int64_t)acc * rq[0]) >> 32);
+  return TL_CLAMP_OUT(top >> shift, low, high);
+}
+#define TL_OUT_SHARED(acc, rq, shift, low, high) tl_out_shared(acc, rq, shift, low, high)
+#endif
+/* tl_dwconv3x3_s8_rows's outputs, and the sum of a channel's products scaled as its weights are */
+#define TL_ROWS_OUT(acc, rq) (shared ? TL_OUT_SHARED(acc, rq, shared, low, high) : TL_OUT_S8(acc, rq, low, high))
+#define TL_ROWS_SCALED(sum, rq) (shared ? (sum) * ((int32_t)1 << (rq)[2]) : 2 * (sum))
+
 /* two taps (at `at(a)` and `at(b)`) of four channels against four pair words */
 #define TL_DW_PAIR(at, a, b, wq)                                                                    \
   do {                                                                                              \
@@ -233,60 +260,30 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
 #undef TL_DW_INSIDE
 #undef TL_DW_BORDER
 
-/* Stride 1 along the rows (and no dilation there): two neighbouring outputs A and B at a time
- * share the four input columns j..j+3 of each window row. Per channel, q0 = [x0 | x1] and
- * q1 = [x2 | x3] against W01 = [w0 | w1] and W12 = [w1 | w2]: A = SMLAD(q0, W01) + x2 w2 (SMLABT),
- * B = SMLAD(q1, W12) + x1 w0 (SMLATB): six MACs in four instructions. The weights of a group of
- * four channels: per row, per pass (even channels c, c + 2 from SXTB16, then odd channels from its
- * rotated form) the words W01 and W12 of its two channels: 24 words. */
-#define TL_DW2_ROW(off, wr, SX)                                                                     \
-  do {                                                                                              \
-    const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));                 \
-    const uint32_t e2 = SX(TL_WORD(p + (off) + 2 * in_c)), e3 = SX(TL_WORD(p + (off) + 3 * in_c));  \
-    const uint32_t q0 = tl_pkhbt(e0, e1), q1 = tl_pkhbt(e2, e3), r0 = tl_pkhtb(e1, e0), r1 = tl_pkhtb(e3, e2); \
-    a0 = TL_SMLAD(q0, (uint32_t)(wr)[0], a0);                                                       \
-    b0 = TL_SMLAD(q1, (uint32_t)(wr)[1], b0);                                                       \
-    a0 = TL_SMLABT(q1, (uint32_t)(wr)[1], a0);                                                      \
-    b0 = TL_SMLATB(q0, (uint32_t)(wr)[0], b0);                                                      \
-    a1 = TL_SMLAD(r0, (uint32_t)(wr)[2], a1);                                                       \
-    b1 = TL_SMLAD(r1, (uint32_t)(wr)[3], b1);                                                       \
-    a1 = TL_SMLABT(r1, (uint32_t)(wr)[3], a1);                                                      \
-    b1 = TL_SMLATB(r0, (uint32_t)(wr)[2], b1);                                                      \
-    TL_TAP_ORDER();                                                                                 \
-  } while (0)
-/* one pass (channels c + odd and c + odd + 2) of two outputs over the three rows, the window's
- * first column of channel c at p */
-#define TL_DW2_PASS(SX, odd)                                                                        \
-  do {                                                                                              \
-    int32_t a0 = bias[c + (odd)], a1 = bias[c + (odd) + 2], b0 = a0, b1 = a1;                       \
-    TL_DW2_ROW(0, wg + 4 * (odd), SX);                                                              \
-    TL_DW2_ROW(row_step, wg + 8 + 4 * (odd), SX);                                                   \
-    TL_DW2_ROW(2 * row_step, wg + 16 + 4 * (odd), SX);                                              \
-    {                                                                                               \
-      const int8_t ya0 = TL_OUT_S8(a0, rq + 3 * (c + (odd)), low, high);                            \
-      const int8_t yb0 = TL_OUT_S8(b0, rq + 3 * (c + (odd)), low, high);                            \
-      const int8_t ya1 = TL_OUT_S8(a1, rq + 3 * (c + (odd) + 2), low, high);                        \
-      const int8_t yb1 = TL_OUT_S8(b1, rq + 3 * (c + (odd) + 2), low, high);                        \
-      out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1, out[in_c + c + (odd)] = yb0;                  \
-      out[in_c + c + (odd) + 2] = yb1;                                                              \
-    }                                                                                               \
-  } while (0)
-/* Three outputs A, B and C at a time over the five input columns j..j+4 of each window row: with
- * q0 = [x0 | x1] and q1 = [x2 | x3] of one channel, A and B as above, C = SMLAD(q1, W01) + x4 w2,
- * x4 straight from the SXTB16 word (SMLABT for the even channel of the word, SMLATT for the odd
- * one): per row and pair of channels, five loads, five SXTB16, four PKH and twelve
- * multiply-accumulates (eighteen MACs), the four weight words read once for the three outputs.
- * At stride 2 along the rows the same columns hold the windows of A and C (B is skipped): two
- * outputs, twelve MACs in eight. */
-/* the middle output B's statements: kept at stride 1, dropped at stride 2 */
+/* Three outputs A, B and C at a time (stride 1 along the rows, no dilation there) over the five
+ * input columns j..j+4 of each window row. Per channel, with q0 = [x0 | x1], q1 = [x2 | x3],
+ * W01 = [w0 | w1] and W12 = [w1 | w2]: A = SMLAD(q0, W01) + x2 w2 (SMLABT of q1 and W12),
+ * B = SMLAD(q1, W12) + x1 w0 (SMLATB of q0 and W01), C = SMLAD(q1, W01) + x4 w2, x4 straight from
+ * its SXTB16 word (SMLABT for the even channel of the word, SMLATT for the odd one): per row and
+ * pair of channels, five loads, five SXTB16, four PKH, two LDRD of weights and twelve
+ * multiply-accumulates (eighteen MACs). The weights of a group of four channels: per row, per pass
+ * (even channels c, c + 2 from SXTB16, then odd channels from its rotated form) the words W01 of
+ * its two channels, then their W12: 24 words. At stride 2 along the rows the same columns hold the
+ * windows of A and C (B dropped: two outputs, twelve MACs in eight); at the end of a row A and B
+ * alone (C dropped: four columns). Statement lists are kept or dropped by TL_KEEP / TL_DROP: THREE
+ * for B, CK for C, and per column L (the first), S3 (the fourth), R (the fifth), dropped when that
+ * column is padding: it then reads the input zero point (its products with the weights cancel the
+ * input offset folded into the bias). */
 #define TL_KEEP(...) __VA_ARGS__
 #define TL_DROP(...)
-#define TL_DW3_ROW(off, wr, SX, THREE)                                                                     \
+#define TL_NOT_TL_KEEP(...)
+#define TL_NOT_TL_DROP(...) __VA_ARGS__
+#define TL_DW3_ROW(x0, x1, x2, x3, x4, wr, SX, THREE, CK)                                           \
   do {                                                                                              \
-    const uint32_t w01 = (uint32_t)(wr)[0], v01 = (uint32_t)(wr)[2];                                \
+    const uint32_t w01 = (uint32_t)(wr)[0], v01 = (uint32_t)(wr)[1];                                \
     uint32_t w12, v12;                                                                              \
     {                                                                                               \
-      const uint32_t e0 = SX(TL_WORD(p + (off))), e1 = SX(TL_WORD(p + (off) + in_c));               \
+      const uint32_t e0 = SX(TL_WORD(x0)), e1 = SX(TL_WORD(x1));                                   \
       const uint32_t q0 = tl_pkhbt(e0, e1), r0 = tl_pkhtb(e1, e0);                                  \
       a0 = TL_SMLAD(q0, w01, a0);                                                                   \
       THREE(b0 = TL_SMLATB(q0, w01, b0));                                                           \
@@ -295,41 +292,162 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     }                                                                                               \
     TL_TAP_ORDER();                                                                                 \
     {                                                                                               \
-      const uint32_t e2 = SX(TL_WORD(p + (off) + 2 * in_c)), e3 = SX(TL_WORD(p + (off) + 3 * in_c)); \
+      const uint32_t e2 = SX(TL_WORD(x2)), e3 = SX(TL_WORD(x3));                                   \
       const uint32_t q1 = tl_pkhbt(e2, e3), r1 = tl_pkhtb(e3, e2);                                  \
-      c0 = TL_SMLAD(q1, w01, c0);                                                                   \
-      c1 = TL_SMLAD(r1, v01, c1);                                                                   \
-      w12 = (uint32_t)(wr)[1], v12 = (uint32_t)(wr)[3];                                             \
+      CK(c0 = TL_SMLAD(q1, w01, c0); c1 = TL_SMLAD(r1, v01, c1);)                                   \
+      w12 = (uint32_t)(wr)[2], v12 = (uint32_t)(wr)[3];                                             \
       a0 = TL_SMLABT(q1, w12, a0);                                                                  \
       THREE(b0 = TL_SMLAD(q1, w12, b0));                                                            \
       a1 = TL_SMLABT(r1, v12, a1);                                                                  \
       THREE(b1 = TL_SMLAD(r1, v12, b1));                                                            \
     }                                                                                               \
     TL_TAP_ORDER();                                                                                 \
-    {                                                                                               \
-      const uint32_t e4 = SX(TL_WORD(p + (off) + 4 * in_c));                                        \
+    CK({                                                                                            \
+      const uint32_t e4 = SX(TL_WORD(x4));                                                         \
       c0 = TL_SMLABT(e4, w12, c0);                                                                  \
       c1 = TL_SMLATT(e4, v12, c1);                                                                  \
-    }                                                                                               \
+    })                                                                                              \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
-#define TL_DW3_PASS(SX, odd, THREE)                                                                 \
+/* the row of window row ky whose columns are at q + (j - first) * in_c, j from first (1 when the
+ * first column is padding, else 0) */
+#define TL_DW3_COL(q, j, L) ((q) + ((j) TL_NOT_##L(-1)) * in_c)
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+/* The same row in assembly with the registers fixed (gcc's allocation of the C form spills about
+ * one accumulator in four): five temporaries, the accumulators, the weights of the pass read by
+ * two LDRD. Speed builds only, where the kernel is inlined with its shapes as constants: the
+ * inputs are memory operands at immediate offsets from one pointer (the caller checks that the
+ * largest offset fits a load's 12 bits), a padding column the zero point already widened (zpw). */
+#define TL_SXR_TL_SXTB16 ""
+#define TL_SXR_TL_SXTB16_ODD ", ror #8"
+#define TL_W32(a) (*(const uint32_t *)(a))
+#define TL_DW3_ROW_AT(q, ky, odd, SX, THREE, CK, L, S3, R)                                          \
   do {                                                                                              \
-    int32_t a0 = bias[c + (odd)], a1 = bias[c + (odd) + 2], c0 = a0, c1 = a1;                       \
-    THREE(int32_t b0 = a0, b1 = a1;)                                                                \
-    TL_DW3_ROW(0, wg + 4 * (odd), SX, THREE);                                                       \
-    TL_DW3_ROW(row_step, wg + 8 + 4 * (odd), SX, THREE);                                            \
-    TL_DW3_ROW(2 * row_step, wg + 16 + 4 * (odd), SX, THREE);                                       \
-    {                                                                                               \
-      const int32_t *r = rq + 3 * (c + (odd));                                                      \
-      out[c + (odd)] = TL_OUT_S8(a0, r, low, high);                                                 \
-      THREE(out[in_c + c + (odd)] = TL_OUT_S8(b0, r, low, high));                                   \
-      out[(1 + THREE(1) + 0) * in_c + c + (odd)] = TL_OUT_S8(c0, r, low, high);                     \
-      r += 6;                                                                                       \
-      out[c + (odd) + 2] = TL_OUT_S8(a1, r, low, high);                                             \
-      THREE(out[in_c + c + (odd) + 2] = TL_OUT_S8(b1, r, low, high));                               \
-      out[(1 + THREE(1) + 0) * in_c + c + (odd) + 2] = TL_OUT_S8(c1, r, low, high);                 \
+    uint32_t t0, t1, t2, t3, t4;                                                                    \
+    __asm__ volatile("ldr %[t0], %[x0]\n\t"                                                          \
+                     "ldr %[t1], %[x1]\n\t"                                                          \
+                     L("sxtb16 %[t0], %[t0]" TL_SXR_##SX "\n\t")                                      \
+                     "sxtb16 %[t1], %[t1]" TL_SXR_##SX "\n\t"                                         \
+                     "pkhbt %[t2], %[t0], %[t1], lsl #16\n\t"                                         \
+                     "pkhtb %[t3], %[t1], %[t0], asr #16\n\t"                                         \
+                     "ldrd %[t0], %[t1], [%[w], %[o0]]\n\t"                                           \
+                     "smlad %[a0], %[t2], %[t0], %[a0]\n\t"                                           \
+                     THREE("smlatb %[b0], %[t2], %[t0], %[b0]\n\t")                                   \
+                     "smlad %[a1], %[t3], %[t1], %[a1]\n\t"                                           \
+                     THREE("smlatb %[b1], %[t3], %[t1], %[b1]\n\t")                                   \
+                     "ldr %[t2], %[x2]\n\t"                                                          \
+                     "ldr %[t3], %[x3]\n\t"                                                          \
+                     "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
+                     S3("sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t")                                     \
+                     "pkhbt %[t4], %[t2], %[t3], lsl #16\n\t"                                         \
+                     "pkhtb %[t3], %[t3], %[t2], asr #16\n\t"                                         \
+                     CK("smlad %[c0], %[t4], %[t0], %[c0]\n\t"                                        \
+                        "smlad %[c1], %[t3], %[t1], %[c1]\n\t")                                       \
+                     "ldrd %[t0], %[t1], [%[w], %[o1]]\n\t"                                           \
+                     "smlabt %[a0], %[t4], %[t0], %[a0]\n\t"                                          \
+                     THREE("smlad %[b0], %[t4], %[t0], %[b0]\n\t")                                    \
+                     "smlabt %[a1], %[t3], %[t1], %[a1]\n\t"                                          \
+                     THREE("smlad %[b1], %[t3], %[t1], %[b1]\n\t")                                    \
+                     CK("ldr %[t2], %[x4]\n\t"                                                       \
+                        R("sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t")                                   \
+                        "smlabt %[c0], %[t2], %[t0], %[c0]\n\t"                                       \
+                        "smlatt %[c1], %[t2], %[t1], %[c1]\n\t")                                      \
+                     : THREE([b0] "+r"(b0), [b1] "+r"(b1),) CK([c0] "+r"(c0), [c1] "+r"(c1),)         \
+                       [a0] "+r"(a0), [a1] "+r"(a1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2),   \
+                       [t3] "=&r"(t3), [t4] "=&r"(t4)                                               \
+                     : [x0] "m"(L(TL_W32(q)) TL_NOT_##L(zpw)), [x1] "m"(TL_W32(TL_DW3_COL(q, 1, L))), \
+                       [x2] "m"(TL_W32(TL_DW3_COL(q, 2, L))),                                        \
+                       [x3] "m"(S3(TL_W32(TL_DW3_COL(q, 3, L))) TL_NOT_##S3(zpw)),                   \
+                       [x4] "m"(CK(R(TL_W32(TL_DW3_COL(q, 4, L))) TL_NOT_##R(zpw)) TL_NOT_##CK(zpw)), \
+                       [w] "r"(wg), [o0] "i"(32 * (ky) + 16 * (odd)), [o1] "i"(32 * (ky) + 16 * (odd) + 8)); \
+  } while (0)
+#define TL_DW3_ASM_OK 1
+#else
+#define TL_DW3_ROW_AT(q, ky, odd, SX, THREE, CK, L, S3, R)                                          \
+  TL_DW3_ROW(L(q) TL_NOT_##L(zp4), TL_DW3_COL(q, 1, L), TL_DW3_COL(q, 2, L),                        \
+             S3(TL_DW3_COL(q, 3, L)) TL_NOT_##S3(zp4), CK(R(TL_DW3_COL(q, 4, L)) TL_NOT_##R(zp4)) TL_NOT_##CK(zp4), \
+             wg + 8 * (ky) + 4 * (odd), SX, THREE, CK)
+#define TL_DW3_ASM_OK 0
+#endif
+/* window row ky of a pass whose three rows are inside the input (p at its first column that is
+ * not padding, rows row_step apart) */
+#define TL_DW3_INNER(ky, odd, SX, THREE, CK, L, S3, R)                                              \
+  TL_DW3_ROW_AT(p + (ky) * row_step, ky, odd, SX, THREE, CK, L, S3, R)
+/* at the layer's edges: rows outside the input skipped (the pass starts from their kind's bias),
+ * padding columns dropped as L, S3 and R say */
+#define TL_DW3_EDGE(ky, odd, SX, THREE, CK, L, S3, R)                                               \
+  do {                                                                                              \
+    if (rows[ky]) {                                                                                 \
+      const int8_t *q = rows[ky] + c + (pl TL_NOT_##L(+1)) * in_c;                                  \
+      TL_OPAQUE(q);                                                                                 \
+      TL_DW3_ROW_AT(q, ky, odd, SX, THREE, CK, L, S3, R);                                           \
     }                                                                                               \
+  } while (0)
+/* one pass (channels c + odd and c + odd + 2) of the outputs kept over the three rows of their
+ * windows, from the bias pb, the first output at out */
+#define TL_DW3_PASS(SX, odd, THREE, CK, ROW, L, S3, R)                                              \
+  do {                                                                                              \
+    int32_t a0 = pb[c + (odd)], a1 = pb[c + (odd) + 2];                                             \
+    THREE(int32_t b0 = a0, b1 = a1;)                                                                \
+    CK(int32_t c0 = a0, c1 = a1;)                                                                   \
+    ROW(0, odd, SX, THREE, CK, L, S3, R);                                                           \
+    ROW(1, odd, SX, THREE, CK, L, S3, R);                                                           \
+    ROW(2, odd, SX, THREE, CK, L, S3, R);                                                           \
+    {                                                                                               \
+      /* the words read before any output is stored (an int8 store may alias them) */             \
+      const int32_t *r = rq + 3 * (c + (odd));                                                      \
+      const int32_t ra[3] = {r[0], r[1], r[2]}, rc[3] = {r[6], r[7], r[8]};                         \
+      const int8_t ya0 = TL_ROWS_OUT(a0, ra), ya1 = TL_ROWS_OUT(a1, rc);                            \
+      THREE(const int8_t yb0 = TL_ROWS_OUT(b0, ra), yb1 = TL_ROWS_OUT(b1, rc);)                     \
+      CK(const int8_t yc0 = TL_ROWS_OUT(c0, ra), yc1 = TL_ROWS_OUT(c1, rc);)                        \
+      out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1;                                               \
+      THREE(out[in_c + c + (odd)] = yb0, out[in_c + c + (odd) + 2] = yb1;)                          \
+      CK(out[(1 + THREE(1) + 0) * in_c + c + (odd)] = yc0;                                          \
+         out[(1 + THREE(1) + 0) * in_c + c + (odd) + 2] = yc1;)                                     \
+    }                                                                                               \
+  } while (0)
+/* the groups of four channels of a pass's outputs, the padding columns as lpad, s3pad and rpad
+ * say (chosen once for all the groups) */
+#define TL_DW3_VARIANTS(ROW, SETUP)                                                                  \
+  do {                                                                                              \
+    if (stride_w == 1 && span == 2 && s3pad)                                                        \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_DROP, ROW, TL_KEEP, TL_DROP, TL_KEEP);                                \
+    else if (stride_w == 1 && span == 2)                                                            \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_DROP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+    else if (stride_w == 1 && in_w == 3 && lpad && rpad)                                            \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_DROP);                                \
+    else if (stride_w == 1 && lpad)                                                                 \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_KEEP);                                \
+    else if (stride_w == 1 && rpad)                                                                 \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_DROP);                                \
+    else if (stride_w == 1)                                                                         \
+      TL_DW3_GROUPS(SETUP, TL_KEEP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+    else if (in_w == 3 && lpad && rpad)                                                             \
+      TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_DROP);                                \
+    else if (lpad)                                                                                  \
+      TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_DROP, TL_KEEP, TL_KEEP);                                \
+    else if (rpad)                                                                                  \
+      TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_DROP);                                \
+    else                                                                                            \
+      TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
+  } while (0)
+#define TL_DW3_GROUPS(SETUP, THREE, CK, ROW, L, S3, R)                                              \
+  do {                                                                                              \
+    for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {                                                  \
+      SETUP();                                                                                      \
+      TL_DW3_BOTH(THREE, CK, ROW, L, S3, R);                                                        \
+    }                                                                                               \
+  } while (0)
+/* the first column of a group's pass inside the input, and nothing to set up at the edges */
+#define TL_DW3_AT_CORNER()                                                                          \
+  const int8_t *p = corner + c;                                                                     \
+  TL_OPAQUE(p)
+#define TL_DW3_NO_SETUP() (void)0
+#define TL_DW3_BOTH(THREE, CK, ROW, L, S3, R)                                                       \
+  do {                                                                                              \
+    TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                            \
+    TL_DW3_PASS(TL_SXTB16_ODD, 1, THREE, CK, ROW, L, S3, R);                                        \
   } while (0)
 /* a pointer the compiler must take as it is: tap addresses become immediate offsets from it
  * rather than one induction variable each (which gcc spills) */
@@ -345,27 +463,28 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     const uint32_t v0 = TL_WORD(t0), v1 = TL_WORD(t1), v2 = TL_WORD(t2);                            \
     uint32_t e0 = TL_SXTB16(v0), e1 = TL_SXTB16(v1), e2 = TL_SXTB16(v2);                            \
     s0 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[0], s0);                                         \
-    s0 = TL_SMLABT(e2, (uint32_t)(wr)[1], s0);                                                      \
-    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[2], s2);                                         \
+    s0 = TL_SMLABT(e2, (uint32_t)(wr)[2], s0);                                                      \
+    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[1], s2);                                         \
     s2 = TL_SMLATT(e2, (uint32_t)(wr)[3], s2);                                                      \
     e0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16_ODD(v1), e2 = TL_SXTB16_ODD(v2);                         \
     s1 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[4], s1);                                         \
-    s1 = TL_SMLABT(e2, (uint32_t)(wr)[5], s1);                                                      \
-    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[6], s3);                                         \
+    s1 = TL_SMLABT(e2, (uint32_t)(wr)[6], s1);                                                      \
+    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[5], s3);                                         \
     s3 = TL_SMLATT(e2, (uint32_t)(wr)[7], s3);                                                      \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
 
-/* two valid columns of a row: [x0 | x1] against W01 (sel 0) or [x1 | x2] against W12 (sel 1) */
+/* two valid columns of a row: [x0 | x1] against the W01 (wr at the row's words) or [x1 | x2] against
+ * the W12 (wr two words further) */
 #define TL_DW1_PAIR(t0, wr)                                                                         \
   do {                                                                                              \
     const uint32_t v0 = TL_WORD(t0), v1 = TL_WORD((t0) + in_c);                                     \
     uint32_t e0 = TL_SXTB16(v0), e1 = TL_SXTB16(v1);                                                \
     s0 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[0], s0);                                         \
-    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[2], s2);                                         \
+    s2 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[1], s2);                                         \
     e0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16_ODD(v1);                                                 \
     s1 = TL_SMLAD(tl_pkhbt(e0, e1), (uint32_t)(wr)[4], s1);                                         \
-    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[6], s3);                                         \
+    s3 = TL_SMLAD(tl_pkhtb(e1, e0), (uint32_t)(wr)[5], s3);                                         \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
 
@@ -380,7 +499,7 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
   do {                                                                                              \
     const int8_t *p = start[k] + c;                                                                 \
     TL_OPAQUE(p);                                                                                   \
-    TL_DW1_PAIR(p, wg + 8 * (k) + kx0);                                                             \
+    TL_DW1_PAIR(p, wg + 8 * (k) + 2 * kx0);                                                             \
   } while (0)
 #define TL_DW1_GROUP(row)                                                                           \
   do {                                                                                              \
@@ -388,10 +507,10 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     if (start[0]) row(0);                                                                           \
     if (start[1]) row(1);                                                                           \
     if (start[2]) row(2);                                                                           \
-    out[c] = TL_OUT_S8(s0, rq + 3 * c, low, high);                                                  \
-    out[c + 1] = TL_OUT_S8(s1, rq + 3 * c + 3, low, high);                                          \
-    out[c + 2] = TL_OUT_S8(s2, rq + 3 * c + 6, low, high);                                          \
-    out[c + 3] = TL_OUT_S8(s3, rq + 3 * c + 9, low, high);                                          \
+    out[c] = TL_ROWS_OUT(s0, rq + 3 * c);                                                  \
+    out[c + 1] = TL_ROWS_OUT(s1, rq + 3 * c + 3);                                          \
+    out[c + 2] = TL_ROWS_OUT(s2, rq + 3 * c + 6);                                          \
+    out[c + 3] = TL_ROWS_OUT(s3, rq + 3 * c + 9);                                          \
   } while (0)
 
 /* Arguments as tl_dwconv3x3_s8_packed's (stride_w 1 or 2, dil_w 1) with the row-pair weights above,
@@ -407,8 +526,12 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
                                     int32_t pad_top, int32_t pad_left, int32_t x_offset, const int32_t *restrict rq,
                                     int32_t mixed, int32_t zero, int32_t low, int32_t high,
                                     const int32_t *restrict kind_bias, const int32_t *restrict row_kind,
-                                    const int32_t *restrict col_kind, int32_t col_kinds) {
-  const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes, last = (stride_w == 1 ? 2 : 1) * in_c;
+                                    const int32_t *restrict col_kind, int32_t col_kinds, int32_t shared) {
+  const int32_t row_bytes = in_w * in_c, row_step = dil_h * row_bytes;
+  /* the input zero point (padding) as four bytes for the C form, widened for the assembly */
+  const int8_t zp4[4] = {(int8_t)-x_offset, (int8_t)-x_offset, (int8_t)-x_offset, (int8_t)-x_offset};
+  const uint32_t zpw = (uint32_t)(uint16_t)(int16_t)-x_offset * 0x10001u;
+  const int32_t fast = TL_DW3_ASM_OK && 2 * row_step + 4 * in_c + in_c < 4096; /* TL_DW3_ROW_ASM's offsets */
   int32_t b, oy, ox, c, k;
   (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
   for (b = 0; b < batches; ++b)
@@ -419,57 +542,40 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
       int32_t ky0, ky1;
       tl_valid_taps(top, dil_h, 3, in_h, &ky0, &ky1);
       for (k = 0; k < 3; ++k) rows[k] = k >= ky0 && k < ky1 ? base + (top + k * dil_h) * row_bytes : NULL;
+      (void)zp4, (void)zpw;
       for (ox = 0; ox < out_w;) {
         const int32_t left = ox * stride_w - pad_left;
+        /* outputs of a pass: three at stride 1 (two at the end of a row), two at stride 2 */
+        const int32_t span = stride_w == 1 && ox + 3 > out_w ? 2 : 3 - (stride_w - 1);
+        const int32_t lpad = left < 0, s3pad = left + 3 == in_w, rpad = left + 4 == in_w;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
         const int32_t *wg = wq;
-        if (ky0 == 0 && ky1 == 3 && left >= 0 && left + 5 <= in_w && ox + 3 - stride_w < out_w) {
-          /* three outputs inside (stride 1), or two (stride 2) */
-          const int8_t *corner = rows[0] + left * in_c;
-          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
-            const int8_t *p = corner + c;
-            TL_OPAQUE(p);
-            if (stride_w == 1) {
-              TL_DW3_PASS(TL_SXTB16, 0, TL_KEEP);
-              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_KEEP);
-            } else {
-              TL_DW3_PASS(TL_SXTB16, 0, TL_DROP);
-              TL_DW3_PASS(TL_SXTB16_ODD, 1, TL_DROP);
+        /* the pass's columns left..left + 4 (left + 3 for two outputs at stride 1), the first and
+         * the last of them possibly padding */
+        if (ox + span <= out_w && left >= -1 && (stride_w == 1 ? left + span + 1 : left + 4) <= in_w &&
+            !(span == 2 && stride_w == 1 && lpad)) {
+          const int32_t pl = left;
+          const int32_t *pb = ky0 == 0 && ky1 == 3 ? bias
+                              : kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[3]) * in_c;
+          if (ky0 == 0 && ky1 == 3 && fast) {
+            const int8_t *corner = rows[0] + (pl + lpad) * in_c;
+            TL_DW3_VARIANTS(TL_DW3_INNER, TL_DW3_AT_CORNER);
+          } else
+            TL_DW3_VARIANTS(TL_DW3_EDGE, TL_DW3_NO_SETUP);
+          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels, padding at the zero point */
+            int32_t j, kx;
+            for (j = 0; j < span; ++j) {
+              int32_t sum = 0;
+              for (k = ky0; k < ky1; ++k)
+                for (kx = 0; kx < 3; ++kx) {
+                  const int32_t col = pl + j * stride_w + kx;
+                  const int32_t v = col >= 0 && col < in_w ? rows[k][col * in_c + c] : -x_offset;
+                  sum += v * (int32_t)w[(k * 3 + kx) * in_c + c];
+                }
+              out[j * in_c + c] = TL_ROWS_OUT(pb[c] + TL_ROWS_SCALED(sum, rq + 3 * c), rq + 3 * c);
             }
           }
-          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
-            int32_t sa = 0, sb = 0, sc = 0;
-            for (k = 0; k < 9; ++k) {
-              const int8_t *tap = corner + (k / 3) * row_step + (k % 3) * in_c + c;
-              sa += (int32_t)tap[0] * (int32_t)w[k * in_c + c];
-              sb += (int32_t)tap[in_c] * (int32_t)w[k * in_c + c];
-              sc += (int32_t)tap[2 * in_c] * (int32_t)w[k * in_c + c];
-            }
-            out[c] = TL_OUT_S8(bias[c] + 2 * sa, rq + 3 * c, low, high);
-            out[last + c] = TL_OUT_S8(bias[c] + 2 * sc, rq + 3 * c, low, high);
-            if (stride_w == 1) out[in_c + c] = TL_OUT_S8(bias[c] + 2 * sb, rq + 3 * c, low, high);
-          }
-          ox += stride_w == 1 ? 3 : 2;
-        } else if (stride_w == 1 && ky0 == 0 && ky1 == 3 && left >= 0 && left + 4 <= in_w && ox + 1 < out_w) {
-          /* two outputs inside */
-          const int8_t *corner = rows[0] + left * in_c;
-          for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {
-            const int8_t *p = corner + c;
-            TL_OPAQUE(p);
-            TL_DW2_PASS(TL_SXTB16, 0);
-            TL_DW2_PASS(TL_SXTB16_ODD, 1);
-          }
-          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels */
-            int32_t sa = 0, sb = 0;
-            for (k = 0; k < 9; ++k) {
-              const int8_t *tap = corner + (k / 3) * row_step + (k % 3) * in_c + c;
-              sa += (int32_t)tap[0] * (int32_t)w[k * in_c + c];
-              sb += (int32_t)tap[in_c] * (int32_t)w[k * in_c + c];
-            }
-            out[c] = TL_OUT_S8(bias[c] + 2 * sa, rq + 3 * c, low, high);
-            out[in_c + c] = TL_OUT_S8(bias[c] + 2 * sb, rq + 3 * c, low, high);
-          }
-          ox += 2;
+          ox += span;
         } else { /* one output: its valid taps only, over the bias of its kind of border */
           const int32_t kx0 = left < 0 ? -left : 0, kx1 = left + 3 > in_w ? in_w - left : 3;
           const int32_t *kb = kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[kx0 * 4 + kx1]) * in_c;
@@ -483,17 +589,30 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
             int32_t sum = 0, kx;
             for (k = ky0; k < ky1; ++k)
               for (kx = kx0; kx < kx1; ++kx) sum += (int32_t)start[k][(kx - kx0) * in_c + c] * (int32_t)w[(k * 3 + kx) * in_c + c];
-            out[c] = TL_OUT_S8(kb[c] + 2 * sum, rq + 3 * c, low, high);
+            out[c] = TL_ROWS_OUT(kb[c] + TL_ROWS_SCALED(sum, rq + 3 * c), rq + 3 * c);
           }
           ox += 1;
         }
       }
     }
 }
-#undef TL_DW2_ROW
-#undef TL_DW2_PASS
 #undef TL_DW3_ROW
+#undef TL_DW3_COL
+#undef TL_DW3_ROW_AT
+#undef TL_DW3_INNER
+#undef TL_DW3_EDGE
 #undef TL_DW3_PASS
+#undef TL_DW3_BOTH
+#undef TL_DW3_VARIANTS
+#undef TL_DW3_GROUPS
+#undef TL_DW3_AT_CORNER
+#undef TL_DW3_NO_SETUP
+#undef TL_DW3_ASM_OK
+#undef TL_W32
+#undef TL_SXR_TL_SXTB16
+#undef TL_SXR_TL_SXTB16_ODD
+#undef TL_NOT_TL_KEEP
+#undef TL_NOT_TL_DROP
 #undef TL_KEEP
 #undef TL_DROP
 #undef TL_DW1_ROW

@@ -39,15 +39,16 @@ def depthwise_pairs(taps: np.ndarray) -> np.ndarray:
 
 def row_pairs(taps: np.ndarray) -> np.ndarray:
     """``taps`` [9][channels] (a multiple of 4 of them kept) as 24 words per group of four
-    channels: per window row, per pass (channels c and c + 2, then c + 1 and c + 3), per channel
-    [w0 | w1] and [w1 | w2] (tl_dwconv3x3_s8_rows)."""
+    channels: per window row, per pass (channels c and c + 2, then c + 1 and c + 3) [w0 | w1] of its
+    two channels, then [w1 | w2] of both (tl_dwconv3x3_s8_rows reads each pair by one LDRD)."""
     rows = taps.reshape(3, 3, -1)
     words = []
     for c in range(0, rows.shape[2] - 3, 4):
         for ky in range(3):
             for odd in (0, 1):
-                for ch in (c + odd, c + odd + 2):
-                    words += [pairs(rows[ky, 0, ch], rows[ky, 1, ch]), pairs(rows[ky, 1, ch], rows[ky, 2, ch])]
+                pass_channels = (c + odd, c + odd + 2)
+                words += [pairs(rows[ky, 0, ch], rows[ky, 1, ch]) for ch in pass_channels]
+                words += [pairs(rows[ky, 1, ch], rows[ky, 2, ch]) for ch in pass_channels]
     return np.array(words, np.int32)
 
 
@@ -87,6 +88,28 @@ def doubled_requant(multipliers, shifts, zero: int, channels: int) -> tuple[np.n
     return words.reshape(-1).astype(np.int32), int(not fused.all())
 
 
+def shared_shift(rq: np.ndarray, mixed: int, zero: int, low: int, raw_bias: np.ndarray, x_offset: int,
+                 taps: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """One shift R for every channel of tl_dwconv3x3_s8_rows (its argument ``shared``): R = the
+    largest shift + 1, d = R - r per channel, (R, each channel's scale 2^(1+d) of its weights and
+    bias in place of 2, the requantization words {m, K 2^d + 2^(d-1), 1 + d}); None when some
+    channel takes TFLite's recipe, the output's lower bound is below its zero point (the form has
+    no sign term), or a scaled weight, accumulator or K would leave its range."""
+    if mixed or low < zero:
+        return None
+    m, k, r = rq.astype(np.int64).reshape(-1, 3).T
+    big = int(r.max(initial=0)) + 1
+    d = big - r
+    scale = np.int64(1) << (1 + d)
+    magnitude = np.abs(taps).astype(np.int64)
+    bound = (np.abs(raw_bias.astype(np.int64)) + (abs(int(x_offset)) + 128) * magnitude.sum(axis=0)) * scale
+    words = np.stack([m, k * (np.int64(1) << d) + (np.int64(1) << (d - 1)), 1 + d], axis=1)
+    if big > 31 or (magnitude.max(axis=0, initial=0) * scale).max(initial=0) > 32767 or \
+            bound.max(initial=0) >= 1 << 31 or np.abs(words[:, 1]).max(initial=0) >= 1 << 30:
+        return None
+    return big, scale, words.reshape(-1).astype(np.int32)
+
+
 def _usable(e: Emit, dtype: DatumType) -> bool:
     return e.target.dsp and not e.target.progmem and dtype == DatumType.I8
 
@@ -105,31 +128,50 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
     if total is None:
         return False
     rq, mixed = doubled_requant(multipliers, shifts, zero, taps.shape[1])
-    bias = e.constant("bias", total, DatumType.I32)
-    requant = e.constant("requant", rq, DatumType.I32)
     e.use("tl_conv.h")
     e.use(HEADER)
+    kinds = border_kinds(*shape_args[1:3], *shape_args[4:6], *shape_args[9:15])
+    plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 and in_c > 1 else "NULL"
+    if in_c > 1 and shape_args[10] in (1, 2) and shape_args[12] == 1 and kinds is not None:
+        if _emit_rows(e, x, y, taps, raw_bias, rq, mixed, numbers, shape_args, kinds, plain):
+            return True
+    bias = e.constant("bias", total, DatumType.I32)
+    requant = e.constant("requant", rq, DatumType.I32)
     if in_c == 1:
         e.call("tl_dwconv3x3_s8_single", x, e.constant("weights_pairs", single_input_pairs(2 * taps), DatumType.I32),
                bias, y, "NULL", *shape_args, x_offset, requant, mixed, zero, low, high)
         return True
-    plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 else "NULL"
-    kinds = border_kinds(*shape_args[1:3], *shape_args[4:6], *shape_args[9:15])
-    if shape_args[10] in (1, 2) and shape_args[12] == 1 and kinds is not None:  # several outputs along the rows
-        row_kind, col_kind, windows = kinds
-        kind_bias = [doubled_bias(raw_bias, x_offset, taps.reshape(3, 3, -1)[r0:r1, c0:c1].reshape(-1, in_c))
-                     for (r0, r1), (c0, c1) in windows]
-        found = [b for b in kind_bias if b is not None]
-        if len(found) == len(kind_bias):
-            e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(2 * taps), DatumType.I32), bias,
-                   y, plain, *shape_args, x_offset, requant, mixed, zero, low, high,
-                   e.constant("border_bias", np.concatenate(found), DatumType.I32),
-                   e.constant("row_kinds", row_kind, DatumType.I32), e.constant("col_kinds", col_kind, DatumType.I32),
-                   len({c for _, c in windows}))
-            return True
     zeros = e.constant("zero_points", np.full(in_c, -x_offset, np.int64), DatumType.I8)
     e.call("tl_dwconv3x3_s8_packed", x, e.constant("weights_pairs", depthwise_pairs(2 * taps), DatumType.I32),
            bias, y, plain, *shape_args, x_offset, requant, mixed, zero, low, high, zeros)
+    return True
+
+
+def _emit_rows(e: Emit, x, y, taps: np.ndarray, raw_bias: np.ndarray, rq: np.ndarray, mixed: int, numbers: tuple,
+               shape_args: tuple, kinds, plain: str) -> bool:
+    """tl_dwconv3x3_s8_rows (stride 1 or 2 along the rows, no dilation there), with one shift
+    for all channels where shared_shift finds one; False (nothing emitted) when a bias of some
+    kind of border window cannot be doubled."""
+    _, _, x_offset, zero, low, high = numbers
+    in_c = taps.shape[1]
+    row_kind, col_kind, windows = kinds
+    kind_bias = [doubled_bias(raw_bias, x_offset, taps.reshape(3, 3, -1)[r0:r1, c0:c1].reshape(-1, in_c))
+                 for (r0, r1), (c0, c1) in windows]
+    total = doubled_bias(raw_bias, x_offset, taps)
+    found = [b for b in kind_bias if b is not None]
+    if total is None or len(found) != len(kind_bias):
+        return False
+    shared = shared_shift(rq, mixed, zero, low, raw_bias, x_offset, taps)
+    shift, scale = 0, np.full(in_c, 2, np.int64)
+    if shared is not None:
+        shift, scale, rq = shared
+    halves = scale // 2
+    e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(scale * taps), DatumType.I32),
+           e.constant("bias", total * halves, DatumType.I32), y, plain, *shape_args, x_offset,
+           e.constant("requant", rq, DatumType.I32), mixed, zero, low, high,
+           e.constant("border_bias", np.concatenate([b * halves for b in found]), DatumType.I32),
+           e.constant("row_kinds", row_kind, DatumType.I32), e.constant("col_kinds", col_kind, DatumType.I32),
+           len({c for _, c in windows}), shift)
     return True
 
 
@@ -152,7 +194,8 @@ def border_kinds(in_h: int, in_w: int, out_h: int, out_w: int, stride_h: int, st
     pairs of columns). Bands of rows (bands.py) see the same kinds: a band holds every input row
     its outputs read but the padding."""
     row_kinds = sorted({valid_taps(oy * stride_h - pad_top, dil_h, in_h) for oy in range(out_h)})
-    col_kinds = sorted({valid_taps(ox * stride_w - pad_left, dil_w, in_w) for ox in range(out_w)})
+    # (0, 3) always: tl_dwconv3x3_s8_rows's passes over rows at the top or bottom start from it
+    col_kinds = sorted({valid_taps(ox * stride_w - pad_left, dil_w, in_w) for ox in range(out_w)} | {(0, 3)})
     if any(c1 - c0 < 2 for c0, c1 in col_kinds):
         return None
     row_kind, col_kind = np.zeros(16, np.int64), np.zeros(16, np.int64)
