@@ -40,6 +40,17 @@ def float_conv(channels: int, filters: int, kernel: tuple, window: Window2D, sha
     return g.outputs(g.conv("y", [x, w, b], window, None, "RELU6"))
 
 
+def float_conv_deep(channels: int, filters: int, kernel: tuple, shape: tuple):
+    """A float convolution of many taps whose sums do not cancel (inputs made nonnegative by
+    run_inputs, weights and bias nonnegative): 1e-5 relative holds whatever the summation order."""
+    g = GraphBuilder()
+    x = g.input("x", "f32", (*shape, channels))
+    taps = channels * kernel[0] * kernel[1]
+    w = g.const("w", np.abs(RNG.standard_normal((filters, *kernel, channels))) / taps, "f32")
+    b = g.const("b", RNG.uniform(0, 1, filters), "f32")
+    return g.outputs(g.conv("y", [x, w, b], Window2D("SAME", 1, 1), None, "RELU6"))
+
+
 def int8_depthwise(channels: int, window: Window2D, shape=(2, 9, 8)):
     g = GraphBuilder()
     x = g.input("x", "i8", (*shape, channels), q(2 ** -6, -9))
@@ -57,11 +68,12 @@ def int8_dense(rows: int, depth: int, units: int, flavour: str):
     return g.outputs(g.dense("y", x, w, b, q(0.08, 4), flavour=flavour))
 
 
-def float_dense(rows: int, depth: int, units: int):
+def float_dense(rows: int, depth: int, units: int, deep: bool = False):
     g = GraphBuilder()
     x = g.input("x", "f32", (rows, depth))
-    w = g.const("w", RNG.standard_normal((units, depth)), "f32")
-    b = g.const("b", RNG.standard_normal(units), "f32")
+    w = RNG.standard_normal((units, depth))
+    w = g.const("w", np.abs(w) / depth if deep else w, "f32")
+    b = g.const("b", RNG.uniform(0, 1, units) if deep else RNG.standard_normal(units), "f32")
     return g.outputs(g.dense("y", x, w, b, None, "RELU"))
 
 
@@ -79,8 +91,13 @@ MODELS = {
     "conv_f32_3x3_same_stride2": lambda: float_conv(5, 19, (3, 3), SAME2),
     "conv_f32_1x1": lambda: float_conv(7, 18, (1, 1), Window2D("SAME", 1, 1)),
     "dense_f32": lambda: float_dense(5, 23, 37),
+    # the float kernel's edges: row tails of 4, 2 and 1 after the 6-row tiles, depths over one
+    # 256-deep pass (the later passes start from the partial sums in y), im2col chunks of 12 rows
+    "conv_f32_1x1_deep": lambda: float_conv_deep(300, 21, (1, 1), shape=(1, 5, 7)),
+    "conv_f32_3x3_deep": lambda: float_conv_deep(200, 19, (3, 3), shape=(1, 5, 7)),
+    "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
 }
-KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32"),
+KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
            "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_host_s8",)}
 
 #: the host build's instruction sets on x86-64 (flags after -march=native), by what they select;
@@ -88,8 +105,9 @@ KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32"),
 X86_FLAGS = {"avx2": ("-mno-avx512f", "-mno-avxvnni"), "portable": ("-mno-avx2", "-mno-fma"), "native": ()}
 
 
-def run_inputs(model, runs: int = 2) -> list[list[np.ndarray]]:
-    return [[random_input(fact, RNG) for fact in model.input_facts] for _ in range(runs)]
+def run_inputs(model, runs: int = 2, nonnegative: bool = False) -> list[list[np.ndarray]]:
+    inputs = [[random_input(fact, RNG) for fact in model.input_facts] for _ in range(runs)]
+    return [[np.abs(x) for x in run] for run in inputs] if nonnegative else inputs
 
 
 def assert_matches(model, outputs: list[np.ndarray], inputs: list[np.ndarray], what: str) -> None:
@@ -124,7 +142,7 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
     assert any(kernel in source.source for kernel in KERNELS[case.split("_")[0]]), "the GEMM kernels are not used"
     library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
     compiled = CompiledModel(source, library, model)
-    for index, inputs in enumerate(run_inputs(model)):
+    for index, inputs in enumerate(run_inputs(model, nonnegative=case.endswith("_deep"))):
         assert_matches(model, compiled.run(list(inputs)), inputs, f"{case} on {isa}, run {index}")
 
 
@@ -170,11 +188,12 @@ def neon_program(source, inputs: list[np.ndarray], out_count: int, out_type: str
                     reason="no AArch64 cross compiler or qemu-aarch64 (make toolchains)")
 @pytest.mark.parametrize("march", ["armv8-a", "armv8.2-a+dotprod"])
 @pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_s8_1x1", "dense_s8_reference",
-                                  "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32"])
+                                  "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32",
+                                  "conv_f32_3x3_deep", "conv_f32_1x1_deep"])
 def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)
-    inputs = run_inputs(model, 1)[0]
+    inputs = run_inputs(model, 1, nonnegative=case.endswith("_deep"))[0]
     fact = model.output_facts[0]
     out_type = "float" if fact.dtype.is_float else "int8_t"
     for filename, text in source.files.items():
