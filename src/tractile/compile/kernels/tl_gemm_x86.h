@@ -251,25 +251,42 @@ static inline void tl_gemm_f32_tile(const float *a, int32_t lda, int32_t rows, i
 }
 #else
 /* float, AVX2: the whole of tl_gemm.h's tl_gemm_f32_kernel, six rows by 16 outputs in 12 ymm
- * accumulators (two FMA pipes of 4 cycles' latency need 8 chains at least), started from the bias
- * or from y, clamped and stored in place (masked for the last block's outputs) */
+ * accumulators (two FMA pipes of 4 cycles' latency need 8 chains at least); the bias (or y's
+ * partial sums) added at the end, clamped and stored in place (masked for a block's last outputs) */
 #define TL_GEMM_F32_TILE
 #define TL_GEMM_F32_KERNEL
 #define TL_GEMM_F32_MR 6
 
-/* R rows (a constant once inlined: the accumulators stay in registers) */
-static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R, int32_t kc, const float *w,
-                                   const float *init, float *y, int32_t ldy, int32_t width, int32_t last, float low,
-                                   float high) {
+/* the end of a tile's row: sums + the bias (init) or y's partial sums, clamped on the last pass,
+ * stored (the first `width` of 16) */
+static inline void tl_x86_f32_finish(__m256 s0, __m256 s1, const float *init, float *y, int32_t width, int32_t last,
+                                     float low, float high) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(width), lane);
   const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(width - 8), lane);
-  __m256 s[TL_GEMM_F32_MR][2];
-  int32_t i, k;
-  for (i = 0; i < R; ++i) {
-    s[i][0] = init ? _mm256_loadu_ps(init) : _mm256_maskload_ps(y + i * ldy, m0);
-    s[i][1] = init ? _mm256_loadu_ps(init + 8) : _mm256_maskload_ps(y + i * ldy + 8, m1);
+  s0 = _mm256_add_ps(s0, init ? _mm256_loadu_ps(init) : _mm256_maskload_ps(y, m0));
+  s1 = _mm256_add_ps(s1, init ? _mm256_loadu_ps(init + 8) : _mm256_maskload_ps(y + 8, m1));
+  if (last) {
+    const __m256 lo = _mm256_set1_ps(low), hi = _mm256_set1_ps(high);
+    s0 = _mm256_min_ps(_mm256_max_ps(s0, lo), hi);
+    s1 = _mm256_min_ps(_mm256_max_ps(s1, lo), hi);
   }
+  if (width == TL_GEMM_NR) {
+    _mm256_storeu_ps(y, s0);
+    _mm256_storeu_ps(y + 8, s1);
+  } else {
+    _mm256_maskstore_ps(y, m0, s0);
+    _mm256_maskstore_ps(y + 8, m1, s1);
+  }
+}
+
+/* R rows, R at most 4 (a constant once inlined: the accumulators stay in registers) */
+static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R, int32_t kc, const float *w,
+                                   const float *init, float *y, int32_t ldy, int32_t width, int32_t last, float low,
+                                   float high) {
+  __m256 s[4][2];
+  int32_t i, k;
+  for (i = 0; i < R; ++i) s[i][0] = s[i][1] = _mm256_setzero_ps();
   for (k = 0; k < kc; ++k) {
     const __m256 w0 = _mm256_loadu_ps(w + k * TL_GEMM_NR), w1 = _mm256_loadu_ps(w + k * TL_GEMM_NR + 8);
     for (i = 0; i < R; ++i) {
@@ -278,33 +295,47 @@ static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R,
       s[i][1] = _mm256_fmadd_ps(x, w1, s[i][1]);
     }
   }
-  if (last) {
-    const __m256 lo = _mm256_set1_ps(low), hi = _mm256_set1_ps(high);
-    for (i = 0; i < R; ++i) {
-      s[i][0] = _mm256_min_ps(_mm256_max_ps(s[i][0], lo), hi);
-      s[i][1] = _mm256_min_ps(_mm256_max_ps(s[i][1], lo), hi);
-    }
-  }
-  for (i = 0; i < R; ++i) {
-    if (width == TL_GEMM_NR) {
-      _mm256_storeu_ps(y + i * ldy, s[i][0]);
-      _mm256_storeu_ps(y + i * ldy + 8, s[i][1]);
-    } else {
-      _mm256_maskstore_ps(y + i * ldy, m0, s[i][0]);
-      _mm256_maskstore_ps(y + i * ldy + 8, m1, s[i][1]);
-    }
-  }
+  for (i = 0; i < R; ++i) tl_x86_f32_finish(s[i][0], s[i][1], init, y + i * ldy, width, last, low, high);
 }
+
+/* six rows, written out and not inlined into the loops calling it: 12 accumulators, 2 rows of
+ * weights and a broadcast take the 16 ymm registers, with nothing else live across the loop */
+#define TL_X86_F32_ROW(i, r0, r1)                                                                      \
+  do {                                                                                                 \
+    const __m256 x = _mm256_broadcast_ss(a + (i) * lda + k);                                           \
+    r0 = _mm256_fmadd_ps(x, w0, r0);                                                                   \
+    r1 = _mm256_fmadd_ps(x, w1, r1);                                                                   \
+  } while (0)
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float *w, const float *init, float *y,
+                           int32_t ldy, int32_t width, int32_t last, float low, float high) {
+  __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+  int32_t k;
+  for (k = 0; k < kc; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(w + k * TL_GEMM_NR), w1 = _mm256_loadu_ps(w + k * TL_GEMM_NR + 8);
+    TL_X86_F32_ROW(0, s00, s01);
+    TL_X86_F32_ROW(1, s10, s11);
+    TL_X86_F32_ROW(2, s20, s21);
+    TL_X86_F32_ROW(3, s30, s31);
+    TL_X86_F32_ROW(4, s40, s41);
+    TL_X86_F32_ROW(5, s50, s51);
+  }
+  tl_x86_f32_finish(s00, s01, init, y, width, last, low, high);
+  tl_x86_f32_finish(s10, s11, init, y + ldy, width, last, low, high);
+  tl_x86_f32_finish(s20, s21, init, y + 2 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s30, s31, init, y + 3 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s40, s41, init, y + 4 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s50, s51, init, y + 5 * ldy, width, last, low, high);
+}
+#undef TL_X86_F32_ROW
 
 /* one row (a dense layer's): two chains of sums per half, joined at the end */
 static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, const float *init, float *y,
                                   int32_t width, int32_t last, float low, float high) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(width), lane);
-  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(width - 8), lane);
-  __m256 s00 = init ? _mm256_loadu_ps(init) : _mm256_maskload_ps(y, m0);
-  __m256 s01 = init ? _mm256_loadu_ps(init + 8) : _mm256_maskload_ps(y + 8, m1);
-  __m256 s10 = _mm256_setzero_ps(), s11 = s10;
+  __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
   int32_t k;
   for (k = 0; k + 2 <= kc; k += 2) {
     const __m256 x0 = _mm256_broadcast_ss(a + k), x1 = _mm256_broadcast_ss(a + k + 1);
@@ -318,15 +349,7 @@ static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, co
     s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + k * TL_GEMM_NR), s00);
     s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + k * TL_GEMM_NR + 8), s01);
   }
-  s00 = _mm256_add_ps(s00, s10);
-  s01 = _mm256_add_ps(s01, s11);
-  if (last) {
-    const __m256 lo = _mm256_set1_ps(low), hi = _mm256_set1_ps(high);
-    s00 = _mm256_min_ps(_mm256_max_ps(s00, lo), hi);
-    s01 = _mm256_min_ps(_mm256_max_ps(s01, lo), hi);
-  }
-  _mm256_maskstore_ps(y, m0, s00);
-  _mm256_maskstore_ps(y + 8, m1, s01);
+  tl_x86_f32_finish(_mm256_add_ps(s00, s10), _mm256_add_ps(s01, s11), init, y, width, last, low, high);
 }
 
 static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
@@ -334,7 +357,7 @@ static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows,
                                       float low, float high) {
   int32_t r = 0;
   if (rows == 6) {
-    tl_x86_f32_rows(a, lda, 6, kc, w, init, y, ldy, width, last, low, high);
+    tl_x86_f32_six(a, lda, kc, w, init, y, ldy, width, last, low, high);
     return;
   }
   if (rows >= 4) {
