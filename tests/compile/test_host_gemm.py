@@ -252,3 +252,43 @@ def test_vector_requantization_equals_tflites_recipe(tmp_path):
     assert build.returncode == 0, build.stderr[-3000:]
     ran = subprocess.run([str(tmp_path / "requant")], capture_output=True, text=True, timeout=60)
     assert ran.stdout.strip() == "0", f"{ran.stdout.strip()} of 320000 requantized outputs differ"
+
+
+def nchw_convolutions_proto():
+    """ONNX, NCHW: a 3x3 convolution + ReLU, a depthwise 3x3 with stride 2, a 1x1 convolution."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+
+    def weights(name: str, shape: tuple) -> object:
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32),
+                                       name)
+
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2],
+                              group=12),
+             helper.make_node("Conv", ["c2", "w3", "b3"], ["y"], kernel_shape=[1, 1])]
+    initializers = [weights("w1", (12, 5, 3, 3)), weights("b1", (12,)), weights("w2", (12, 1, 3, 3)),
+                    weights("w3", (19, 12, 1, 1)), weights("b3", (19,))]
+    graph = helper.make_graph(nodes, "nchw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 11, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def test_onnx_nchw_convolutions_join_a_compiled_segment(compile_cache):
+    """compile="all"/"auto" segments take ONNX's NCHW convolutions (made NHWC in the segment's
+    build, as compile_model does): one segment runs all three on the host kernels."""
+    import tractile
+    from tractile.compile.segments import CompiledSegment, compile_segments
+
+    needs_cc()
+    reference = tractile.load(nchw_convolutions_proto())
+    segmented = compile_segments(reference, cache_dir=compile_cache)
+    segments = [n for n in segmented.nodes if isinstance(n.op, CompiledSegment)]
+    assert len(segments) == 1 and segments[0].op.ops.count("Conv") == 3
+    assert not any(n.op.name == "Conv" for n in segmented.nodes)
+    rng = np.random.default_rng(4)
+    for index in range(3):
+        x = rng.standard_normal((1, 5, 11, 9)).astype(np.float32)
+        assert_same_outputs(reference.run([x]), segmented.run([x]), rtol=1e-5, atol=1e-5, what=f"run {index}")

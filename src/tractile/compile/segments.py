@@ -84,6 +84,7 @@ class Support:
         self.declined: set[str] = set()
 
     def __call__(self, model: TypedModel, node) -> bool:
+        from .layout import channels_last
         from .lower import lower
         from .registry import find_emitter
         from .target import HOST
@@ -99,7 +100,7 @@ class Support:
         if key not in self._known:
             trial = single_node_model(model, node)
             try:
-                lower(trial, "trial", HOST)
+                lower(channels_last(trial), "trial", HOST)  # as compile_model builds a segment: NCHW made NHWC
                 self._known[key] = True
             except TractileError:
                 self._known[key] = False
