@@ -115,3 +115,28 @@ def test_neon_depthwise_and_pooling_under_qemu_match_the_interpreter(case, tmp_p
 def test_generated_depthwise_and_pooling_build_without_warnings(flags, tmp_path):
     for case in ("dw_f32_3x3_same_stride2", "avg_f32_3x3_same_stride2", "max_s8_3x3_same_stride2"):
         assert_builds_without_warnings(_generate(case)[1], tmp_path / case, extra_flags=flags)
+
+
+def test_global_average_pool_on_nhwc_is_reduced_a_row_of_channels_at_a_time(compile_cache):
+    """ONNX's GlobalAveragePool (a mean over H and W once the compiler made the model NHWC) and a
+    sum over one middle axis run tl_reduce_rows_f32, within 1e-5 of the interpreter."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tractile import load
+
+    needs_cc()
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+             helper.make_node("GlobalAveragePool", ["c"], ["y"]),
+             helper.make_node("ReduceSum", ["x", "axes"], ["z"], keepdims=0)]
+    initializers = [numpy_helper.from_array(RNG.standard_normal((19, 5, 1, 1)).astype(np.float32), "w"),
+                    numpy_helper.from_array(np.array([2], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "gap", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 7, 6])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in "yz"],
+                              initializers)
+    model = load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
+    source = generate(model, name="gap")
+    assert source.source.count("tl_reduce_rows_f32(") == 2
+    library = build_shared_library(source.files, source.name, cache_dir=compile_cache)
+    compiled = CompiledModel(source, library, model.into_optimized())
+    for index, inputs in enumerate(run_inputs(model)):
+        assert_matches(model, compiled.run(list(inputs)), inputs, f"global pool, run {index}")

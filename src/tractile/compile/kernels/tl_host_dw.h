@@ -236,4 +236,23 @@ static inline void tl_max_pool_host_s8(const int8_t *x, int8_t *y, int32_t batch
   TL_HDW_POOL_END
 }
 
+/* a float sum or mean over the middle axis of [outer][count][inner] (a global average pool on NHWC
+ * data): y[o][i] = sum_r x[o][r][i] in the order of r, divided by count for a mean, as the
+ * reduction loop computes it, but a row of `inner` at a time (the compiler vectorises it); y must
+ * not overlap x */
+static inline void tl_reduce_rows_f32(const float *x, float *y, int32_t outer, int32_t count, int32_t inner,
+                                      int32_t mean) {
+  int32_t o, r, i;
+  for (o = 0; o < outer; ++o) {
+    float *out = y + (ptrdiff_t)o * inner;
+    for (i = 0; i < inner; ++i) out[i] = 0.0f;
+    for (r = 0; r < count; ++r) {
+      const float *row = x + ((ptrdiff_t)o * count + r) * inner;
+      for (i = 0; i < inner; ++i) out[i] += row[i];
+    }
+    if (mean)
+      for (i = 0; i < inner; ++i) out[i] = out[i] / (float)count;
+  }
+}
+
 #endif
