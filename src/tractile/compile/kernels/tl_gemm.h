@@ -1,9 +1,12 @@
 /* tl_gemm.h: the host's int8 and float convolutions and dense layers as GEMMs over weights packed
  * on the host in the micro-kernels' order (compile/ops/host_gemm.py packs them).
  *
- * Rows of the left operand (pixels of a convolution, im2col'ed; rows of a dense layer) are
+ * int8: rows of the left operand (pixels of a convolution, im2col'ed; rows of a dense layer) are
  * copied TL_GEMM_BLOCK at a time into `col` (arena scratch), zero-padded to `kp` values, then
- * multiplied by one block of 16 output channels after another:
+ * multiplied by one block of 16 output channels after another. float: the rows of a dense layer or
+ * 1x1 convolution are read in place, a convolution's are im2col'ed `chunk` at a time (rows that
+ * stay in L2); per block of 16 outputs and pass over TL_GEMM_F32_KC depths, tl_gemm_f32_kernel
+ * runs TL_GEMM_F32_MR rows (tl_gemm_f32_rows). The blocks:
  *   int8:  a block is 16 int32 (128 * the sum of each output's weights, for the unsigned
  *          dot products of VNNI), then kp / 4 groups of 64 bytes: per output j, its weights
  *          k .. k + 3 (the vpdpbusd / sdot order);
