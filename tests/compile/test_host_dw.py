@@ -41,6 +41,8 @@ MODELS = {
     "dw_f32_3x3_same_stride2": lambda: float_depthwise(21, (3, 3), SAME2),
     "dw_f32_3x2_valid_dilated": lambda: float_depthwise(11, (3, 2), Window2D("VALID", 1, 1, 2, 2), bias=False),
     "dw_f32_5x5_same": lambda: float_depthwise(16, (5, 5), Window2D("SAME", 1, 1), shape=(1, 6, 5)),
+    # four registers of channels at a time (32 on AVX2, 16 on NEON), then one, then the tail
+    "dw_f32_3x3_wide": lambda: float_depthwise(45, (3, 3), Window2D("SAME", 1, 1), shape=(1, 6, 5)),
     "avg_f32_3x3_same_stride2": lambda: pooled("average", "f32", 13, SAME2, (3, 3)),
     "max_f32_2x2_valid": lambda: pooled("max", "f32", 19, Window2D("VALID", 2, 2), (2, 2)),
     "max_s8_3x3_same_stride2": lambda: pooled("max", "i8", 37, SAME2, (3, 3)),
@@ -88,7 +90,8 @@ def test_microcontroller_targets_keep_their_pooling_and_depthwise():
 
 @pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")),
                     reason="no AArch64 cross compiler or qemu-aarch64 (make toolchains)")
-@pytest.mark.parametrize("case", ["dw_f32_3x3_same_stride2", "avg_f32_3x3_same_stride2", "max_s8_3x3_same_stride2"])
+@pytest.mark.parametrize("case", ["dw_f32_3x3_same_stride2", "dw_f32_3x3_wide", "avg_f32_3x3_same_stride2",
+                                  "max_s8_3x3_same_stride2"])
 def test_neon_depthwise_and_pooling_under_qemu_match_the_interpreter(case, tmp_path):
     model, source = _generate(case)
     inputs = run_inputs(model, 1)[0]
@@ -112,3 +115,28 @@ def test_neon_depthwise_and_pooling_under_qemu_match_the_interpreter(case, tmp_p
 def test_generated_depthwise_and_pooling_build_without_warnings(flags, tmp_path):
     for case in ("dw_f32_3x3_same_stride2", "avg_f32_3x3_same_stride2", "max_s8_3x3_same_stride2"):
         assert_builds_without_warnings(_generate(case)[1], tmp_path / case, extra_flags=flags)
+
+
+def test_global_average_pool_on_nhwc_is_reduced_a_row_of_channels_at_a_time(compile_cache):
+    """ONNX's GlobalAveragePool (a mean over H and W once the compiler made the model NHWC) and a
+    sum over one middle axis run tl_reduce_rows_f32, within 1e-5 of the interpreter."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tractile import load
+
+    needs_cc()
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+             helper.make_node("GlobalAveragePool", ["c"], ["y"]),
+             helper.make_node("ReduceSum", ["x", "axes"], ["z"], keepdims=0)]
+    initializers = [numpy_helper.from_array(RNG.standard_normal((19, 5, 1, 1)).astype(np.float32), "w"),
+                    numpy_helper.from_array(np.array([2], np.int64), "axes")]
+    graph = helper.make_graph(nodes, "gap", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 7, 6])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in "yz"],
+                              initializers)
+    model = load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
+    source = generate(model, name="gap")
+    assert source.source.count("tl_reduce_rows_f32(") == 2
+    library = build_shared_library(source.files, source.name, cache_dir=compile_cache)
+    compiled = CompiledModel(source, library, model.into_optimized())
+    for index, inputs in enumerate(run_inputs(model)):
+        assert_matches(model, compiled.run(list(inputs)), inputs, f"global pool, run {index}")

@@ -40,6 +40,17 @@ def float_conv(channels: int, filters: int, kernel: tuple, window: Window2D, sha
     return g.outputs(g.conv("y", [x, w, b], window, None, "RELU6"))
 
 
+def float_conv_deep(channels: int, filters: int, kernel: tuple, shape: tuple):
+    """A float convolution of many taps whose sums do not cancel (inputs made nonnegative by
+    run_inputs, weights and bias nonnegative): 1e-5 relative holds whatever the summation order."""
+    g = GraphBuilder()
+    x = g.input("x", "f32", (*shape, channels))
+    taps = channels * kernel[0] * kernel[1]
+    w = g.const("w", np.abs(RNG.standard_normal((filters, *kernel, channels))) / taps, "f32")
+    b = g.const("b", RNG.uniform(0, 1, filters), "f32")
+    return g.outputs(g.conv("y", [x, w, b], Window2D("SAME", 1, 1), None, "RELU6"))
+
+
 def int8_depthwise(channels: int, window: Window2D, shape=(2, 9, 8)):
     g = GraphBuilder()
     x = g.input("x", "i8", (*shape, channels), q(2 ** -6, -9))
@@ -57,11 +68,12 @@ def int8_dense(rows: int, depth: int, units: int, flavour: str):
     return g.outputs(g.dense("y", x, w, b, q(0.08, 4), flavour=flavour))
 
 
-def float_dense(rows: int, depth: int, units: int):
+def float_dense(rows: int, depth: int, units: int, deep: bool = False):
     g = GraphBuilder()
     x = g.input("x", "f32", (rows, depth))
-    w = g.const("w", RNG.standard_normal((units, depth)), "f32")
-    b = g.const("b", RNG.standard_normal(units), "f32")
+    w = RNG.standard_normal((units, depth))
+    w = g.const("w", np.abs(w) / depth if deep else w, "f32")
+    b = g.const("b", RNG.uniform(0, 1, units) if deep else RNG.standard_normal(units), "f32")
     return g.outputs(g.dense("y", x, w, b, None, "RELU"))
 
 
@@ -79,8 +91,13 @@ MODELS = {
     "conv_f32_3x3_same_stride2": lambda: float_conv(5, 19, (3, 3), SAME2),
     "conv_f32_1x1": lambda: float_conv(7, 18, (1, 1), Window2D("SAME", 1, 1)),
     "dense_f32": lambda: float_dense(5, 23, 37),
+    # the float kernel's edges: row tails of 4, 2 and 1 after the 6-row tiles, depths over one
+    # 256-deep pass (the later passes start from the partial sums in y), im2col chunks of 12 rows
+    "conv_f32_1x1_deep": lambda: float_conv_deep(300, 21, (1, 1), shape=(1, 5, 7)),
+    "conv_f32_3x3_deep": lambda: float_conv_deep(200, 19, (3, 3), shape=(1, 5, 7)),
+    "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
 }
-KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32"),
+KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
            "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_host_s8",)}
 
 #: the host build's instruction sets on x86-64 (flags after -march=native), by what they select;
@@ -88,8 +105,9 @@ KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32"),
 X86_FLAGS = {"avx2": ("-mno-avx512f", "-mno-avxvnni"), "portable": ("-mno-avx2", "-mno-fma"), "native": ()}
 
 
-def run_inputs(model, runs: int = 2) -> list[list[np.ndarray]]:
-    return [[random_input(fact, RNG) for fact in model.input_facts] for _ in range(runs)]
+def run_inputs(model, runs: int = 2, nonnegative: bool = False) -> list[list[np.ndarray]]:
+    inputs = [[random_input(fact, RNG) for fact in model.input_facts] for _ in range(runs)]
+    return [[np.abs(x) for x in run] for run in inputs] if nonnegative else inputs
 
 
 def assert_matches(model, outputs: list[np.ndarray], inputs: list[np.ndarray], what: str) -> None:
@@ -124,7 +142,7 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
     assert any(kernel in source.source for kernel in KERNELS[case.split("_")[0]]), "the GEMM kernels are not used"
     library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
     compiled = CompiledModel(source, library, model)
-    for index, inputs in enumerate(run_inputs(model)):
+    for index, inputs in enumerate(run_inputs(model, nonnegative=case.endswith("_deep"))):
         assert_matches(model, compiled.run(list(inputs)), inputs, f"{case} on {isa}, run {index}")
 
 
@@ -170,11 +188,12 @@ def neon_program(source, inputs: list[np.ndarray], out_count: int, out_type: str
                     reason="no AArch64 cross compiler or qemu-aarch64 (make toolchains)")
 @pytest.mark.parametrize("march", ["armv8-a", "armv8.2-a+dotprod"])
 @pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_s8_1x1", "dense_s8_reference",
-                                  "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32"])
+                                  "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32",
+                                  "conv_f32_3x3_deep", "conv_f32_1x1_deep"])
 def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)
-    inputs = run_inputs(model, 1)[0]
+    inputs = run_inputs(model, 1, nonnegative=case.endswith("_deep"))[0]
     fact = model.output_facts[0]
     out_type = "float" if fact.dtype.is_float else "int8_t"
     for filename, text in source.files.items():
@@ -233,3 +252,43 @@ def test_vector_requantization_equals_tflites_recipe(tmp_path):
     assert build.returncode == 0, build.stderr[-3000:]
     ran = subprocess.run([str(tmp_path / "requant")], capture_output=True, text=True, timeout=60)
     assert ran.stdout.strip() == "0", f"{ran.stdout.strip()} of 320000 requantized outputs differ"
+
+
+def nchw_convolutions_proto():
+    """ONNX, NCHW: a 3x3 convolution + ReLU, a depthwise 3x3 with stride 2, a 1x1 convolution."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+
+    def weights(name: str, shape: tuple) -> object:
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32),
+                                       name)
+
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2],
+                              group=12),
+             helper.make_node("Conv", ["c2", "w3", "b3"], ["y"], kernel_shape=[1, 1])]
+    initializers = [weights("w1", (12, 5, 3, 3)), weights("b1", (12,)), weights("w2", (12, 1, 3, 3)),
+                    weights("w3", (19, 12, 1, 1)), weights("b3", (19,))]
+    graph = helper.make_graph(nodes, "nchw", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 11, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def test_onnx_nchw_convolutions_join_a_compiled_segment(compile_cache):
+    """compile="all"/"auto" segments take ONNX's NCHW convolutions (made NHWC in the segment's
+    build, as compile_model does): one segment runs all three on the host kernels."""
+    import tractile
+    from tractile.compile.segments import CompiledSegment, compile_segments
+
+    needs_cc()
+    reference = tractile.load(nchw_convolutions_proto())
+    segmented = compile_segments(reference, cache_dir=compile_cache)
+    segments = [n for n in segmented.nodes if isinstance(n.op, CompiledSegment)]
+    assert len(segments) == 1 and segments[0].op.ops.count("Conv") == 3
+    assert not any(n.op.name == "Conv" for n in segmented.nodes)
+    rng = np.random.default_rng(4)
+    for index in range(3):
+        x = rng.standard_normal((1, 5, 11, 9)).astype(np.float32)
+        assert_same_outputs(reference.run([x]), segmented.run([x]), rtol=1e-5, atol=1e-5, what=f"run {index}")

@@ -111,7 +111,7 @@ class Support:
         if key not in self._known:
             trial = single_node_model(model, node)
             try:
-                lower(channels_last(trial), "trial", HOST)  # as compile_model prepares it
+                lower(channels_last(trial), "trial", HOST)  # as compile_model builds a segment: NCHW made NHWC
                 self._known[key] = True
             except TractileError:
                 self._known[key] = False

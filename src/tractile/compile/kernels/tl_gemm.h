@@ -1,9 +1,12 @@
 /* tl_gemm.h: the host's int8 and float convolutions and dense layers as GEMMs over weights packed
  * on the host in the micro-kernels' order (compile/ops/host_gemm.py packs them).
  *
- * Rows of the left operand (pixels of a convolution, im2col'ed; rows of a dense layer) are
+ * int8: rows of the left operand (pixels of a convolution, im2col'ed; rows of a dense layer) are
  * copied TL_GEMM_BLOCK at a time into `col` (arena scratch), zero-padded to `kp` values, then
- * multiplied by one block of 16 output channels after another:
+ * multiplied by one block of 16 output channels after another. float: the rows of a dense layer or
+ * 1x1 convolution are read in place, a convolution's are im2col'ed `chunk` at a time (rows that
+ * stay in L2); per block of 16 outputs and pass over TL_GEMM_F32_KC depths, tl_gemm_f32_kernel
+ * runs TL_GEMM_F32_MR rows (tl_gemm_f32_rows). The blocks:
  *   int8:  a block is 16 int32 (128 * the sum of each output's weights, for the unsigned
  *          dot products of VNNI), then kp / 4 groups of 64 bytes: per output j, its weights
  *          k .. k + 3 (the vpdpbusd / sdot order);
@@ -29,6 +32,8 @@
 #define TL_GEMM_BLOCK 8
 #define TL_GEMM_NR 16
 #define TL_GEMM_LOCAL 64
+#define TL_GEMM_F32_KC 256
+#define TL_GEMM_F32_ROWS 96
 
 /* each defines TL_GEMM_S8_TILE and TL_GEMM_F32_TILE when its instructions are there */
 #include "tl_gemm_x86.h"
@@ -51,15 +56,38 @@ static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, 
 #endif
 
 #ifndef TL_GEMM_F32_TILE
-static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
+/* acc[r][j] = sum_k a[r][k] * block[k][j] over `rows` rows of a (row stride lda) and a block's 16 outputs */
+static inline void tl_gemm_f32_tile(const float *a, int32_t lda, int32_t rows, int32_t kp, const float *block,
+                                    float *acc) {
   int32_t r, k, j;
   for (r = 0; r < rows; ++r) {
     float sums[TL_GEMM_NR] = {0};
-    const float *a = col + r * kp;
+    const float *ar = a + r * lda;
     for (k = 0; k < kp; ++k)
-      for (j = 0; j < TL_GEMM_NR; ++j) sums[j] += a[k] * block[k * TL_GEMM_NR + j];
+      for (j = 0; j < TL_GEMM_NR; ++j) sums[j] += ar[k] * block[k * TL_GEMM_NR + j];
     for (j = 0; j < TL_GEMM_NR; ++j) acc[r * TL_GEMM_NR + j] = sums[j];
   }
+}
+#endif
+
+#ifndef TL_GEMM_F32_KERNEL
+#define TL_GEMM_F32_MR 8
+/* y[r][j] (row stride ldy) = init[j] (the bias, on the first pass over the depth) or y[r][j] (init
+ * NULL: the later passes) + the sums over kc depths of `rows` (at most TL_GEMM_F32_MR) rows of a
+ * (row stride lda) by a block's 16 outputs (w [kc][16]), clamped to [low, high] on the `last`
+ * pass; the first `width` outputs */
+static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
+                                      const float *init, float *y, int32_t ldy, int32_t width, int32_t last,
+                                      float low, float high) {
+  float acc[TL_GEMM_F32_MR * TL_GEMM_NR];
+  int32_t r, j;
+  tl_gemm_f32_tile(a, lda, rows, kc, w, acc);
+  for (r = 0; r < rows; ++r)
+    for (j = 0; j < width; ++j) {
+      float *out = y + r * ldy + j;
+      const float v = acc[r * TL_GEMM_NR + j] + (init ? init[j] : *out);
+      *out = last ? tl_clamp_f32(v, low, high) : v;
+    }
 }
 #endif
 
@@ -148,18 +176,25 @@ static inline void tl_gemm_s8_rows(const int8_t *col, int32_t rows, int32_t kp, 
   }
 }
 
-static inline void tl_gemm_f32_rows(const float *col, int32_t rows, int32_t kp, const float *packed,
+/* y[m][u] (row stride units) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
+ * stride lda): per block of 16 outputs, per pass over TL_GEMM_F32_KC depths (16 KB of weights, kept
+ * in L1), the rows TL_GEMM_F32_MR at a time (a is read TL_GEMM_F32_ROWS rows at a time, from L2);
+ * bias may be NULL */
+static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, int32_t depth, const float *packed,
                                     const float *bias, float *y, int32_t units, float low, float high) {
-  float acc[TL_GEMM_BLOCK * TL_GEMM_NR];
-  int32_t n, r, j;
+  float init[TL_GEMM_NR];
+  int32_t n, k, r, j;
   for (n = 0; n < units; n += TL_GEMM_NR) {
     const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
-    tl_gemm_f32_tile(col, rows, kp, packed + (n / TL_GEMM_NR) * kp * TL_GEMM_NR, acc);
-    for (r = 0; r < rows; ++r)
-      for (j = 0; j < width; ++j) {
-        const float v = acc[r * TL_GEMM_NR + j] + (bias ? bias[n + j] : 0.0f);
-        y[r * units + n + j] = tl_clamp_f32(v, low, high);
-      }
+    const float *block = packed + (size_t)n * (size_t)depth;
+    for (j = 0; j < TL_GEMM_NR; ++j) init[j] = bias && j < width ? bias[n + j] : 0.0f;
+    for (k = 0; k < depth; k += TL_GEMM_F32_KC) {
+      const int32_t kc = depth - k < TL_GEMM_F32_KC ? depth - k : TL_GEMM_F32_KC;
+      for (r = 0; r < rows; r += TL_GEMM_F32_MR)
+        tl_gemm_f32_kernel(a + r * lda + k, lda, rows - r < TL_GEMM_F32_MR ? rows - r : TL_GEMM_F32_MR, kc,
+                           block + k * TL_GEMM_NR, k ? NULL : init, y + r * units + n, units, width,
+                           k + kc >= depth, low, high);
+    }
   }
 }
 
@@ -236,14 +271,15 @@ static inline void tl_dense_gemm_f32_range(const void *args, int32_t begin, int3
   const tl_dense_f32_args *a = (const tl_dense_f32_args *)args;
   int32_t m;
   (void)scratch;
-  for (m = begin; m < end; m += TL_GEMM_BLOCK) {
-    const int32_t count = end - m < TL_GEMM_BLOCK ? end - m : TL_GEMM_BLOCK;
-    tl_gemm_f32_rows(a->x + m * a->depth, count, a->depth, a->packed, a->bias, a->y + m * a->units, a->units, a->low,
-                     a->high);
+  for (m = begin; m < end; m += TL_GEMM_F32_ROWS) {
+    const int32_t count = end - m < TL_GEMM_F32_ROWS ? end - m : TL_GEMM_F32_ROWS;
+    tl_gemm_f32_rows(a->x + m * a->depth, a->depth, count, a->depth, a->packed, a->bias, a->y + m * a->units,
+                     a->units, a->low, a->high);
   }
 }
 
-/* y[m][u] = clamp(bias[u] + sum_d x[m][d] * w[u][d]); bias may be NULL */
+/* y[m][u] = clamp(bias[u] + sum_d x[m][d] * w[u][d]) (dense layers and 1x1 convolutions, x read in
+ * place: y must not overlap x); bias may be NULL */
 static inline void tl_dense_gemm_f32(const float *x, const float *packed, const float *bias, float *y, int32_t rows,
                                      int32_t depth, int32_t units, float low, float high, int32_t threads) {
   tl_dense_f32_args a;
@@ -256,7 +292,8 @@ static inline void tl_dense_gemm_f32(const float *x, const float *packed, const 
   a.low = low;
   a.high = high;
   if (!tl_disjoint(x, (size_t)rows * (size_t)depth * 4u, y, (size_t)rows * (size_t)units * 4u)) threads = 1;
-  tl_parallel_rows(tl_dense_gemm_f32_range, &a, rows, TL_GEMM_BLOCK, threads, NULL, 0, (int64_t)rows * depth * units);
+  tl_parallel_rows(tl_dense_gemm_f32_range, &a, rows, TL_GEMM_F32_ROWS, threads, NULL, 0,
+                   (int64_t)rows * depth * units);
 }
 
 /* the geometry of an NHWC convolution (one group) */
@@ -337,6 +374,7 @@ typedef struct {
   float *y;
   tl_conv_geometry g;
   float low, high;
+  int32_t chunk;
 } tl_conv_f32_args;
 
 static inline void tl_conv_gemm_f32_range(const void *args, int32_t begin, int32_t end, void *scratch) {
@@ -345,11 +383,11 @@ static inline void tl_conv_gemm_f32_range(const void *args, int32_t begin, int32
   const int32_t kp = g->k_h * g->k_w * g->in_c;
   float *col = (float *)scratch;
   int32_t p;
-  for (p = begin; p < end; p += TL_GEMM_BLOCK) {
-    const int32_t count = end - p < TL_GEMM_BLOCK ? end - p : TL_GEMM_BLOCK;
+  for (p = begin; p < end; p += a->chunk) {
+    const int32_t count = end - p < a->chunk ? end - p : a->chunk;
     tl_im2col_f32(col, a->x, p, count, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_h, g->k_w, g->stride_h,
                   g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, 0.0f, kp);
-    tl_gemm_f32_rows(col, count, kp, a->packed, a->bias, a->y + p * g->filters, g->filters, a->low, a->high);
+    tl_gemm_f32_rows(col, kp, count, kp, a->packed, a->bias, a->y + p * g->filters, g->filters, a->low, a->high);
   }
 }
 
@@ -357,7 +395,7 @@ static inline void tl_conv_gemm_f32(const float *x, const float *packed, const f
                                     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
                                     int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
-                                    int32_t pad_left, float low, float high, int32_t threads) {
+                                    int32_t pad_left, float low, float high, int32_t chunk, int32_t threads) {
   const int32_t pixels = batches * out_h * out_w, kp = k_h * k_w * in_c;
   tl_conv_f32_args a;
   a.x = x;
@@ -367,9 +405,10 @@ static inline void tl_conv_gemm_f32(const float *x, const float *packed, const f
   TL_CONV_GEOMETRY(a.g);
   a.low = low;
   a.high = high;
+  a.chunk = chunk;
   if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c * 4u, y, (size_t)pixels * filters * 4u)) threads = 1;
-  tl_parallel_rows(tl_conv_gemm_f32_range, &a, pixels, TL_GEMM_BLOCK, threads, col,
-                   (size_t)TL_GEMM_BLOCK * (size_t)kp * 4u, (int64_t)pixels * kp * filters);
+  tl_parallel_rows(tl_conv_gemm_f32_range, &a, pixels, chunk, threads, col, (size_t)chunk * (size_t)kp * 4u,
+                   (int64_t)pixels * kp * filters);
 }
 
 /* an int8 depthwise convolution with one filter per channel, on the host: per output pixel the

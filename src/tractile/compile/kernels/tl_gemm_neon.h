@@ -73,13 +73,14 @@ static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, 
 }
 #endif
 
-static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
+static inline void tl_gemm_f32_tile(const float *col, int32_t lda, int32_t rows, int32_t kp, const float *block,
+                                    float *acc) {
   int32_t r, k, i, j;
   for (r = 0; r < rows; r += 4) {
     const float *a[4];
     float32x4_t s[4][4];
     for (i = 0; i < 4; ++i) {
-      a[i] = col + (r + i < rows ? r + i : r) * kp;
+      a[i] = col + (r + i < rows ? r + i : r) * lda;
       for (j = 0; j < 4; ++j) s[i][j] = vdupq_n_f32(0.0f);
     }
     for (k = 0; k < kp; ++k) {

@@ -9,7 +9,8 @@
  *   AVX2: bytes sign-extended to int16 (no vpmaddubsw, whose int16 pair sums saturate), the 4
  *   activations repeated across the register, vpmaddwd giving two partial sums per output that
  *   one vphaddd adds at the end.
- * float: rows of 16 floats times a broadcast activation, fused multiply-adds. */
+ * float: rows of 16 floats times a broadcast activation, fused multiply-adds; on AVX2 six rows at
+ * a time with the bias, the clamp and the stores in the micro-kernel (tl_gemm_f32_kernel). */
 #ifndef TL_GEMM_X86_H
 #define TL_GEMM_X86_H
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
@@ -17,7 +18,6 @@
 #include <immintrin.h>
 
 #define TL_GEMM_S8_TILE
-#define TL_GEMM_F32_TILE
 
 static inline int32_t tl_x86_word(const int8_t *p) {
   int32_t v;
@@ -227,75 +227,148 @@ static inline int32_t tl_dw_s8_channels(const int8_t *x, const int8_t *w, int32_
 }
 
 #if defined(__AVX512F__)
+#define TL_GEMM_F32_TILE
 /* float: eight rows at a time, one zmm per row */
-static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
+static inline void tl_gemm_f32_tile(const float *a, int32_t lda, int32_t rows, int32_t kp, const float *block,
+                                    float *acc) {
   int32_t r, k, i;
   for (r = 0; r + 8 <= rows; r += 8) {
-    const float *a = col + r * kp;
+    const float *ar = a + r * lda;
     __m512 s[8];
     for (i = 0; i < 8; ++i) s[i] = _mm512_setzero_ps();
     for (k = 0; k < kp; ++k) {
       const __m512 wv = _mm512_loadu_ps(block + k * TL_GEMM_NR);
-      for (i = 0; i < 8; ++i) s[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * kp + k]), wv, s[i]);
+      for (i = 0; i < 8; ++i) s[i] = _mm512_fmadd_ps(_mm512_set1_ps(ar[i * lda + k]), wv, s[i]);
     }
     for (i = 0; i < 8; ++i) _mm512_storeu_ps(acc + (r + i) * TL_GEMM_NR, s[i]);
   }
   for (; r < rows; ++r) {
-    const float *a = col + r * kp;
+    const float *ar = a + r * lda;
     __m512 s0 = _mm512_setzero_ps();
-    for (k = 0; k < kp; ++k) s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(block + k * TL_GEMM_NR), s0);
+    for (k = 0; k < kp; ++k) s0 = _mm512_fmadd_ps(_mm512_set1_ps(ar[k]), _mm512_loadu_ps(block + k * TL_GEMM_NR), s0);
     _mm512_storeu_ps(acc + r * TL_GEMM_NR, s0);
   }
 }
 #else
-/* float, AVX2: four rows at a time, two ymm per row */
-static inline void tl_gemm_f32_tile(const float *col, int32_t rows, int32_t kp, const float *block, float *acc) {
-  int32_t r, k;
-  for (r = 0; r + 4 <= rows; r += 4) {
-    const float *a0 = col + r * kp, *a1 = col + (r + 1) * kp, *a2 = col + (r + 2) * kp, *a3 = col + (r + 3) * kp;
-    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
-    for (k = 0; k < kp; ++k) {
-      const __m256 w0 = _mm256_loadu_ps(block + k * TL_GEMM_NR), w1 = _mm256_loadu_ps(block + k * TL_GEMM_NR + 8);
-      __m256 x = _mm256_broadcast_ss(a0 + k);
-      s00 = _mm256_fmadd_ps(x, w0, s00);
-      s01 = _mm256_fmadd_ps(x, w1, s01);
-      x = _mm256_broadcast_ss(a1 + k);
-      s10 = _mm256_fmadd_ps(x, w0, s10);
-      s11 = _mm256_fmadd_ps(x, w1, s11);
-      x = _mm256_broadcast_ss(a2 + k);
-      s20 = _mm256_fmadd_ps(x, w0, s20);
-      s21 = _mm256_fmadd_ps(x, w1, s21);
-      x = _mm256_broadcast_ss(a3 + k);
-      s30 = _mm256_fmadd_ps(x, w0, s30);
-      s31 = _mm256_fmadd_ps(x, w1, s31);
-    }
-    _mm256_storeu_ps(acc + r * TL_GEMM_NR, s00);
-    _mm256_storeu_ps(acc + r * TL_GEMM_NR + 8, s01);
-    _mm256_storeu_ps(acc + (r + 1) * TL_GEMM_NR, s10);
-    _mm256_storeu_ps(acc + (r + 1) * TL_GEMM_NR + 8, s11);
-    _mm256_storeu_ps(acc + (r + 2) * TL_GEMM_NR, s20);
-    _mm256_storeu_ps(acc + (r + 2) * TL_GEMM_NR + 8, s21);
-    _mm256_storeu_ps(acc + (r + 3) * TL_GEMM_NR, s30);
-    _mm256_storeu_ps(acc + (r + 3) * TL_GEMM_NR + 8, s31);
+/* float, AVX2: the whole of tl_gemm.h's tl_gemm_f32_kernel, six rows by 16 outputs in 12 ymm
+ * accumulators (two FMA pipes of 4 cycles' latency need 8 chains at least); the bias (or y's
+ * partial sums) added at the end, clamped and stored in place (masked for a block's last outputs) */
+#define TL_GEMM_F32_TILE
+#define TL_GEMM_F32_KERNEL
+#define TL_GEMM_F32_MR 6
+
+/* the end of a tile's row: sums + the bias (init) or y's partial sums, clamped on the last pass,
+ * stored (the first `width` of 16) */
+static inline void tl_x86_f32_finish(__m256 s0, __m256 s1, const float *init, float *y, int32_t width, int32_t last,
+                                     float low, float high) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(width), lane);
+  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(width - 8), lane);
+  s0 = _mm256_add_ps(s0, init ? _mm256_loadu_ps(init) : _mm256_maskload_ps(y, m0));
+  s1 = _mm256_add_ps(s1, init ? _mm256_loadu_ps(init + 8) : _mm256_maskload_ps(y + 8, m1));
+  if (last) {
+    const __m256 lo = _mm256_set1_ps(low), hi = _mm256_set1_ps(high);
+    s0 = _mm256_min_ps(_mm256_max_ps(s0, lo), hi);
+    s1 = _mm256_min_ps(_mm256_max_ps(s1, lo), hi);
   }
-  for (; r < rows; ++r) { /* the rows left one at a time (a dense layer's single row) */
-    const float *a0 = col + r * kp;
-    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
-    for (k = 0; k + 2 <= kp; k += 2) { /* two chains of sums per half, joined at the end */
-      const __m256 x0 = _mm256_broadcast_ss(a0 + k), x1 = _mm256_broadcast_ss(a0 + k + 1);
-      s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR), s00);
-      s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR + 8), s01);
-      s10 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(block + (k + 1) * TL_GEMM_NR), s10);
-      s11 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(block + (k + 1) * TL_GEMM_NR + 8), s11);
-    }
-    if (k < kp) {
-      const __m256 x0 = _mm256_broadcast_ss(a0 + k);
-      s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR), s00);
-      s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(block + k * TL_GEMM_NR + 8), s01);
-    }
-    _mm256_storeu_ps(acc + r * TL_GEMM_NR, _mm256_add_ps(s00, s10));
-    _mm256_storeu_ps(acc + r * TL_GEMM_NR + 8, _mm256_add_ps(s01, s11));
+  if (width == TL_GEMM_NR) {
+    _mm256_storeu_ps(y, s0);
+    _mm256_storeu_ps(y + 8, s1);
+  } else {
+    _mm256_maskstore_ps(y, m0, s0);
+    _mm256_maskstore_ps(y + 8, m1, s1);
   }
+}
+
+/* R rows, R at most 4 (a constant once inlined: the accumulators stay in registers) */
+static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R, int32_t kc, const float *w,
+                                   const float *init, float *y, int32_t ldy, int32_t width, int32_t last, float low,
+                                   float high) {
+  __m256 s[4][2];
+  int32_t i, k;
+  for (i = 0; i < R; ++i) s[i][0] = s[i][1] = _mm256_setzero_ps();
+  for (k = 0; k < kc; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(w + k * TL_GEMM_NR), w1 = _mm256_loadu_ps(w + k * TL_GEMM_NR + 8);
+    for (i = 0; i < R; ++i) {
+      const __m256 x = _mm256_broadcast_ss(a + i * lda + k);
+      s[i][0] = _mm256_fmadd_ps(x, w0, s[i][0]);
+      s[i][1] = _mm256_fmadd_ps(x, w1, s[i][1]);
+    }
+  }
+  for (i = 0; i < R; ++i) tl_x86_f32_finish(s[i][0], s[i][1], init, y + i * ldy, width, last, low, high);
+}
+
+/* six rows, written out and not inlined into the loops calling it: 12 accumulators, 2 rows of
+ * weights and a broadcast take the 16 ymm registers, with nothing else live across the loop */
+#define TL_X86_F32_ROW(i, r0, r1)                                                                      \
+  do {                                                                                                 \
+    const __m256 x = _mm256_broadcast_ss(a + (i) * lda + k);                                           \
+    r0 = _mm256_fmadd_ps(x, w0, r0);                                                                   \
+    r1 = _mm256_fmadd_ps(x, w1, r1);                                                                   \
+  } while (0)
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float *w, const float *init, float *y,
+                           int32_t ldy, int32_t width, int32_t last, float low, float high) {
+  __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+  int32_t k;
+  for (k = 0; k < kc; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(w + k * TL_GEMM_NR), w1 = _mm256_loadu_ps(w + k * TL_GEMM_NR + 8);
+    TL_X86_F32_ROW(0, s00, s01);
+    TL_X86_F32_ROW(1, s10, s11);
+    TL_X86_F32_ROW(2, s20, s21);
+    TL_X86_F32_ROW(3, s30, s31);
+    TL_X86_F32_ROW(4, s40, s41);
+    TL_X86_F32_ROW(5, s50, s51);
+  }
+  tl_x86_f32_finish(s00, s01, init, y, width, last, low, high);
+  tl_x86_f32_finish(s10, s11, init, y + ldy, width, last, low, high);
+  tl_x86_f32_finish(s20, s21, init, y + 2 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s30, s31, init, y + 3 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s40, s41, init, y + 4 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s50, s51, init, y + 5 * ldy, width, last, low, high);
+}
+#undef TL_X86_F32_ROW
+
+/* one row (a dense layer's): two chains of sums per half, joined at the end */
+static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, const float *init, float *y,
+                                  int32_t width, int32_t last, float low, float high) {
+  __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
+  int32_t k;
+  for (k = 0; k + 2 <= kc; k += 2) {
+    const __m256 x0 = _mm256_broadcast_ss(a + k), x1 = _mm256_broadcast_ss(a + k + 1);
+    s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + k * TL_GEMM_NR), s00);
+    s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + k * TL_GEMM_NR + 8), s01);
+    s10 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w + (k + 1) * TL_GEMM_NR), s10);
+    s11 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(w + (k + 1) * TL_GEMM_NR + 8), s11);
+  }
+  if (k < kc) {
+    const __m256 x0 = _mm256_broadcast_ss(a + k);
+    s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + k * TL_GEMM_NR), s00);
+    s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + k * TL_GEMM_NR + 8), s01);
+  }
+  tl_x86_f32_finish(_mm256_add_ps(s00, s10), _mm256_add_ps(s01, s11), init, y, width, last, low, high);
+}
+
+static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
+                                      const float *init, float *y, int32_t ldy, int32_t width, int32_t last,
+                                      float low, float high) {
+  int32_t r = 0;
+  if (rows == 6) {
+    tl_x86_f32_six(a, lda, kc, w, init, y, ldy, width, last, low, high);
+    return;
+  }
+  if (rows >= 4) {
+    tl_x86_f32_rows(a, lda, 4, kc, w, init, y, ldy, width, last, low, high);
+    r = 4;
+  }
+  if (rows - r >= 2) {
+    tl_x86_f32_rows(a + r * lda, lda, 2, kc, w, init, y + r * ldy, ldy, width, last, low, high);
+    r += 2;
+  }
+  if (r < rows) tl_x86_f32_row(a + r * lda, kc, w, init, y + r * ldy, width, last, low, high);
 }
 #endif
 

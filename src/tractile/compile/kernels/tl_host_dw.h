@@ -70,19 +70,43 @@ static inline void tl_hdw_pixel_f32(const float *px, const float *w, const float
   int32_t c = c0, ky, kx;
 #if TL_HDW_F32
   const tl_hdw_f32 lo = tl_hdw_set(low), hi = tl_hdw_set(high);
+  /* four registers of channels at a time: four chains of fused multiply-adds in flight */
+  for (; c + 4 * TL_HDW_F32 <= channels; c += 4 * TL_HDW_F32) {
+    tl_hdw_f32 a0 = bias ? tl_hdw_load(bias + c) : tl_hdw_set(0.0f);
+    tl_hdw_f32 a1 = bias ? tl_hdw_load(bias + c + TL_HDW_F32) : tl_hdw_set(0.0f);
+    tl_hdw_f32 a2 = bias ? tl_hdw_load(bias + c + 2 * TL_HDW_F32) : tl_hdw_set(0.0f);
+    tl_hdw_f32 a3 = bias ? tl_hdw_load(bias + c + 3 * TL_HDW_F32) : tl_hdw_set(0.0f);
+    for (ky = ky0; ky < ky1; ++ky) {
+      const float *row = px + (ptrdiff_t)ky * row_step + c, *wr = w + (ptrdiff_t)ky * k_w * channels + c;
+      for (kx = kx0; kx < kx1; ++kx) {
+        const float *xp = row + (ptrdiff_t)kx * col_step, *wp = wr + (ptrdiff_t)kx * channels;
+        a0 = tl_hdw_fma(a0, tl_hdw_load(xp), tl_hdw_load(wp));
+        a1 = tl_hdw_fma(a1, tl_hdw_load(xp + TL_HDW_F32), tl_hdw_load(wp + TL_HDW_F32));
+        a2 = tl_hdw_fma(a2, tl_hdw_load(xp + 2 * TL_HDW_F32), tl_hdw_load(wp + 2 * TL_HDW_F32));
+        a3 = tl_hdw_fma(a3, tl_hdw_load(xp + 3 * TL_HDW_F32), tl_hdw_load(wp + 3 * TL_HDW_F32));
+      }
+    }
+    tl_hdw_store(out + c, tl_hdw_clamp(a0, lo, hi));
+    tl_hdw_store(out + c + TL_HDW_F32, tl_hdw_clamp(a1, lo, hi));
+    tl_hdw_store(out + c + 2 * TL_HDW_F32, tl_hdw_clamp(a2, lo, hi));
+    tl_hdw_store(out + c + 3 * TL_HDW_F32, tl_hdw_clamp(a3, lo, hi));
+  }
   for (; c + TL_HDW_F32 <= channels; c += TL_HDW_F32) {
     tl_hdw_f32 acc = bias ? tl_hdw_load(bias + c) : tl_hdw_set(0.0f);
     for (ky = ky0; ky < ky1; ++ky) {
-      const float *row = px + ky * row_step + c, *wr = w + ky * k_w * channels + c;
-      for (kx = kx0; kx < kx1; ++kx) acc = tl_hdw_fma(acc, tl_hdw_load(row + kx * col_step), tl_hdw_load(wr + kx * channels));
+      const float *row = px + (ptrdiff_t)ky * row_step + c, *wr = w + (ptrdiff_t)ky * k_w * channels + c;
+      for (kx = kx0; kx < kx1; ++kx)
+        acc = tl_hdw_fma(acc, tl_hdw_load(row + (ptrdiff_t)kx * col_step), tl_hdw_load(wr + (ptrdiff_t)kx * channels));
     }
     tl_hdw_store(out + c, tl_hdw_clamp(acc, lo, hi));
   }
 #endif
   for (; c < channels; ++c) {
     float acc = bias ? bias[c] : 0.0f;
-    for (ky = ky0; ky < ky1; ++ky)
-      for (kx = kx0; kx < kx1; ++kx) acc += px[ky * row_step + kx * col_step + c] * w[(ky * k_w + kx) * channels + c];
+    for (ky = ky0; ky < ky1; ++ky) {
+      const float *row = px + (ptrdiff_t)ky * row_step + c, *wr = w + (ptrdiff_t)ky * k_w * channels + c;
+      for (kx = kx0; kx < kx1; ++kx) acc += row[(ptrdiff_t)kx * col_step] * wr[(ptrdiff_t)kx * channels];
+    }
     out[c] = tl_clamp_f32(acc, low, high);
   }
 }
@@ -210,6 +234,25 @@ static inline void tl_max_pool_host_s8(const int8_t *x, int8_t *y, int32_t batch
       out[c] = (int8_t)tl_clamp_i32(best, low, high);
     }
   TL_HDW_POOL_END
+}
+
+/* a float sum or mean over the middle axis of [outer][count][inner] (a global average pool on NHWC
+ * data): y[o][i] = sum_r x[o][r][i] in the order of r, divided by count for a mean, as the
+ * reduction loop computes it, but a row of `inner` at a time (the compiler vectorises it); y must
+ * not overlap x */
+static inline void tl_reduce_rows_f32(const float *x, float *y, int32_t outer, int32_t count, int32_t inner,
+                                      int32_t mean) {
+  int32_t o, r, i;
+  for (o = 0; o < outer; ++o) {
+    float *out = y + (ptrdiff_t)o * inner;
+    for (i = 0; i < inner; ++i) out[i] = 0.0f;
+    for (r = 0; r < count; ++r) {
+      const float *row = x + ((ptrdiff_t)o * count + r) * inner;
+      for (i = 0; i < inner; ++i) out[i] += row[i];
+    }
+    if (mean)
+      for (i = 0; i < inner; ++i) out[i] = out[i] / (float)count;
+  }
 }
 
 #endif

@@ -48,3 +48,20 @@ def pool(e: Emit, kind: str, suffix: str, x, y, args: tuple, dilations: tuple) -
     _use(e)
     e.call(f"tl_{kind}_pool_host_{suffix}", x, y, *args, *dilations)
     return True
+
+
+def reduce_rows_f32(e: Emit, x, y, shape: tuple, axes: tuple, reducer: str) -> bool:
+    """A float sum or mean over consecutive axes that leave the last one (a global average pool
+    on NHWC data) on the host, a row of channels at a time; False when not taken."""
+    if not applies(e) or x.dtype != DatumType.F32 or reducer not in ("sum", "mean") or not axes:
+        return False
+    first, last = min(axes), max(axes)
+    if sorted(axes) != list(range(first, last + 1)) or last == len(shape) - 1:
+        return False
+    outer, count = int(np.prod(shape[:first])), int(np.prod(shape[first:last + 1]))
+    inner = int(np.prod(shape[last + 1:]))
+    if not count or not inner:
+        return False
+    _use(e)
+    e.call("tl_reduce_rows_f32", x, y, outer, count, inner, int(reducer == "mean"))
+    return True

@@ -21,10 +21,21 @@ THREAD_WORK = 1 << 22
 THREADS = "ctx->threads"
 #: output channels per packed block (one zmm of int32 or float; tl_gemm.h's TL_GEMM_NR)
 NR = 16
-#: rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
+#: int8 rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
 BLOCK = 8
 #: the longest int8 rows of a dense layer copied through the stack rather than the arena (TL_GEMM_LOCAL)
 LOCAL = 64
+#: bytes of im2col'ed float rows a convolution copies at a time (they stay in L2 while every block of
+#: 16 outputs runs over them), and the bounds of that count of rows (multiples of the AVX2 tile's 6
+#: rows and NEON's 4)
+F32_CHUNK_BYTES = 96 * 1024
+F32_CHUNK_ROWS = (12, 96)
+
+
+def f32_chunk_rows(taps: int) -> int:
+    """Rows of a float convolution im2col'ed at a time (tl_conv_gemm_f32's ``chunk``)."""
+    low, high = F32_CHUNK_ROWS
+    return max(low, min(high, F32_CHUNK_BYTES // (4 * taps) // low * low))
 
 
 def applies(e: Emit) -> bool:
@@ -83,12 +94,20 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
     _use(e)
     geometry = (batches, in_h, in_w, in_c, out_h, out_w, filters, *window_args(window, top, left))
     taps = k_h * k_w * depth
-    pointwise = k_h == k_w == 1 and window.strides == (1, 1)
+    pointwise = (k_h == k_w == 1 and window.strides == (1, 1) and top == left == 0 and (out_h, out_w) == (in_h, in_w))
     if x.dtype == DatumType.F32:
         low, high = fused_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
-        e.call("tl_conv_gemm_f32", x, e.constant("weights", pack_f32(w.reshape(filters, taps))), bias_name, y,
-               e.scratch("col", DatumType.F32, BLOCK * taps), *geometry, np.float32(low), np.float32(high), THREADS)
+        packed_f32 = e.constant("weights", pack_f32(w.reshape(filters, taps)))
+        if pointwise:
+            # the pixels are the GEMM's rows, read in place: no overlap of the output with the input
+            e.call("tl_dense_gemm_f32", x, packed_f32, bias_name, y, batches * in_h * in_w, depth, filters,
+                   np.float32(low), np.float32(high), THREADS)
+            finish_activation(e, op.activation, y)
+            return True
+        chunk = f32_chunk_rows(taps)
+        e.call("tl_conv_gemm_f32", x, packed_f32, bias_name, y, e.scratch("col", DatumType.F32, chunk * taps),
+               *geometry, np.float32(low), np.float32(high), chunk, THREADS)
         finish_activation(e, op.activation, y)
     else:
         offset = offset_weights(e, w).reshape(filters, taps)

@@ -16,7 +16,7 @@ from ...ops.reduce import Reduce, _RuntimeAxes
 from ..ctext import literal
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from . import pool_dsp
+from . import host_dw, pool_dsp
 
 #: reducer: (initial value, combine ``acc`` with ``v``, finish with ``n`` elements)
 REDUCERS = {
@@ -71,6 +71,8 @@ def reduce(e: Emit) -> None:
         multiplier, shift = recipe.parameters(int(step.size))
         if pool_dsp.mean(e, x, y, shape, axes, multiplier, shift, recipe.zi, recipe.zo):
             return
+    if op.quant is None and host_dw.reduce_rows_f32(e, x, y, shape, axes or (), op.reducer):
+        return
     value = f"{x.var}[TL_READ_S32(bases + o) + TL_READ_S32(steps + r)]"
     if x.dtype == DatumType.F32:
         if op.reducer not in REDUCERS:
