@@ -9,7 +9,7 @@
  * (tl_conv_dsp.h): one SMMLAR over Ra = K - (x < 0), K = 2^(r-1) + zero * 2^r, then an
  * arithmetic shift by r, which SSAT takes as its operand's shift (r = 0: Ra = zero, no sign
  * term). The layer's m, K and r are literals of the generated code; four outputs are packed into
- * a word, clamped to a fused activation's range by SSUB8/SEL, and stored at once. */
+ * a word (BFI), clamped to a fused activation's range by SSUB8/SEL, and stored at once. */
 #ifndef TL_BINARY_DSP_H
 #define TL_BINARY_DSP_H
 
@@ -49,13 +49,9 @@
   } while (0)
 /* per byte: w += c (modulo 256; the bytes' true values fit in int8) */
 #define TL_ADD4_S8(w, c) __asm__("uadd8 %0, %0, %1" : "+r"(w) : "r"(c) : "cc")
-/* four int8 values (each in the low byte of its register) as one word */
-#define TL_PACK4(w, v0, v1, v2, v3)                                                         \
-  do {                                                                                      \
-    (w) = (uint32_t)(v0);                                                                   \
-    __asm__("bfi %0, %1, #8, #8\n\tbfi %0, %2, #16, #8\n\tbfi %0, %3, #24, #8"              \
-            : "+r"(w) : "r"(v1), "r"(v2), "r"(v3));                                         \
-  } while (0)
+/* an int8 value (the low byte of v) into byte pos / 8 of w: four outputs packed as they come,
+ * one live at a time */
+#define TL_BFI8(w, v, pos) __asm__("bfi %0, %1, #" #pos ", #8" : "+r"(w) : "r"(v))
 /* per byte: w = max(w, low) and w = min(w, high), the bounds repeated in each byte */
 #define TL_MAX4_S8(w, low)                                                                  \
   do {                                                                                      \
@@ -110,8 +106,7 @@ static inline int32_t tl_sat_s8(int32_t v) { return v < -128 ? -128 : (v > 127 ?
 #define TL_RQ8_RELU(v, acc, m, k, r) TL_RQ8(v, ((acc) < 0 ? 0 : (acc)), m, k, r)
 #define TL_RQ8_RELU_NOSHIFT(v, acc, m, k) TL_RQ8_NOSHIFT(v, ((acc) < 0 ? 0 : (acc)), m, k)
 #define TL_ADD4_S8(w, c) ((w) = tl_add4_s8(w, c))
-#define TL_PACK4(w, v0, v1, v2, v3) \
-  ((w) = ((uint32_t)(v0) & 0xFFu) | ((uint32_t)(v1) & 0xFFu) << 8 | ((uint32_t)(v2) & 0xFFu) << 16 | (uint32_t)(v3) << 24)
+#define TL_BFI8(w, v, pos) ((w) = ((w) & ~(0xFFu << (pos))) | ((uint32_t)(v) & 0xFFu) << (pos))
 static inline uint32_t tl_bytes4(uint32_t w, uint32_t bound, int max) {
   uint32_t out = 0;
   for (int i = 0; i < 32; i += 8) {

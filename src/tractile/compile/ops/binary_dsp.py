@@ -181,7 +181,7 @@ def run(count: int, inner: tuple[int, int], p: BinaryRecipe, element, relu: bool
                     lines.append("    " + element(f"v{j}", SIMD_PRODUCTS[j], ""))
                 else:
                     lines.append("    " + element(f"v{j}", f"pa[{at * step_a}]", f"pb[{at * step_b}]"))
-            lines.append("    TL_PACK4(w, v0, v1, v2, v3);")
+                lines.append(f"    TL_BFI8(w, v{j}, {8 * j});" if j else "    w = (uint32_t)v0;")
             if clamp_low:
                 lines.append("    TL_MAX4_S8(w, low);")
             if clamp_high:
