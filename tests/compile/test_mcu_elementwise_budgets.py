@@ -142,12 +142,13 @@ def budget_model():
                      g.binary("channel_product", "mul", [a, c], q(0.06, -20), "RELU6"))
 
 
-# measured (arm-none-eabi-gcc 12), instructions per element at -O2 / -Os: ADD with ReLU 9.32 / 9.38,
-# ADD 9.32 / 9.32, MUL 7.94 / 8.44, ADD of a per-channel vector 9.63 / 9.63, MUL by a per-channel
-# vector with RELU6 (both bounds) 8.35 / 9.07 (before issue 26's MUL round, -O2: 9.88, 9.32, 9.31,
-# 9.63 and 10.13; TFLite's recipe in C took 35 and 21)
-BUDGETS = {"speed": {"relu_sum.pre": 9.5, "sum": 9.5, "product": 8.2, "channel_sum": 9.8, "channel_product.pre": 8.6},
-           "size": {"relu_sum.pre": 9.6, "sum": 9.6, "product": 8.7, "channel_sum": 9.9, "channel_product.pre": 9.3}}
+# measured (arm-none-eabi-gcc 12), instructions per element at -O2 / -Os: ADD with ReLU 9.32 / 9.88,
+# ADD 9.32 / 9.63, MUL 7.94 / 8.69, ADD of a per-channel vector 9.13 / 9.13, MUL by a per-channel
+# vector with RELU6 (both bounds) 7.41 / 8.38 (before issue 26's MUL round, -O2: 9.88, 9.32, 9.31,
+# 9.63 and 10.13; TFLite's recipe in C took 35 and 21). -Os figures move by a few tenths with the
+# registers the rest of the function leaves free.
+BUDGETS = {"speed": {"relu_sum.pre": 9.5, "sum": 9.5, "product": 8.2, "channel_sum": 9.4, "channel_product.pre": 7.7},
+           "size": {"relu_sum.pre": 10.0, "sum": 10.0, "product": 9.0, "channel_sum": 9.5, "channel_product.pre": 8.7}}
 
 
 @pytest.mark.parametrize("opt", ["speed", "size"])

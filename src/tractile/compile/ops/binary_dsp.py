@@ -19,6 +19,12 @@ HEADER = "tl_binary_dsp.h"
 UNROLL = 16
 
 
+def row_unroll(count: int) -> int:
+    """Elements per pass over a row of ``count``: a short row (up to two passes' worth, whole
+    words) in one pass, no inner loop; otherwise ``UNROLL``."""
+    return count if UNROLL <= count <= 2 * UNROLL and count % 4 == 0 else UNROLL
+
+
 def usable(e: Emit, p: BinaryRecipe, a: CTensor, b: CTensor, y: CTensor) -> bool:
     return (e.target.dsp and not e.target.progmem and p.kind in ("add", "sub", "mul") and p.pot is None
             and a.dtype == b.dtype == y.dtype == DatumType.I8 and p.ro is not None and p.ro.scalar)
@@ -78,7 +84,7 @@ def emit(e: Emit, p: BinaryRecipe, a: CTensor, b: CTensor, y: CTensor) -> bool:
         setup = f"  const uint32_t za = {halfword_pair(-p.z1)}, zb = {halfword_pair(-p.z2)};\n"
     else:
         setup = ""
-    if p.kind == "mul" and (not simd or dims[-1] % UNROLL):
+    if p.kind == "mul" and (not simd or dims[-1] % row_unroll(dims[-1])):
         doubled = e.constant("doubled_b", 2 * (np.arange(-128, 128) - p.z2), DatumType.I16)
         setup += f"  const int16_t *tb = {doubled} + 128;\n"
     if p.kind == "mul":
@@ -155,11 +161,12 @@ def byte_word(value: int) -> str:
 def run(count: int, inner: tuple[int, int], p: BinaryRecipe, element, relu: bool = False, offset: int = 0,
         simd: bool = False) -> str:
     """``count`` elements from pa, pb (steps ``inner``: 1, or 0 for a broadcast value) to py:
-    ``UNROLL`` per pass in words of four (packed, clamped by bytes, stored at once), then the
+    ``row_unroll`` per pass in words of four (packed, clamped by bytes, stored at once), then the
     rest one by one. ``relu``: the lower bound is already applied; ``offset``: the outputs come
     less it (the upper bound applied by SSAT), added back."""
     step_a, step_b = inner
-    passes, rest = divmod(count, UNROLL)
+    unroll = row_unroll(count)
+    passes, rest = divmod(count, unroll)
     clamp_low = p.low > -128 and not relu
     clamp_high = p.high < 127 and not offset
     lines = []
@@ -171,7 +178,7 @@ def run(count: int, inner: tuple[int, int], p: BinaryRecipe, element, relu: bool
         if offset:
             lines.append(f"const uint32_t offset = {byte_word(offset)};")
         lines.append(f"for (int32_t i = 0; i < {passes}; ++i) {{")
-        for word in range(UNROLL // 4):
+        for word in range(unroll // 4):
             lines.append("  {\n    int32_t v0, v1, v2, v3;\n    uint32_t w;")
             if simd:
                 lines.append(SIMD_MUL.format(at=4 * word))
@@ -189,7 +196,7 @@ def run(count: int, inner: tuple[int, int], p: BinaryRecipe, element, relu: bool
             if offset:
                 lines.append("    TL_ADD4_S8(w, offset);")
             lines.append(f"    memcpy(py + {4 * word}, &w, 4);\n  }}")
-        advance = "".join(f"  {name} += {UNROLL};\n" for name, step in (("pa", step_a), ("pb", step_b), ("py", 1))
+        advance = "".join(f"  {name} += {unroll};\n" for name, step in (("pa", step_a), ("pb", step_b), ("py", 1))
                           if step)
         lines.append(advance + "}")
     if rest:
