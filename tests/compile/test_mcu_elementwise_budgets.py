@@ -118,7 +118,7 @@ def test_dsp_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
                                                   "/usr/lib/arm-none-eabi/include"]
     listing = ""
-    for name, model in (("binary", odd_shapes_model()), ("pools", pool_mean_model())):
+    for name, model in (("binary", odd_shapes_model()), ("pools", pool_mean_model()), ("budget", budget_model())):
         generate(model, name=name, target="cortex-m4").write(tmp_path)
         for opt in ("-Os", "-O2"):
             built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", f"{name}.c", "-o", f"{name}.o"],
@@ -126,7 +126,7 @@ def test_dsp_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path
             assert built.returncode == 0, built.stderr
         listing += subprocess.run(["arm-none-eabi-objdump", "-d", f"{name}.o"], cwd=tmp_path, capture_output=True,
                                   text=True).stdout
-    for instruction in ("smmlar", "ssat", "bfi", "ssub8", "sel", "sxtab16"):
+    for instruction in ("smmlar", "ssat", "bfi", "ssub8", "sel", "sxtab16", "usat", "uadd8", "smulbb", "smultt"):
         assert instruction in listing, f"{compiler}: no {instruction}"
 
 
