@@ -47,7 +47,7 @@ def clamp_plan(p: BinaryRecipe) -> tuple[bool, int]:
     """(relu, offset): ``relu`` when the lower bound is the output zero point (ReLU, RELU6), taken
     by clamping the accumulator at 0 (TL_RQ8_RELU); then an upper bound below 127 is SSAT's own
     limit with the outputs computed less ``offset`` = high - 127, added back per word."""
-    relu = -128 < p.low == p.zo
+    relu = p.low == p.zo and (p.low > -128 or p.high < 127)
     return relu, (p.high - 127 if relu and p.high < 127 else 0)
 
 
