@@ -35,7 +35,7 @@ def odd_shapes_model():
     c = g.input("c", "i8", (3,), q(0.02, -100))
     s = g.binary("sum", "add", [a, d], q(0.05, 11), "RELU")
     t = g.binary("difference", "sub", [s, b], q(0.06, -5))
-    u = g.binary("product", "mul", [t, c], q(0.002, 40), "RELU6")
+    u = g.binary("product", "mul", [t, c], q(0.06, -20), "RELU6")
     v = g.binary("shifted", "sub", [d, g.const("one", [[[[9]]]], "i8", q(0.1, 0))], q(0.045, 0))
     w = g.binary("unshifted", "mul", [a, d], q(0.002, -3))  # an output multiplier in [0.5, 1): no shift
     return g.outputs(s, t, u, v, w)
@@ -49,7 +49,8 @@ def test_dsp_binary_ops_are_bit_exact_on_odd_shapes_and_broadcasting(tmp_path):
     kernels = {layer["name"]: layer["kernel"] for layer in report["layers"]}
     assert [kernels[name] for name in ("sum.pre", "difference", "product.pre", "shifted", "unshifted")] == \
         ["(dsp loop)"] * 5, kernels
-    assert "TL_RQ8_NOSHIFT(" in (tmp_path / "model.c").read_text()
+    source = (tmp_path / "model.c").read_text()
+    assert "TL_RQ8_NOSHIFT(" in source and "TL_RQ8_RELU(" in source and "tl_out_s8(v + (" in source
 
 
 def test_portable_targets_keep_the_portable_loop():
@@ -84,11 +85,18 @@ def test_every_pair_of_int8_inputs_is_bit_exact(kind, scales, activation, compil
     assert_same_outputs(model.run(inputs), compiled.run(inputs))
 
 
-def test_every_pair_of_int8_inputs_is_bit_exact_on_the_cortex_m4(tmp_path):
+@pytest.mark.parametrize("kind,scales,activation", [("add", (0.031, 0.012, 0.05), "RELU"),
+                                                     ("mul", (0.05, 0.07, 0.3), "RELU6")])
+def test_every_pair_of_int8_inputs_is_bit_exact_on_the_cortex_m4(kind, scales, activation, tmp_path):
+    """ADD with ReLU (the accumulator clamped at 0 by USAT) and MUL (SXTAB16/SMULBB products) with
+    RELU6 below 127 (SSAT's limit less an offset added back by UADD8): every pair in QEMU."""
     needs_board("cortex-m4")
-    model = every_pair_model("add", (0.031, 0.012, 0.05), "RELU")
+    model = every_pair_model(kind, scales, activation)
     report = verify(model, "cortex-m4", runs=0, inputs=[every_pair()], folder=tmp_path)
     assert report["verified"] and report["inputs_checked"] == 1, report["first_difference"]
+    source = (tmp_path / "model.c").read_text()
+    assert "TL_RQ8_RELU(" in source and ("tl_smulbb(" in source) == (kind == "mul"), source[:2000]
+    assert ("TL_ADD4_S8(" in source) == (kind == "mul") and "TL_MAX4_S8(" not in source
 
 
 def every_pair_model(kind: str, scales: tuple, activation: str):
@@ -110,7 +118,7 @@ def test_dsp_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
                                                   "/usr/lib/arm-none-eabi/include"]
     listing = ""
-    for name, model in (("binary", odd_shapes_model()), ("pools", pool_mean_model())):
+    for name, model in (("binary", odd_shapes_model()), ("pools", pool_mean_model()), ("budget", budget_model())):
         generate(model, name=name, target="cortex-m4").write(tmp_path)
         for opt in ("-Os", "-O2"):
             built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", f"{name}.c", "-o", f"{name}.o"],
@@ -118,7 +126,7 @@ def test_dsp_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path
             assert built.returncode == 0, built.stderr
         listing += subprocess.run(["arm-none-eabi-objdump", "-d", f"{name}.o"], cwd=tmp_path, capture_output=True,
                                   text=True).stdout
-    for instruction in ("smmlar", "ssat", "bfi", "ssub8", "sel", "sxtab16"):
+    for instruction in ("smmlar", "ssat", "bfi", "ssub8", "sel", "sxtab16", "usat", "uadd8", "smulbb", "smultt"):
         assert instruction in listing, f"{compiler}: no {instruction}"
 
 
@@ -126,23 +134,33 @@ def budget_model():
     g = GraphBuilder()
     a = g.input("a", "i8", (1, 16, 16, 32), q(0.031, -7))
     b = g.input("b", "i8", (1, 16, 16, 32), q(0.012, 3))
+    c = g.input("c", "i8", (32,), q(0.02, -100))
     return g.outputs(g.binary("relu_sum", "add", [a, b], q(0.05, 11), "RELU"),
                      g.binary("sum", "add", [a, b], q(0.05, 11)),
-                     g.binary("product", "mul", [a, b], q(0.002, 11)))
+                     g.binary("product", "mul", [a, b], q(0.002, 11)),
+                     g.binary("channel_sum", "add", [a, c], q(0.05, 11)),
+                     g.binary("channel_product", "mul", [a, c], q(0.06, -20), "RELU6"))
 
 
-def test_int8_add_and_mul_take_at_most_ten_instructions_per_element(tmp_path):
-    """Measured at -O2 (arm-none-eabi-gcc 12): ADD with ReLU 9.88, ADD 9.32, MUL 9.31 per element
-    (TFLite's recipe in C took 35 and 21)."""
+# measured (arm-none-eabi-gcc 12), instructions per element at -O2 / -Os: ADD with ReLU 9.32 / 9.88,
+# ADD 9.32 / 9.63, MUL 7.94 / 8.69, ADD of a per-channel vector 9.13 / 9.13, MUL by a per-channel
+# vector with RELU6 (both bounds) 7.41 / 8.38 (before issue 26's MUL round, -O2: 9.88, 9.32, 9.31,
+# 9.63 and 10.13; TFLite's recipe in C took 35 and 21). -Os figures move by a few tenths with the
+# registers the rest of the function leaves free.
+BUDGETS = {"speed": {"relu_sum.pre": 9.5, "sum": 9.5, "product": 8.2, "channel_sum": 9.4, "channel_product.pre": 7.7},
+           "size": {"relu_sum.pre": 10.0, "sum": 10.0, "product": 9.0, "channel_sum": 9.5, "channel_product.pre": 8.7}}
+
+
+@pytest.mark.parametrize("opt", ["speed", "size"])
+def test_int8_add_and_mul_take_at_most_ten_instructions_per_element(opt, tmp_path):
     needs_board("cortex-m4")
-    report = verify(budget_model(), "cortex-m4", runs=1, opt="speed", folder=tmp_path)
+    report = verify(budget_model(), "cortex-m4", runs=1, opt=opt, folder=tmp_path)
     assert report["verified"], report["first_difference"]
     per_element = {layer["name"]: layer["count"] / (16 * 16 * 32) for layer in report["layers"]
                    if layer["kernel"] == "(dsp loop)"}
-    assert set(per_element) == {"relu_sum.pre", "sum", "product"}, per_element
-    assert per_element["relu_sum.pre"] <= 10.3, per_element
-    assert per_element["sum"] <= 9.8, per_element
-    assert per_element["product"] <= 9.8, per_element
+    assert set(per_element) == set(BUDGETS[opt]), per_element
+    for name, budget in BUDGETS[opt].items():
+        assert per_element[name] <= budget, (name, per_element)
 
 
 def test_rescaled_tables_are_the_interpreters_recipe():
