@@ -589,6 +589,122 @@ static TL_INLINE int8_t tl_pw_out(int32_t s, int32_t m, int32_t k, int32_t r, in
   return TL_CLAMP_OUT(v >> shift, low, high);
 }
 
+/* A small dense row (tl_fc_s8_row_wide; depth a multiple of 4, at most 4,096 weights): the
+ * weights stored widened and scaled as tl_pointwise_s8_shallow's, so that no SXTB16 of a weight
+ * is needed: records of four channels {their four biases, then per word of four inputs the
+ * channels' [w0 | w2], [w1 | w3] in turn}, of a last channel (units % 4) {bias, its words}. Per
+ * word of inputs and four channels: one load and two SXTB16 of the inputs, four LDRD and eight
+ * SMLAD (15 instructions for 16 MACs); the accumulators start at the biases. The output as
+ * tl_pw_out's, `rq` {m, K, r} per channel (`rq_step` 3) or once for all (0). */
+#define TL_WIDE_MAC(s)                                                                                           \
+  do {                                                                                                         \
+    uint32_t tl_e, tl_o;                                                                                       \
+    TL_PAIR_NEXT(rp, tl_e, tl_o);                                                                              \
+    s = TL_SMLAD(a1, tl_o, TL_SMLAD(a0, tl_e, s));                                                             \
+  } while (0)
+#define TL_WIDE_OUT(s, i) tl_pw_out(s, rq[rq_step * (f + (i))], rq[rq_step * (f + (i)) + 1],                    \
+                                    rq[rq_step * (f + (i)) + 2], shift, zero, low, high)
+/* tl_pw_out's output of s before its clamp to [low, high] (saturated to int8 only) */
+static TL_INLINE int32_t tl_wide_sat(int32_t s, const int32_t *restrict rq, int32_t at, int32_t shift, int32_t zero) {
+  int32_t v;
+  if (!shift) return tl_pw_out(s, rq[at], rq[at + 1], rq[at + 2], shift, zero, -128, 127);
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+  __asm__("smmla %0, %1, %2, %3" : "=r"(v) : "r"(s), "r"(rq[at]), "r"(rq[at + 1]));
+  return __ssat(v >> shift, 8);
+#else
+  v = (int32_t)(((int64_t)rq[at + 1] * ((int64_t)1 << 32) + (int64_t)s * rq[at]) >> 32);
+  return tl_clamp_i32(v >> shift, -128, 127);
+#endif
+}
+/* y[0..3] = v0..v3 (int8 values) clamped to [low, high]: on the DSP packed into one word and
+ * clamped per byte by SSUB8 and SEL (two instructions per bound instead of three per output) */
+static TL_INLINE void tl_store4_clamped(int8_t *y, int32_t v0, int32_t v1, int32_t v2, int32_t v3, int32_t low,
+                                        int32_t high) {
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM) && defined(__GNUC__)
+  uint32_t w = (uint32_t)v0, t;
+  __asm__("bfi %0, %1, #8, #8\n\tbfi %0, %2, #16, #8\n\tbfi %0, %3, #24, #8" : "+r"(w) : "r"(v1), "r"(v2), "r"(v3));
+  if (low > -128)
+    __asm__("ssub8 %1, %0, %2\n\tsel %0, %0, %2" : "+r"(w), "=&r"(t) : "r"((uint32_t)(uint8_t)low * 0x01010101u) : "cc");
+  if (high < 127)
+    __asm__("ssub8 %1, %2, %0\n\tsel %0, %0, %2" : "+r"(w), "=&r"(t) : "r"((uint32_t)(uint8_t)high * 0x01010101u) : "cc");
+  memcpy(y, &w, 4);
+#else
+  y[0] = TL_CLAMP_OUT(v0, low, high), y[1] = TL_CLAMP_OUT(v1, low, high);
+  y[2] = TL_CLAMP_OUT(v2, low, high), y[3] = TL_CLAMP_OUT(v3, low, high);
+#endif
+}
+/* body() on the word of inputs at px + at (a0, a1 its halves): the last words % 4 words first,
+ * one by one, then four per pass */
+#define TL_WIDE_WORD(body, at)                                                                                   \
+  do {                                                                                                         \
+    const uint32_t tl_x = TL_WORD(px + (at)), a0 = TL_SXTB16(tl_x), a1 = TL_SXTB16_ODD(tl_x);                 \
+    body();                                                                                                    \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+#define TL_WIDE_LOOP(body)                                                                                       \
+  do {                                                                                                         \
+    const int8_t *px = x;                                                                                      \
+    int32_t n;                                                                                                 \
+    if (depth / 4 % 4 >= 1) TL_WIDE_WORD(body, 0);                                                             \
+    if (depth / 4 % 4 >= 2) TL_WIDE_WORD(body, 4);                                                             \
+    if (depth / 4 % 4 >= 3) TL_WIDE_WORD(body, 8);                                                             \
+    px += depth / 4 % 4 * 4;                                                                                   \
+    for (n = depth / 16; n > 0; --n, px += 16) {                                                               \
+      TL_WIDE_WORD(body, 0);                                                                                   \
+      TL_WIDE_WORD(body, 4);                                                                                   \
+      TL_WIDE_WORD(body, 8);                                                                                   \
+      TL_WIDE_WORD(body, 12);                                                                                  \
+    }                                                                                                          \
+  } while (0)
+#define TL_WIDE_MAC4()                                                                                           \
+  do {                                                                                                         \
+    TL_WIDE_MAC(s0);                                                                                           \
+    TL_WIDE_MAC(s1);                                                                                           \
+    TL_WIDE_MAC(s2);                                                                                           \
+    TL_WIDE_MAC(s3);                                                                                           \
+  } while (0)
+#define TL_WIDE_MAC1() TL_WIDE_MAC(s0)
+static TL_INLINE void tl_fc_s8_row_wide(const int8_t *x, const int32_t *restrict records, int8_t *y, int32_t depth,
+                                       int32_t units, const int32_t *restrict rq, int32_t rq_step, int32_t shift,
+                                       int32_t zero, int32_t low, int32_t high) {
+  const int32_t *rp = records;
+  int32_t f;
+#define TL_WIDE_GROUP()                                                                                          \
+  do {                                                                                                         \
+    int32_t s0, s1, s2, s3;                                                                                    \
+    TL_PAIR_NEXT(rp, s0, s1);                                                                                  \
+    TL_PAIR_NEXT(rp, s2, s3);                                                                                  \
+    TL_WIDE_LOOP(TL_WIDE_MAC4);                                                                                \
+    if (low > -128 || high < 127) { /* saturated to int8 one by one, clamped four at a time */                 \
+      tl_store4_clamped(y + f, tl_wide_sat(s0, rq, rq_step * f, shift, zero),                                  \
+                        tl_wide_sat(s1, rq, rq_step * (f + 1), shift, zero),                                   \
+                        tl_wide_sat(s2, rq, rq_step * (f + 2), shift, zero),                                   \
+                        tl_wide_sat(s3, rq, rq_step * (f + 3), shift, zero), low, high);                       \
+    } else {                                                                                                   \
+      const int8_t o0 = TL_WIDE_OUT(s0, 0), o1 = TL_WIDE_OUT(s1, 1), o2 = TL_WIDE_OUT(s2, 2);                 \
+      const int8_t o3 = TL_WIDE_OUT(s3, 3);                                                                    \
+      y[f] = o0, y[f + 1] = o1, y[f + 2] = o2, y[f + 3] = o3;                                                  \
+    }                                                                                                          \
+    f += 4;                                                                                                    \
+  } while (0)
+  for (f = 0; depth <= 8 && f + 16 <= units;) { /* four groups per pass when they are short */
+    TL_WIDE_GROUP();
+    TL_WIDE_GROUP();
+    TL_WIDE_GROUP();
+    TL_WIDE_GROUP();
+  }
+  while (f + 8 <= units) { /* else two */
+    TL_WIDE_GROUP();
+    TL_WIDE_GROUP();
+  }
+  if (units - f >= 4) TL_WIDE_GROUP();
+  for (; f < units; ++f) {
+    int32_t s0 = *rp++;
+    TL_WIDE_LOOP(TL_WIDE_MAC1);
+    y[f] = TL_WIDE_OUT(s0, 0);
+  }
+}
+
 /* the next record from rp on (words {2 * bias, w0 .. w(depth / 2 - 1), m, K, r}, two per LDRD):
  * the weight words multiplied into sa (and by extra() into sb) against the pixel's widened
  * inputs a0..a7 in that order, m, K and r left in m, k, r */
@@ -693,6 +809,13 @@ static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *re
 #undef TL_PW_SECOND
 #undef TL_PW_NONE
 #undef TL_PW_WIDEN
+#undef TL_WIDE_MAC
+#undef TL_WIDE_GROUP
+#undef TL_WIDE_MAC4
+#undef TL_WIDE_MAC1
+#undef TL_WIDE_WORD
+#undef TL_WIDE_LOOP
+#undef TL_WIDE_OUT
 #undef TL_ROW_MAC1
 #undef TL_ROW_MAC2
 #undef TL_ROW_MAC2_S01
