@@ -104,6 +104,21 @@ def dense_layer(rows: int, depth: int, units: int, seed: int, activation: str = 
     return g.model
 
 
+def in_place_conv():
+    """IC's in-place 3x3 layer (16x16x32, SAME, 16 filters) after a 1x1 layer to 64 channels."""
+    rng = np.random.default_rng(22)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 16, 16, 8), q(0.03, -9))
+    for name, count, size in (("up", 32, (1, 1)), ("c3", 16, (3, 3))):
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(count, 0.004)
+        w = g.const(f"{name}_w", rng.integers(-127, 128, (count, *size, depth)), "i8", qc(scales, 0))
+        b = g.const(f"{name}_b", rng.integers(-3000, 3000, (count,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(name, [h, w, b], Window2D("SAME"), q(0.05, 3), "NONE")
+    g.model.outputs = [h]
+    return g.model
+
+
 #: (name, model, the measured layer's name and kernel, its budget in instructions per MAC at -O2:
 #: issue 26's goal for layers of 8 input channels or more where it holds, else the instructions
 #: measured when the budget was set plus about 10%)
@@ -127,6 +142,7 @@ LAYERS = [
     ("dense, two rows", lambda: dense_layer(2, 128, 64, 5), "fc", "tl_fc_s8_gemm", 1.5),
     ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_row", 1.6),
     ("dense, one row of 75 to 7 units", lambda: dense_layer(1, 75, 7, 10), "fc", "tl_fc_s8_row", 2.0),
+    ("general 3x3 in place, 16x16x32 to 16", lambda: in_place_conv(), "c3", "tl_conv_nhwc_s8_direct", 1.5),
     ("dense head 64 to 12", lambda: dense_layer(1, 64, 12, 16, "NONE"), "fc", "tl_fc_s8_row_wide", 1.25),
     ("dense head 64 to 10", lambda: dense_layer(1, 64, 10, 17, "NONE"), "fc", "tl_fc_s8_row_wide", 1.42),
     ("dense 8 to 128, ReLU", lambda: dense_layer(1, 8, 128, 18), "fc", "tl_fc_s8_row_wide", 1.5),
@@ -398,3 +414,46 @@ def test_wide_dense_row_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
             built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "wide.c", "-o", "wide.o"],
                                    cwd=tmp_path, capture_output=True, text=True)
             assert built.returncode == 0, built.stderr
+
+
+def direct_model():
+    """3x3 convolutions reading their inputs in place (tl_conv_nhwc_s8_direct, after a 1x1 layer
+    to 32 channels, the arena's peak): pairs of pixels at the borders (padding columns on the
+    left of the first, on the right of the second, rows of padding), an odd width (a last single
+    pixel), stride 2."""
+    rng = np.random.default_rng(21)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 9, 7, 8), q(0.03, -9))
+    layers = [("up", 32, (1, 1), Window2D("SAME")), ("c3", 16, (3, 3), Window2D("SAME")),
+              ("up2", 32, (1, 1), Window2D("SAME")), ("c3b", 12, (3, 3), Window2D("SAME", 2, 2))]
+    for name, count, size, window in layers:
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(count, 0.004)
+        w = g.const(f"{name}_w", rng.integers(-127, 128, (count, *size, depth)), "i8", qc(scales, 0))
+        b = g.const(f"{name}_b", rng.integers(-3000, 3000, (count,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(name, [h, w, b], window, q(0.05, 3), "NONE")
+    g.model.outputs = [h]
+    return g.model
+
+
+def test_in_place_convolution_pairs_at_the_borders_are_bit_exact(tmp_path):
+    """tl_conv_nhwc_s8_direct's border pairs on the emulated Cortex-M4 and in the portable form."""
+    from dataclasses import replace
+
+    from tractile.compile import compile_model
+    from tractile.compile.target import HOST
+
+    from .harness import needs_cc
+
+    needs_board("cortex-m4")
+    report = verify(direct_model(), "cortex-m4", runs=3, opt="speed", folder=tmp_path / "m4")
+    assert report["verified"], report["first_difference"]
+    kernels = {entry["name"].split(".")[0]: entry["kernel"] for entry in report["layers"] if entry["macs"]}
+    assert kernels["c3"] == kernels["c3b"] == "tl_conv_nhwc_s8_direct", kernels
+    needs_cc()
+    model = direct_model()
+    compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
+    rng = np.random.default_rng(2)
+    for _ in range(2):
+        values = [rng.integers(-128, 128, (1, 9, 7, 8)).astype(np.int8)]
+        assert np.array_equal(compiled.run(values)[0], model.run(values)[0])

@@ -364,6 +364,33 @@ static TL_INLINE int32_t tl_direct_1x1(const int8_t *px, uint32_t zero_word, con
   return s;
 }
 
+/* s00, s10 (pixels a at px, b at px + nb), s01, s11 (their next channel) += the word of inputs at
+ * `at` bytes from there times the weights at w0 + at and w0 + k4 + at; a pixel whose flag (A, B:
+ * literal 0 or 1) is 0 reads the zero-point word instead (a padding tap, its inputs not read) */
+#define TL_DIRECT_2X2(at, A, B, nb)                                                                                  \
+  do {                                                                                                         \
+    const uint32_t xa = (A) ? TL_WORD(px + (at)) : zero_word, xb = (B) ? TL_WORD(px + (nb) + (at)) : zero_word;   \
+    const uint32_t v0 = TL_WORD(w0 + (at)), v1 = TL_WORD(w0 + k4 + (at));                                      \
+    const uint32_t a0 = TL_SXTB16(xa), a1 = TL_SXTB16_ODD(xa), b0 = TL_SXTB16(xb), b1 = TL_SXTB16_ODD(xb);    \
+    const uint32_t e0 = TL_SXTB16(v0), o0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16(v1), o1 = TL_SXTB16_ODD(v1);    \
+    TL_GEMM_MAC(a0, a1, e0, o0, s00);                                                                          \
+    TL_GEMM_MAC(b0, b1, e0, o0, s10);                                                                          \
+    TL_GEMM_MAC(a0, a1, e1, o1, s01);                                                                          \
+    TL_GEMM_MAC(b0, b1, e1, o1, s11);                                                                          \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+/* TL_DIRECT_2X2 over `bytes` inputs (a multiple of step), step / 4 words per pass, px (when read)
+ * and w0 moved on */
+#define TL_DIRECT_RUN(A, B, nb, bytes)                                                                               \
+  for (n = (bytes) / step; n > 0; --n, w0 += step) {                                                           \
+    TL_DIRECT_2X2(0, A, B, nb);                                                                                    \
+    if (step >= 8) TL_DIRECT_2X2(4, A, B, nb);                                                                     \
+    if (step >= 16) {                                                                                          \
+      TL_DIRECT_2X2(8, A, B, nb);                                                                                  \
+      TL_DIRECT_2X2(12, A, B, nb);                                                                                 \
+    }                                                                                                          \
+    if ((A) || (B)) px += step;                                                                                \
+  }
 /* Arguments as tl_conv_nhwc_s8_gemm's without col. */
 static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *restrict w, const int32_t *restrict bias,
     int8_t *y, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
@@ -372,6 +399,7 @@ static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *rest
     int32_t zero, int32_t low, int32_t high) {
   const int32_t k4 = k_h * k_w * depth, segment = dil_w == 1 ? k_w * in_c : in_c, taps = dil_w == 1 ? 1 : k_w;
   const int32_t scale = mode == 2 ? 1 : 2, next = stride_w * in_c;
+  const int32_t step = in_c % 16 == 0 ? 16 : in_c % 8 == 0 ? 8 : 4; /* divides segment and in_c */
   const uint32_t zero_word = (uint32_t)(uint8_t)(int8_t)-x_offset * 0x01010101u;
   int32_t b, oy, ox, f, ky, t;
   for (b = 0; b < batches; ++b)
@@ -383,8 +411,9 @@ static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *rest
       for (ox = 0; ox < out_w;) {
         const int32_t left = ox * stride_w - pad_left;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * filters;
-        int32_t kx0, kx1;
+        int32_t kx0, kx1, kb0, kb1; /* the valid taps of the pixel and of the next */
         tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        tl_valid_taps(left + stride_w, dil_w, k_w, in_w, &kb0, &kb1);
         if (ky0 == 0 && ky1 == k_h && kx0 == 0 && kx1 == k_w && ox + 1 < out_w &&
             left + stride_w + (k_w - 1) * dil_w < in_w) { /* two pixels inside */
           const int8_t *corner = base + (top * in_w + left) * in_c;
@@ -395,18 +424,10 @@ static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *rest
             int8_t o00, o01, o10, o11;
             for (ky = 0; ky < k_h; ++ky)
               for (t = 0; t < taps; ++t) {
-                const int8_t *px = corner + (ky * dil_h * in_w + t * dil_w) * in_c, *end = px + segment;
+                const int8_t *px = corner + (ky * dil_h * in_w + t * dil_w) * in_c;
+                int32_t n;
                 TL_OPAQUE(px);
-                for (; px < end; px += 4, w0 += 4) {
-                  const uint32_t xa = TL_WORD(px), xb = TL_WORD(px + next), v0 = TL_WORD(w0), v1 = TL_WORD(w0 + k4);
-                  const uint32_t a0 = TL_SXTB16(xa), a1 = TL_SXTB16_ODD(xa), b0 = TL_SXTB16(xb), b1 = TL_SXTB16_ODD(xb);
-                  const uint32_t e0 = TL_SXTB16(v0), o0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16(v1), o1 = TL_SXTB16_ODD(v1);
-                  TL_GEMM_MAC(a0, a1, e0, o0, s00);
-                  TL_GEMM_MAC(b0, b1, e0, o0, s10);
-                  TL_GEMM_MAC(a0, a1, e1, o1, s01);
-                  TL_GEMM_MAC(b0, b1, e1, o1, s11);
-                  TL_TAP_ORDER();
-                }
+                TL_DIRECT_RUN(1, 1, next, segment);
               }
             o00 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s00), r[0], r[1], r[2], TL_GEMM_ARGS);
             o10 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s10), r[0], r[1], r[2], TL_GEMM_ARGS);
@@ -426,6 +447,36 @@ static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *rest
               }
             out[f] = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * sa), r[0], r[1], r[2], TL_GEMM_ARGS);
             out[filters + f] = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * sb), r[0], r[1], r[2], TL_GEMM_ARGS);
+          }
+          ox += 2;
+        } else if (ox + 1 < out_w && dil_w == 1 && filters % 2 == 0 && kx1 == k_w && kb0 == 0 && kx0 <= kb1) {
+          /* a pair at a border: padding columns on the left of the first pixel only, on the right
+           * of the second only, and rows of padding (even filters, whole rows as segments) */
+          const int32_t pa = kx0 * in_c, pb = kb1 * in_c; /* a's inputs from pa, b's up to pb */
+          for (f = 0; f < filters; f += 2) {
+            const int8_t *w0 = w + f * k4;
+            const int32_t *r = rq + 3 * f;
+            int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+            int8_t o00, o01, o10, o11;
+            for (ky = 0; ky < k_h; ++ky) {
+              const int8_t *px;
+              int32_t n;
+              if (ky < ky0 || ky >= ky1) { /* a row of padding */
+                TL_DIRECT_RUN(0, 0, 0, segment);
+                continue;
+              }
+              px = base + ((top + ky * dil_h) * in_w + left + stride_w) * in_c;
+              TL_OPAQUE(px);
+              TL_DIRECT_RUN(0, 1, 0, pa); /* px: b's inputs */
+              px -= next;                  /* px: a's inputs */
+              TL_DIRECT_RUN(1, 1, next, pb - pa);
+              TL_DIRECT_RUN(1, 0, next, segment - pb);
+            }
+            o00 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s00), r[0], r[1], r[2], TL_GEMM_ARGS);
+            o10 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s10), r[0], r[1], r[2], TL_GEMM_ARGS);
+            o01 = tl_gemm_out(tl_add_wrap_s32(bias[f + 1], scale * s01), r[3], r[4], r[5], TL_GEMM_ARGS);
+            o11 = tl_gemm_out(tl_add_wrap_s32(bias[f + 1], scale * s11), r[3], r[4], r[5], TL_GEMM_ARGS);
+            out[f] = o00, out[f + 1] = o01, out[filters + f] = o10, out[filters + f + 1] = o11;
           }
           ox += 2;
         } else { /* one pixel, its padding taps as the zero-point word */
@@ -810,6 +861,8 @@ static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *re
 #undef TL_PW_NONE
 #undef TL_PW_WIDEN
 #undef TL_WIDE_MAC
+#undef TL_DIRECT_2X2
+#undef TL_DIRECT_RUN
 #undef TL_WIDE_GROUP
 #undef TL_WIDE_MAC4
 #undef TL_WIDE_MAC1
