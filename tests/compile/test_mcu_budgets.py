@@ -126,7 +126,7 @@ LAYERS = [
     ("general 3x3, 16 channels", lambda: conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64),
      "conv", "tl_conv_nhwc_s8_gemm", 1.5),
     ("pointwise 64 to 16, in place", lambda: conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64),
-     "narrow", "tl_conv_nhwc_s8_direct", 1.85),
+     "narrow", "tl_conv_nhwc_s8_direct", 1.65),
     ("pointwise, 64 channels", lambda: conv_layer((8, 8, 64), 64, (1, 1), Window2D("SAME"), 4, widen=128),
      "conv", "tl_conv_nhwc_s8_gemm", 1.5),
     ("pointwise, depth 8 to 16", lambda: conv_layer((12, 12, 8), 16, (1, 1), Window2D("SAME"), 11),

@@ -15,6 +15,8 @@
  * - Blocking: two output channels by two pixels in registers (each word of weights feeds four
  *   SMLAD, each pair of column words, one LDRD, two); a lone last pixel (and a dense layer of one
  *   row, read in place without columns) four channels at a time.
+ * - Small dense rows (tl_fc_s8_row_wide): weights stored widened beside their biases, as
+ *   tl_pointwise_s8_shallow's records; inputs read in place.
  * - Requantization (`mode` 0 or 1): the columns hold twice the inputs (SADD16) and the bias is
  *   doubled on the host, so the accumulators are doubled as tl_conv_dsp.h's one-SMMLAR
  *   requantization wants them (`rq`: {multiplier, K, r} per channel; mode 1 when some channel
