@@ -94,13 +94,28 @@ def test_depthwise_rows_kernel_is_bit_exact_at_every_edge(index, tmp_path):
         assert kernels == ["tl_dwconv3x3_s8_rows"] * len(layers), kernels
 
 
-def dense_layer(rows: int, depth: int, units: int, seed: int):
+def dense_layer(rows: int, depth: int, units: int, seed: int, activation: str = "RELU"):
     rng = np.random.default_rng(seed)
     g = GraphBuilder()
     x = g.input("x", "i8", (rows, depth), q(0.03, 5))
     w = g.const("w", rng.integers(-127, 128, (units, depth)), "i8", q(0.005))
     b = g.const("b", rng.integers(-3000, 3000, (units,)), "i32", q(0.03 * 0.005))
-    g.model.outputs = [g.dense("fc", x, w, b, q(0.1, -3), "RELU", flavour="micro")]
+    g.model.outputs = [g.dense("fc", x, w, b, q(0.1, -3), activation, flavour="micro")]
+    return g.model
+
+
+def in_place_conv():
+    """IC's in-place 3x3 layer (16x16x32, SAME, 16 filters) after a 1x1 layer to 64 channels."""
+    rng = np.random.default_rng(22)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 16, 16, 8), q(0.03, -9))
+    for name, count, size in (("up", 32, (1, 1)), ("c3", 16, (3, 3))):
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(count, 0.004)
+        w = g.const(f"{name}_w", rng.integers(-127, 128, (count, *size, depth)), "i8", qc(scales, 0))
+        b = g.const(f"{name}_b", rng.integers(-3000, 3000, (count,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(name, [h, w, b], Window2D("SAME"), q(0.05, 3), "NONE")
+    g.model.outputs = [h]
     return g.model
 
 
@@ -111,7 +126,7 @@ LAYERS = [
     ("general 3x3, 16 channels", lambda: conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64),
      "conv", "tl_conv_nhwc_s8_gemm", 1.5),
     ("pointwise 64 to 16, in place", lambda: conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64),
-     "narrow", "tl_conv_nhwc_s8_direct", 1.85),
+     "narrow", "tl_conv_nhwc_s8_direct", 1.65),
     ("pointwise, 64 channels", lambda: conv_layer((8, 8, 64), 64, (1, 1), Window2D("SAME"), 4, widen=128),
      "conv", "tl_conv_nhwc_s8_gemm", 1.5),
     ("pointwise, depth 8 to 16", lambda: conv_layer((12, 12, 8), 16, (1, 1), Window2D("SAME"), 11),
@@ -127,6 +142,10 @@ LAYERS = [
     ("dense, two rows", lambda: dense_layer(2, 128, 64, 5), "fc", "tl_fc_s8_gemm", 1.5),
     ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_row", 1.6),
     ("dense, one row of 75 to 7 units", lambda: dense_layer(1, 75, 7, 10), "fc", "tl_fc_s8_row", 2.0),
+    ("general 3x3 in place, 16x16x32 to 16", lambda: in_place_conv(), "c3", "tl_conv_nhwc_s8_direct", 1.5),
+    ("dense head 64 to 12", lambda: dense_layer(1, 64, 12, 16, "NONE"), "fc", "tl_fc_s8_row_wide", 1.25),
+    ("dense head 64 to 10", lambda: dense_layer(1, 64, 10, 17, "NONE"), "fc", "tl_fc_s8_row_wide", 1.42),
+    ("dense 8 to 128, ReLU", lambda: dense_layer(1, 8, 128, 18), "fc", "tl_fc_s8_row_wide", 1.5),
     ("depthwise 3x3 stride 1", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 2.5),
     ("depthwise 3x3 stride 2", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME", 2, 2), 7), "dw",
@@ -338,3 +357,103 @@ def test_shared_shift_requantization_equals_tflites_recipe():
                 assert min(max(ours, low), 127) == min(max(theirs, low), 127), (channel, x, zero, low)
                 checked += 1
     assert checked > 100000
+
+
+def wide_dense_model():
+    """tl_fc_s8_row_wide over its paths: depth 8 (four groups a pass) with ReLU (the common shift,
+    the lower bound clamped four outputs at a time), per-channel scales with ReLU6 below 127 (both
+    bounds clamped), a head without activation of 10 units (two groups, two single channels)."""
+    rng = np.random.default_rng(19)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 8), q(0.03, -9))
+    layers = [(32, q(0.1, -3), "RELU", False), (12, q(0.05, -20), "RELU6", True), (10, q(0.2, 4), "NONE", False)]
+    for index, (units, out_q, activation, per_channel) in enumerate(layers):
+        depth = int(g.model.outlet_fact(h).shape[1])
+        scales = _scales(units, 0.005) if per_channel else [0.005] * units
+        w_q = qc(scales, 0) if per_channel else q(0.005)
+        w = g.const(f"w{index}", rng.integers(-127, 128, (units, depth)), "i8", w_q)
+        b = g.const(f"b{index}", rng.integers(-3000, 3000, (units,)), "i32",
+                    qc([0.03 * s for s in scales], 0) if per_channel else q(0.03 * 0.005))
+        h = g.dense(f"fc{index}", h, w, b, out_q, activation, flavour="micro")
+    g.model.outputs = [h]
+    return g.model
+
+
+def test_wide_dense_row_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
+    """tl_fc_s8_row_wide on the emulated Cortex-M4 (the SSUB8/SEL clamps), in its portable form on
+    the host, and under strict C99 warnings for the Cortex-M4 with gcc and clang at -O2 and -Os."""
+    import shutil
+    import subprocess
+    from dataclasses import replace
+
+    from tractile.compile import compile_model, generate
+    from tractile.compile.target import HOST, find_target
+
+    from .harness import WARNING_FLAGS, needs_cc
+    from .test_dsp_kernels import M4_FLAGS
+
+    needs_board("cortex-m4")
+    report = verify(wide_dense_model(), "cortex-m4", runs=3, opt="speed", folder=tmp_path / "m4")
+    assert report["verified"], report["first_difference"]
+    assert [entry["kernel"] for entry in report["layers"] if entry["macs"]] == ["tl_fc_s8_row_wide"] * 3
+    needs_cc()
+    model = wide_dense_model()
+    compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        values = [rng.integers(-128, 128, (1, 8)).astype(np.int8)]
+        assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
+    source = generate(model, name="wide", target=find_target("cortex-m4"))
+    source.write(tmp_path)
+    for compiler in ("arm-none-eabi-gcc", "clang"):
+        if shutil.which(compiler) is None:
+            continue
+        flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
+                                                      "/usr/lib/arm-none-eabi/include"]
+        for opt in ("-Os", "-O2"):
+            built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "wide.c", "-o", "wide.o"],
+                                   cwd=tmp_path, capture_output=True, text=True)
+            assert built.returncode == 0, built.stderr
+
+
+def direct_model():
+    """3x3 convolutions reading their inputs in place (tl_conv_nhwc_s8_direct, after a 1x1 layer
+    to 32 channels, the arena's peak): pairs of pixels at the borders (padding columns on the
+    left of the first, on the right of the second, rows of padding), an odd width (a last single
+    pixel), stride 2."""
+    rng = np.random.default_rng(21)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 9, 7, 8), q(0.03, -9))
+    layers = [("up", 32, (1, 1), Window2D("SAME")), ("c3", 16, (3, 3), Window2D("SAME")),
+              ("up2", 32, (1, 1), Window2D("SAME")), ("c3b", 12, (3, 3), Window2D("SAME", 2, 2))]
+    for name, count, size, window in layers:
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(count, 0.004)
+        w = g.const(f"{name}_w", rng.integers(-127, 128, (count, *size, depth)), "i8", qc(scales, 0))
+        b = g.const(f"{name}_b", rng.integers(-3000, 3000, (count,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(name, [h, w, b], window, q(0.05, 3), "NONE")
+    g.model.outputs = [h]
+    return g.model
+
+
+def test_in_place_convolution_pairs_at_the_borders_are_bit_exact(tmp_path):
+    """tl_conv_nhwc_s8_direct's border pairs on the emulated Cortex-M4 and in the portable form."""
+    from dataclasses import replace
+
+    from tractile.compile import compile_model
+    from tractile.compile.target import HOST
+
+    from .harness import needs_cc
+
+    needs_board("cortex-m4")
+    report = verify(direct_model(), "cortex-m4", runs=3, opt="speed", folder=tmp_path / "m4")
+    assert report["verified"], report["first_difference"]
+    kernels = {entry["name"].split(".")[0]: entry["kernel"] for entry in report["layers"] if entry["macs"]}
+    assert kernels["c3"] == kernels["c3b"] == "tl_conv_nhwc_s8_direct", kernels
+    needs_cc()
+    model = direct_model()
+    compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
+    rng = np.random.default_rng(2)
+    for _ in range(2):
+        values = [rng.integers(-128, 128, (1, 9, 7, 8)).astype(np.int8)]
+        assert np.array_equal(compiled.run(values)[0], model.run(values)[0])

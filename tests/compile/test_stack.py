@@ -80,7 +80,7 @@ def test_a_project_links_the_measured_stack_and_reports_an_overflow(tmp_path):
     assert stack == stack_with_margin(used) and sections.index(".stack (NOLOAD)") < sections.index(".data :")
     done = subprocess.run(["make", "run"], cwd=tmp_path / "measured", capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "x stack" not in done.stdout + done.stderr, done.stdout + done.stderr
-    write_project(source, board, tmp_path / "small", sample, stack=64)
+    write_project(source, board, tmp_path / "small", sample, stack=32)  # far below what invoke needs
     done = subprocess.run(["make", "run"], cwd=tmp_path / "small", capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "x stack overflow sp=0x" in done.stdout + done.stderr, done.stdout + done.stderr
 

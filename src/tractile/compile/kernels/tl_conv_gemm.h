@@ -15,6 +15,8 @@
  * - Blocking: two output channels by two pixels in registers (each word of weights feeds four
  *   SMLAD, each pair of column words, one LDRD, two); a lone last pixel (and a dense layer of one
  *   row, read in place without columns) four channels at a time.
+ * - Small dense rows (tl_fc_s8_row_wide): weights stored widened beside their biases, as
+ *   tl_pointwise_s8_shallow's records; inputs read in place.
  * - Requantization (`mode` 0 or 1): the columns hold twice the inputs (SADD16) and the bias is
  *   doubled on the host, so the accumulators are doubled as tl_conv_dsp.h's one-SMMLAR
  *   requantization wants them (`rq`: {multiplier, K, r} per channel; mode 1 when some channel
@@ -364,6 +366,33 @@ static TL_INLINE int32_t tl_direct_1x1(const int8_t *px, uint32_t zero_word, con
   return s;
 }
 
+/* s00, s10 (pixels a at px, b at px + nb), s01, s11 (their next channel) += the word of inputs at
+ * `at` bytes from there times the weights at w0 + at and w0 + k4 + at; a pixel whose flag (A, B:
+ * literal 0 or 1) is 0 reads the zero-point word instead (a padding tap, its inputs not read) */
+#define TL_DIRECT_2X2(at, A, B, nb)                                                                                  \
+  do {                                                                                                         \
+    const uint32_t xa = (A) ? TL_WORD(px + (at)) : zero_word, xb = (B) ? TL_WORD(px + (nb) + (at)) : zero_word;   \
+    const uint32_t v0 = TL_WORD(w0 + (at)), v1 = TL_WORD(w0 + k4 + (at));                                      \
+    const uint32_t a0 = TL_SXTB16(xa), a1 = TL_SXTB16_ODD(xa), b0 = TL_SXTB16(xb), b1 = TL_SXTB16_ODD(xb);    \
+    const uint32_t e0 = TL_SXTB16(v0), o0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16(v1), o1 = TL_SXTB16_ODD(v1);    \
+    TL_GEMM_MAC(a0, a1, e0, o0, s00);                                                                          \
+    TL_GEMM_MAC(b0, b1, e0, o0, s10);                                                                          \
+    TL_GEMM_MAC(a0, a1, e1, o1, s01);                                                                          \
+    TL_GEMM_MAC(b0, b1, e1, o1, s11);                                                                          \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+/* TL_DIRECT_2X2 over `bytes` inputs (a multiple of step), step / 4 words per pass, px (when read)
+ * and w0 moved on */
+#define TL_DIRECT_RUN(A, B, nb, bytes)                                                                               \
+  for (n = (bytes) / step; n > 0; --n, w0 += step) {                                                           \
+    TL_DIRECT_2X2(0, A, B, nb);                                                                                    \
+    if (step >= 8) TL_DIRECT_2X2(4, A, B, nb);                                                                     \
+    if (step >= 16) {                                                                                          \
+      TL_DIRECT_2X2(8, A, B, nb);                                                                                  \
+      TL_DIRECT_2X2(12, A, B, nb);                                                                                 \
+    }                                                                                                          \
+    if ((A) || (B)) px += step;                                                                                \
+  }
 /* Arguments as tl_conv_nhwc_s8_gemm's without col. */
 static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *restrict w, const int32_t *restrict bias,
     int8_t *y, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
@@ -372,6 +401,7 @@ static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *rest
     int32_t zero, int32_t low, int32_t high) {
   const int32_t k4 = k_h * k_w * depth, segment = dil_w == 1 ? k_w * in_c : in_c, taps = dil_w == 1 ? 1 : k_w;
   const int32_t scale = mode == 2 ? 1 : 2, next = stride_w * in_c;
+  const int32_t step = in_c % 16 == 0 ? 16 : in_c % 8 == 0 ? 8 : 4; /* divides segment and in_c */
   const uint32_t zero_word = (uint32_t)(uint8_t)(int8_t)-x_offset * 0x01010101u;
   int32_t b, oy, ox, f, ky, t;
   for (b = 0; b < batches; ++b)
@@ -383,8 +413,9 @@ static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *rest
       for (ox = 0; ox < out_w;) {
         const int32_t left = ox * stride_w - pad_left;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * filters;
-        int32_t kx0, kx1;
+        int32_t kx0, kx1, kb0, kb1; /* the valid taps of the pixel and of the next */
         tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+        tl_valid_taps(left + stride_w, dil_w, k_w, in_w, &kb0, &kb1);
         if (ky0 == 0 && ky1 == k_h && kx0 == 0 && kx1 == k_w && ox + 1 < out_w &&
             left + stride_w + (k_w - 1) * dil_w < in_w) { /* two pixels inside */
           const int8_t *corner = base + (top * in_w + left) * in_c;
@@ -395,18 +426,10 @@ static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *rest
             int8_t o00, o01, o10, o11;
             for (ky = 0; ky < k_h; ++ky)
               for (t = 0; t < taps; ++t) {
-                const int8_t *px = corner + (ky * dil_h * in_w + t * dil_w) * in_c, *end = px + segment;
+                const int8_t *px = corner + (ky * dil_h * in_w + t * dil_w) * in_c;
+                int32_t n;
                 TL_OPAQUE(px);
-                for (; px < end; px += 4, w0 += 4) {
-                  const uint32_t xa = TL_WORD(px), xb = TL_WORD(px + next), v0 = TL_WORD(w0), v1 = TL_WORD(w0 + k4);
-                  const uint32_t a0 = TL_SXTB16(xa), a1 = TL_SXTB16_ODD(xa), b0 = TL_SXTB16(xb), b1 = TL_SXTB16_ODD(xb);
-                  const uint32_t e0 = TL_SXTB16(v0), o0 = TL_SXTB16_ODD(v0), e1 = TL_SXTB16(v1), o1 = TL_SXTB16_ODD(v1);
-                  TL_GEMM_MAC(a0, a1, e0, o0, s00);
-                  TL_GEMM_MAC(b0, b1, e0, o0, s10);
-                  TL_GEMM_MAC(a0, a1, e1, o1, s01);
-                  TL_GEMM_MAC(b0, b1, e1, o1, s11);
-                  TL_TAP_ORDER();
-                }
+                TL_DIRECT_RUN(1, 1, next, segment);
               }
             o00 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s00), r[0], r[1], r[2], TL_GEMM_ARGS);
             o10 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s10), r[0], r[1], r[2], TL_GEMM_ARGS);
@@ -426,6 +449,36 @@ static TL_INLINE void tl_conv_nhwc_s8_direct(const int8_t *x, const int8_t *rest
               }
             out[f] = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * sa), r[0], r[1], r[2], TL_GEMM_ARGS);
             out[filters + f] = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * sb), r[0], r[1], r[2], TL_GEMM_ARGS);
+          }
+          ox += 2;
+        } else if (ox + 1 < out_w && dil_w == 1 && filters % 2 == 0 && kx1 == k_w && kb0 == 0 && kx0 <= kb1) {
+          /* a pair at a border: padding columns on the left of the first pixel only, on the right
+           * of the second only, and rows of padding (even filters, whole rows as segments) */
+          const int32_t pa = kx0 * in_c, pb = kb1 * in_c; /* a's inputs from pa, b's up to pb */
+          for (f = 0; f < filters; f += 2) {
+            const int8_t *w0 = w + f * k4;
+            const int32_t *r = rq + 3 * f;
+            int32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
+            int8_t o00, o01, o10, o11;
+            for (ky = 0; ky < k_h; ++ky) {
+              const int8_t *px;
+              int32_t n;
+              if (ky < ky0 || ky >= ky1) { /* a row of padding */
+                TL_DIRECT_RUN(0, 0, 0, segment);
+                continue;
+              }
+              px = base + ((top + ky * dil_h) * in_w + left + stride_w) * in_c;
+              TL_OPAQUE(px);
+              TL_DIRECT_RUN(0, 1, 0, pa); /* px: b's inputs */
+              px -= next;                  /* px: a's inputs */
+              TL_DIRECT_RUN(1, 1, next, pb - pa);
+              TL_DIRECT_RUN(1, 0, next, segment - pb);
+            }
+            o00 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s00), r[0], r[1], r[2], TL_GEMM_ARGS);
+            o10 = tl_gemm_out(tl_add_wrap_s32(bias[f], scale * s10), r[0], r[1], r[2], TL_GEMM_ARGS);
+            o01 = tl_gemm_out(tl_add_wrap_s32(bias[f + 1], scale * s01), r[3], r[4], r[5], TL_GEMM_ARGS);
+            o11 = tl_gemm_out(tl_add_wrap_s32(bias[f + 1], scale * s11), r[3], r[4], r[5], TL_GEMM_ARGS);
+            out[f] = o00, out[f + 1] = o01, out[filters + f] = o10, out[filters + f + 1] = o11;
           }
           ox += 2;
         } else { /* one pixel, its padding taps as the zero-point word */
@@ -589,6 +642,122 @@ static TL_INLINE int8_t tl_pw_out(int32_t s, int32_t m, int32_t k, int32_t r, in
   return TL_CLAMP_OUT(v >> shift, low, high);
 }
 
+/* A small dense row (tl_fc_s8_row_wide; depth a multiple of 4, at most 4,096 weights): the
+ * weights stored widened and scaled as tl_pointwise_s8_shallow's, so that no SXTB16 of a weight
+ * is needed: records of four channels {their four biases, then per word of four inputs the
+ * channels' [w0 | w2], [w1 | w3] in turn}, of a last channel (units % 4) {bias, its words}. Per
+ * word of inputs and four channels: one load and two SXTB16 of the inputs, four LDRD and eight
+ * SMLAD (15 instructions for 16 MACs); the accumulators start at the biases. The output as
+ * tl_pw_out's, `rq` {m, K, r} per channel (`rq_step` 3) or once for all (0). */
+#define TL_WIDE_MAC(s)                                                                                           \
+  do {                                                                                                         \
+    uint32_t tl_e, tl_o;                                                                                       \
+    TL_PAIR_NEXT(rp, tl_e, tl_o);                                                                              \
+    s = TL_SMLAD(a1, tl_o, TL_SMLAD(a0, tl_e, s));                                                             \
+  } while (0)
+#define TL_WIDE_OUT(s, i) tl_pw_out(s, rq[rq_step * (f + (i))], rq[rq_step * (f + (i)) + 1],                    \
+                                    rq[rq_step * (f + (i)) + 2], shift, zero, low, high)
+/* tl_pw_out's output of s before its clamp to [low, high] (saturated to int8 only) */
+static TL_INLINE int32_t tl_wide_sat(int32_t s, const int32_t *restrict rq, int32_t at, int32_t shift, int32_t zero) {
+  int32_t v;
+  if (!shift) return tl_pw_out(s, rq[at], rq[at + 1], rq[at + 2], shift, zero, -128, 127);
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+  __asm__("smmla %0, %1, %2, %3" : "=r"(v) : "r"(s), "r"(rq[at]), "r"(rq[at + 1]));
+  return __ssat(v >> shift, 8);
+#else
+  v = (int32_t)(((int64_t)rq[at + 1] * ((int64_t)1 << 32) + (int64_t)s * rq[at]) >> 32);
+  return tl_clamp_i32(v >> shift, -128, 127);
+#endif
+}
+/* y[0..3] = v0..v3 (int8 values) clamped to [low, high]: on the DSP packed into one word and
+ * clamped per byte by SSUB8 and SEL (two instructions per bound instead of three per output) */
+static TL_INLINE void tl_store4_clamped(int8_t *y, int32_t v0, int32_t v1, int32_t v2, int32_t v3, int32_t low,
+                                        int32_t high) {
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM) && defined(__GNUC__)
+  uint32_t w = (uint32_t)v0, t;
+  __asm__("bfi %0, %1, #8, #8\n\tbfi %0, %2, #16, #8\n\tbfi %0, %3, #24, #8" : "+r"(w) : "r"(v1), "r"(v2), "r"(v3));
+  if (low > -128)
+    __asm__("ssub8 %1, %0, %2\n\tsel %0, %0, %2" : "+r"(w), "=&r"(t) : "r"((uint32_t)(uint8_t)low * 0x01010101u) : "cc");
+  if (high < 127)
+    __asm__("ssub8 %1, %2, %0\n\tsel %0, %0, %2" : "+r"(w), "=&r"(t) : "r"((uint32_t)(uint8_t)high * 0x01010101u) : "cc");
+  memcpy(y, &w, 4);
+#else
+  y[0] = TL_CLAMP_OUT(v0, low, high), y[1] = TL_CLAMP_OUT(v1, low, high);
+  y[2] = TL_CLAMP_OUT(v2, low, high), y[3] = TL_CLAMP_OUT(v3, low, high);
+#endif
+}
+/* body() on the word of inputs at px + at (a0, a1 its halves): the last words % 4 words first,
+ * one by one, then four per pass */
+#define TL_WIDE_WORD(body, at)                                                                                   \
+  do {                                                                                                         \
+    const uint32_t tl_x = TL_WORD(px + (at)), a0 = TL_SXTB16(tl_x), a1 = TL_SXTB16_ODD(tl_x);                 \
+    body();                                                                                                    \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+#define TL_WIDE_LOOP(body)                                                                                       \
+  do {                                                                                                         \
+    const int8_t *px = x;                                                                                      \
+    int32_t n;                                                                                                 \
+    if (depth / 4 % 4 >= 1) TL_WIDE_WORD(body, 0);                                                             \
+    if (depth / 4 % 4 >= 2) TL_WIDE_WORD(body, 4);                                                             \
+    if (depth / 4 % 4 >= 3) TL_WIDE_WORD(body, 8);                                                             \
+    px += depth / 4 % 4 * 4;                                                                                   \
+    for (n = depth / 16; n > 0; --n, px += 16) {                                                               \
+      TL_WIDE_WORD(body, 0);                                                                                   \
+      TL_WIDE_WORD(body, 4);                                                                                   \
+      TL_WIDE_WORD(body, 8);                                                                                   \
+      TL_WIDE_WORD(body, 12);                                                                                  \
+    }                                                                                                          \
+  } while (0)
+#define TL_WIDE_MAC4()                                                                                           \
+  do {                                                                                                         \
+    TL_WIDE_MAC(s0);                                                                                           \
+    TL_WIDE_MAC(s1);                                                                                           \
+    TL_WIDE_MAC(s2);                                                                                           \
+    TL_WIDE_MAC(s3);                                                                                           \
+  } while (0)
+#define TL_WIDE_MAC1() TL_WIDE_MAC(s0)
+static TL_INLINE void tl_fc_s8_row_wide(const int8_t *x, const int32_t *restrict records, int8_t *y, int32_t depth,
+                                       int32_t units, const int32_t *restrict rq, int32_t rq_step, int32_t shift,
+                                       int32_t zero, int32_t low, int32_t high) {
+  const int32_t *rp = records;
+  int32_t f;
+#define TL_WIDE_GROUP()                                                                                          \
+  do {                                                                                                         \
+    int32_t s0, s1, s2, s3;                                                                                    \
+    TL_PAIR_NEXT(rp, s0, s1);                                                                                  \
+    TL_PAIR_NEXT(rp, s2, s3);                                                                                  \
+    TL_WIDE_LOOP(TL_WIDE_MAC4);                                                                                \
+    if (low > -128 || high < 127) { /* saturated to int8 one by one, clamped four at a time */                 \
+      tl_store4_clamped(y + f, tl_wide_sat(s0, rq, rq_step * f, shift, zero),                                  \
+                        tl_wide_sat(s1, rq, rq_step * (f + 1), shift, zero),                                   \
+                        tl_wide_sat(s2, rq, rq_step * (f + 2), shift, zero),                                   \
+                        tl_wide_sat(s3, rq, rq_step * (f + 3), shift, zero), low, high);                       \
+    } else {                                                                                                   \
+      const int8_t o0 = TL_WIDE_OUT(s0, 0), o1 = TL_WIDE_OUT(s1, 1), o2 = TL_WIDE_OUT(s2, 2);                 \
+      const int8_t o3 = TL_WIDE_OUT(s3, 3);                                                                    \
+      y[f] = o0, y[f + 1] = o1, y[f + 2] = o2, y[f + 3] = o3;                                                  \
+    }                                                                                                          \
+    f += 4;                                                                                                    \
+  } while (0)
+  for (f = 0; depth <= 8 && f + 16 <= units;) { /* four groups per pass when they are short */
+    TL_WIDE_GROUP();
+    TL_WIDE_GROUP();
+    TL_WIDE_GROUP();
+    TL_WIDE_GROUP();
+  }
+  while (f + 8 <= units) { /* else two */
+    TL_WIDE_GROUP();
+    TL_WIDE_GROUP();
+  }
+  if (units - f >= 4) TL_WIDE_GROUP();
+  for (; f < units; ++f) {
+    int32_t s0 = *rp++;
+    TL_WIDE_LOOP(TL_WIDE_MAC1);
+    y[f] = TL_WIDE_OUT(s0, 0);
+  }
+}
+
 /* the next record from rp on (words {2 * bias, w0 .. w(depth / 2 - 1), m, K, r}, two per LDRD):
  * the weight words multiplied into sa (and by extra() into sb) against the pixel's widened
  * inputs a0..a7 in that order, m, K and r left in m, k, r */
@@ -693,6 +862,15 @@ static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *re
 #undef TL_PW_SECOND
 #undef TL_PW_NONE
 #undef TL_PW_WIDEN
+#undef TL_WIDE_MAC
+#undef TL_DIRECT_2X2
+#undef TL_DIRECT_RUN
+#undef TL_WIDE_GROUP
+#undef TL_WIDE_MAC4
+#undef TL_WIDE_MAC1
+#undef TL_WIDE_WORD
+#undef TL_WIDE_LOOP
+#undef TL_WIDE_OUT
 #undef TL_ROW_MAC1
 #undef TL_ROW_MAC2
 #undef TL_ROW_MAC2_S01

@@ -262,9 +262,11 @@ def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, n
     rows = rows.astype(np.int64)
     units, depth = rows.shape
     words, mode = requant_words(total, rows, multipliers, shifts, zero)
-    total = total if mode == 2 else 2 * total
     k4 = (depth + 3) & ~3
     _use(e)
+    if count == 1 and mode == 0 and _row_wide(e, x, y, rows, total, words, zero, low, high):
+        return True
+    total = total if mode == 2 else 2 * total
     if count == 1:
         uniform = bool(np.all(words.reshape(-1, 3) == words[:3]))
         args = [x, e.constant("weights_words", row_words(repack(rows, 1, depth)), DatumType.I32),
@@ -279,4 +281,43 @@ def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, n
             e.scratch("col", DatumType.I32, k4) if count > 1 else "NULL"]
     params = {0: "const int8_t *", 3: "int8_t *"}
     layer_call(e, "tl_fc_s8_gemm", args, {**params, len(args) - 1: "int32_t *"} if count > 1 else params)
+    return True
+
+
+def wide_records(rows: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """tl_fc_s8_row_wide's records of [units][depth] weights (already scaled, int16) and their
+    biases: per four channels their biases, then per word of four inputs each channel's
+    [w0 | w2], [w1 | w3]; per last channel (units % 4) its bias and words."""
+    units, depth = rows.shape
+    wide = widened_rows(rows).reshape(units, depth // 4, 2).astype(np.int64)
+    parts, f = [], 0
+    while units - f >= 4:
+        parts += [bias[f:f + 4], wide[f:f + 4].transpose(1, 0, 2).reshape(-1)]
+        f += 4
+    for unit in range(f, units):
+        parts += [bias[unit:unit + 1], wide[unit].reshape(-1)]
+    return np.concatenate(parts).astype(np.int64)
+
+
+def _row_wide(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, words: np.ndarray, zero: int, low: int,
+              high: int) -> bool:
+    """A dense row of at most SHALLOW_WEIGHTS weights (depth a multiple of 4, requantization
+    mode 0) through tl_fc_s8_row_wide, its weights widened and scaled (twice their int8 flash)
+    and with the common shift where it applies; False (nothing emitted) otherwise."""
+    units, depth = rows.shape
+    if depth % 4 or rows.size > SHALLOW_WEIGHTS:
+        return False
+    words = words.reshape(units, 3).astype(np.int64)
+    scale, shift = common_shift(total, rows, words, zero, low)
+    if shift:
+        words = np.stack([words[:, 0], (scale >> 2) + (1 << (shift - 1)) + zero * (1 << shift), 0 * scale], axis=1)
+    scaled = scale[:, None] * rows
+    if np.abs(scaled).max(initial=0) >= 1 << 15:
+        return False
+    uniform = bool(np.all(words == words[0]))
+    _use(e)
+    args = [x, e.constant("records", wide_records(scaled, scale * total), DatumType.I32), y, depth, units,
+            e.constant("requant", (words[:1] if uniform else words).reshape(-1), DatumType.I32), 0 if uniform else 3,
+            shift, zero, low, high]
+    layer_call(e, "tl_fc_s8_row_wide", args, {0: "const int8_t *", 2: "int8_t *"})
     return True
