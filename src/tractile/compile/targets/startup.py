@@ -3,9 +3,13 @@ verification firmware and ``--project``), with the stack protected against overf
 
 The stack sits at the bottom of RAM, below ``.data`` and ``.bss`` (MicroFlow's flipped layout):
 a stack that outgrows its region runs off the start of RAM, where the bus faults, instead of
-growing down into the model's context. On boards whose bus ignores accesses below RAM instead
-of faulting (QEMU's lm3s6965evb), the first kilobyte of RAM is a guard region the memory
-protection unit forbids (ARMv7-M), so the first write past the stack faults there. (A kilobyte,
+growing down into the model's context. The bus alone is not enough: QEMU's
+lm3s6965evb ignores accesses below RAM, and the MPS2 boards read zeros there and drop writes for
+the first words below RAM, so a stack a few words too small gave wrong outputs without a fault.
+So the memory protection unit (ARMv7-M) forbids a guard region below the stack: the kilobyte
+just below RAM on boards without a guard in RAM (no RAM spent), and the first kilobyte of RAM on
+lm3s6965evb, whose region below RAM the MPU cannot cover there; the first access past the stack
+faults. (A kilobyte,
 not the MPU's smallest 32 bytes: QEMU's semihosting reads memory through the MPU a whole
 kilobyte page at a time, and would not see the console's text in the guard's page.) The fault
 handler moves the stack pointer to a 64-byte stack of its own, prints ``x stack overflow`` (or
@@ -23,6 +27,8 @@ from .semihosting import SEMIHOSTED_EXIT_AND_HEX
 
 #: bytes of the canary below the AVR stack
 AVR_CANARY = 16
+#: bytes below RAM the MPU forbids on boards without a guard in RAM (its smallest page for semihosting)
+BELOW_RAM_GUARD = 1024
 
 
 def stack_with_margin(peak: int) -> int:
@@ -115,7 +121,7 @@ MEMORY {{
 SECTIONS {{
   .text : {{ KEEP(*(.isr_vector)) *(.text*) *(.rodata*) . = ALIGN(8); }} > FLASH
   .ARM.exidx : {{ *(.ARM.exidx*) }} > FLASH
-  .stack (NOLOAD) : {{ _sguard = .; . = . + {guard}; _sstack = .; . = . + {stack}; . = ALIGN(8); _estack = .; }} > RAM
+{guard_below}  .stack (NOLOAD) : {{ {guard_in_ram}_sstack = .; . = . + {stack}; . = ALIGN(8); _estack = .; }} > RAM
   _sidata = LOADADDR(.data);
   .data : {{ _sdata = .; *(.data*) . = ALIGN(4); _edata = .; }} > RAM AT > FLASH
   .bss (NOLOAD) : {{ _sbss = .; *(.bss*) *(COMMON) . = ALIGN(4); _ebss = .; }} > RAM
@@ -135,6 +141,11 @@ def linker_script(board: Board, stack: int, why: str = "given") -> str:
         return RISCV_LINKER_SCRIPT.format(board=board.name, flash_origin=board.flash_origin, flash=board.flash_bytes,
                                           ram_origin=board.ram_origin, ram=board.ram_bytes, stack=stack, why=why,
                                           guard=guard)
+    if guard:
+        below, in_ram, text = "", f"_sguard = .; . = . + {guard}; ", f" and a {guard}-byte guard the MPU forbids"
+    else:
+        below = f"  _sguard = ORIGIN(RAM) - {BELOW_RAM_GUARD}; /* the guard the MPU forbids: just below RAM */\n"
+        in_ram, text = "", f", above a {BELOW_RAM_GUARD}-byte guard below RAM the MPU forbids"
     return LINKER_SCRIPT.format(board=board.name, flash_origin=board.flash_origin, flash=board.flash_bytes,
                                 ram_origin=board.ram_origin, ram=board.ram_bytes, stack=stack, why=why,
-                                guard=guard, guard_text=f" and a {guard}-byte guard the MPU forbids" if guard else "")
+                                guard_below=below, guard_in_ram=in_ram, guard_text=text)
