@@ -159,9 +159,8 @@ static TL_INLINE int8_t tl_out_shared(int32_t acc, const int32_t *rq, int32_t sh
 }
 #define TL_OUT_SHARED(acc, rq, shift, low, high) tl_out_shared(acc, rq, shift, low, high)
 #endif
-/* tl_dwconv3x3_s8_rows's outputs, and the sum of a channel's products scaled as its weights are */
+/* tl_dwconv3x3_s8_rows's outputs */
 #define TL_ROWS_OUT(acc, rq) (shared ? TL_OUT_SHARED(acc, rq, shared, low, high) : TL_OUT_S8(acc, rq, low, high))
-#define TL_ROWS_SCALED(sum, rq) (shared ? (sum) * ((int32_t)1 << (rq)[2]) : 2 * (sum))
 
 /* two taps (at `at(a)` and `at(b)`) of four channels against four pair words */
 #define TL_DW_PAIR(at, a, b, wq)                                                                    \
@@ -432,9 +431,17 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     else                                                                                            \
       TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
   } while (0)
+/* a last group of fewer than four channels is the layer's last four channels (the host stores
+ * their weights once more after the whole groups'): every load stays inside the input's pixels
+ * and the channels computed twice are stored twice with the same value */
+#define TL_DW3_LAST_GROUP()                                                                         \
+  do {                                                                                              \
+    if (in_c % 4 && c + 4 > in_c) c = in_c - 4;                                                     \
+  } while (0)
 #define TL_DW3_GROUPS(SETUP, THREE, CK, ROW, L, S3, R)                                              \
   do {                                                                                              \
-    for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {                                                  \
+    for (c = 0; c < in_c; c += 4, wg += 24) {                                                       \
+      TL_DW3_LAST_GROUP();                                                                          \
       SETUP();                                                                                      \
       TL_DW3_BOTH(THREE, CK, ROW, L, S3, R);                                                        \
     }                                                                                               \
@@ -533,7 +540,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
   const uint32_t zpw = (uint32_t)(uint16_t)(int16_t)-x_offset * 0x10001u;
   const int32_t fast = TL_DW3_ASM_OK && 2 * row_step + 4 * in_c + in_c < 4096; /* TL_DW3_ROW_ASM's offsets */
   int32_t b, oy, ox, c, k;
-  (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
+  (void)w, (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
   for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
@@ -562,19 +569,6 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
             TL_DW3_VARIANTS(TL_DW3_INNER, TL_DW3_AT_CORNER);
           } else
             TL_DW3_VARIANTS(TL_DW3_EDGE, TL_DW3_NO_SETUP);
-          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels, padding at the zero point */
-            int32_t j, kx;
-            for (j = 0; j < span; ++j) {
-              int32_t sum = 0;
-              for (k = ky0; k < ky1; ++k)
-                for (kx = 0; kx < 3; ++kx) {
-                  const int32_t col = pl + j * stride_w + kx;
-                  const int32_t v = col >= 0 && col < in_w ? rows[k][col * in_c + c] : -x_offset;
-                  sum += v * (int32_t)w[(k * 3 + kx) * in_c + c];
-                }
-              out[j * in_c + c] = TL_ROWS_OUT(pb[c] + TL_ROWS_SCALED(sum, rq + 3 * c), rq + 3 * c);
-            }
-          }
           ox += span;
         } else { /* one output: its valid taps only, over the bias of its kind of border */
           const int32_t kx0 = left < 0 ? -left : 0, kx1 = left + 3 > in_w ? in_w - left : 3;
@@ -582,15 +576,15 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
           const int8_t *start[3] = {NULL, NULL, NULL};
           for (k = ky0; k < ky1; ++k) start[k] = rows[k] + (left + kx0) * in_c;
           if (kx1 - kx0 == 3)
-            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW1_GROUP(TL_DW1_FULL);
+            for (c = 0; c < in_c; c += 4, wg += 24) {
+              TL_DW3_LAST_GROUP();
+              TL_DW1_GROUP(TL_DW1_FULL);
+            }
           else
-            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW1_GROUP(TL_DW1_TWO);
-          for (c = in_c - in_c % 4; c < in_c; ++c) {
-            int32_t sum = 0, kx;
-            for (k = ky0; k < ky1; ++k)
-              for (kx = kx0; kx < kx1; ++kx) sum += (int32_t)start[k][(kx - kx0) * in_c + c] * (int32_t)w[(k * 3 + kx) * in_c + c];
-            out[c] = TL_ROWS_OUT(kb[c] + TL_ROWS_SCALED(sum, rq + 3 * c), rq + 3 * c);
-          }
+            for (c = 0; c < in_c; c += 4, wg += 24) {
+              TL_DW3_LAST_GROUP();
+              TL_DW1_GROUP(TL_DW1_TWO);
+            }
           ox += 1;
         }
       }
@@ -605,6 +599,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW3_BOTH
 #undef TL_DW3_VARIANTS
 #undef TL_DW3_GROUPS
+#undef TL_DW3_LAST_GROUP
 #undef TL_DW3_AT_CORNER
 #undef TL_DW3_NO_SETUP
 #undef TL_DW3_ASM_OK
