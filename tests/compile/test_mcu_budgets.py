@@ -134,7 +134,7 @@ LAYERS = [
     ("depthwise 3x3 stride 1, 8x8", lambda: depthwise_layer((8, 8, 16), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 2.55),
     ("depthwise 3x3, 19 channels (a tail of 3)", lambda: depthwise_layer((6, 6, 19), 1, Window2D("SAME"), 9), "dw",
-     "tl_dwconv3x3_s8_rows", 2.95),
+     "tl_dwconv3x3_s8_rows", 2.55),
     ("depthwise multiplier 2", lambda: depthwise_layer((8, 8, 16), 2, Window2D("SAME"), 8), "dw",
      "tl_dwconv_nhwc_s8", 12.8),
 ]

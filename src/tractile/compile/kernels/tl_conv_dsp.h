@@ -431,19 +431,24 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     else                                                                                            \
       TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
   } while (0)
-/* a last group of fewer than four channels is the layer's last four channels (the host stores
- * their weights once more after the whole groups'): every load stays inside the input's pixels
- * and the channels computed twice are stored twice with the same value */
-#define TL_DW3_LAST_GROUP()                                                                         \
-  do {                                                                                              \
-    if (in_c % 4 && c + 4 > in_c) c = in_c - 4;                                                     \
-  } while (0)
+/* TL_DW3_GROUPS and TL_DW5_GROUPS: after the whole groups of four channels, the last in_c % 4
+ * channels as a group of the layer's last four (the host stores their weights once more after the
+ * whole groups'): every load stays inside the input's pixels, the channels computed twice are
+ * stored twice with the same value, and with one channel left over (the group's fourth) the odd
+ * pass alone computes it */
 #define TL_DW3_GROUPS(SETUP, THREE, CK, ROW, L, S3, R)                                              \
   do {                                                                                              \
-    for (c = 0; c < in_c; c += 4, wg += 24) {                                                       \
-      TL_DW3_LAST_GROUP();                                                                          \
+    for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {                                                  \
       SETUP();                                                                                      \
-      TL_DW3_BOTH(THREE, CK, ROW, L, S3, R);                                                        \
+      TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                          \
+      TL_DW3_PASS(TL_SXTB16_ODD, 1, THREE, CK, ROW, L, S3, R);                                      \
+    }                                                                                               \
+    if (in_c % 4) {                                                                                 \
+      c = in_c - 4;                                                                                 \
+      SETUP();                                                                                      \
+      if (in_c % 4 != 1)                                                                            \
+        TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                        \
+      TL_DW3_PASS(TL_SXTB16_ODD, 1, THREE, CK, ROW, L, S3, R);                                      \
     }                                                                                               \
   } while (0)
 /* the first column of a group's pass inside the input, and nothing to set up at the edges */
@@ -644,10 +649,16 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
   } while (0)
 #define TL_DW5_GROUPS(SETUP, ROW, L, R)                                                             \
   do {                                                                                              \
-    for (c = 0; c < in_c; c += 4, wg += 24) {                                                       \
-      TL_DW3_LAST_GROUP();                                                                          \
+    for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {                                                  \
       SETUP();                                                                                      \
       TL_DW5_PASS(TL_SXTB16, 0, ROW, L, R);                                                         \
+      TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                     \
+    }                                                                                               \
+    if (in_c % 4) {                                                                                 \
+      c = in_c - 4;                                                                                 \
+      SETUP();                                                                                      \
+      if (in_c % 4 != 1)                                                                            \
+        TL_DW5_PASS(TL_SXTB16, 0, ROW, L, R);                                                       \
       TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                     \
     }                                                                                               \
   } while (0)
@@ -734,12 +745,12 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
           for (k = ky0; k < ky1; ++k) start[k] = rows[k] + (left + kx0) * in_c;
           if (kx1 - kx0 == 3)
             for (c = 0; c < in_c; c += 4, wg += 24) {
-              TL_DW3_LAST_GROUP();
+              if (in_c % 4 && c + 4 > in_c) c = in_c - 4; /* the last four channels, as above */
               TL_DW1_GROUP(TL_DW1_FULL);
             }
           else
             for (c = 0; c < in_c; c += 4, wg += 24) {
-              TL_DW3_LAST_GROUP();
+              if (in_c % 4 && c + 4 > in_c) c = in_c - 4;
               TL_DW1_GROUP(TL_DW1_TWO);
             }
           ox += 1;
@@ -756,7 +767,6 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW3_BOTH
 #undef TL_DW3_VARIANTS
 #undef TL_DW3_GROUPS
-#undef TL_DW3_LAST_GROUP
 #undef TL_DW5_ROW
 #undef TL_DW5_ROW_AT
 #undef TL_DW5_INNER
