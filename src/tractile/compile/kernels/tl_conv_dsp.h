@@ -435,15 +435,21 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
  * channels as a group of the layer's last four (the host stores their weights once more after the
  * whole groups'): every load stays inside the input's pixels, the channels computed twice are
  * stored twice with the same value, and with one channel left over (the group's fourth) the odd
- * pass alone computes it */
+ * pass alone computes it. Size builds (one copy of the kernel) take that group inside the loop. */
+#if defined(__OPTIMIZE_SIZE__)
+#define TL_DW3_TAIL_IN_LOOP 1
+#else
+#define TL_DW3_TAIL_IN_LOOP 0
+#endif
 #define TL_DW3_GROUPS(SETUP, THREE, CK, ROW, L, S3, R)                                              \
   do {                                                                                              \
-    for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {                                                  \
+    for (c = 0; c + 4 <= in_c || (TL_DW3_TAIL_IN_LOOP && c < in_c); c += 4, wg += 24) {             \
+      if (TL_DW3_TAIL_IN_LOOP && c + 4 > in_c) c = in_c - 4;                                       \
       SETUP();                                                                                      \
       TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                          \
       TL_DW3_PASS(TL_SXTB16_ODD, 1, THREE, CK, ROW, L, S3, R);                                      \
     }                                                                                               \
-    if (in_c % 4) {                                                                                 \
+    if (!TL_DW3_TAIL_IN_LOOP && in_c % 4) {                                                         \
       c = in_c - 4;                                                                                 \
       SETUP();                                                                                      \
       if (in_c % 4 != 1)                                                                            \
@@ -649,12 +655,13 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
   } while (0)
 #define TL_DW5_GROUPS(SETUP, ROW, L, R)                                                             \
   do {                                                                                              \
-    for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {                                                  \
+    for (c = 0; c + 4 <= in_c || (TL_DW3_TAIL_IN_LOOP && c < in_c); c += 4, wg += 24) {             \
+      if (TL_DW3_TAIL_IN_LOOP && c + 4 > in_c) c = in_c - 4;                                       \
       SETUP();                                                                                      \
       TL_DW5_PASS(TL_SXTB16, 0, ROW, L, R);                                                         \
       TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                     \
     }                                                                                               \
-    if (in_c % 4) {                                                                                 \
+    if (!TL_DW3_TAIL_IN_LOOP && in_c % 4) {                                                         \
       c = in_c - 4;                                                                                 \
       SETUP();                                                                                      \
       if (in_c % 4 != 1)                                                                            \
@@ -767,6 +774,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW3_BOTH
 #undef TL_DW3_VARIANTS
 #undef TL_DW3_GROUPS
+#undef TL_DW3_TAIL_IN_LOOP
 #undef TL_DW5_ROW
 #undef TL_DW5_ROW_AT
 #undef TL_DW5_INNER
