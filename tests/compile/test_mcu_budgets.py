@@ -130,7 +130,7 @@ LAYERS = [
     ("depthwise 3x3 stride 1", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 2.5),
     ("depthwise 3x3 stride 2", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME", 2, 2), 7), "dw",
-     "tl_dwconv3x3_s8_rows", 2.95),
+     "tl_dwconv3x3_s8_rows", 2.8),
     ("depthwise 3x3 stride 1, 8x8", lambda: depthwise_layer((8, 8, 16), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 2.55),
     ("depthwise 3x3, 19 channels (a tail of 3)", lambda: depthwise_layer((6, 6, 19), 1, Window2D("SAME"), 9), "dw",

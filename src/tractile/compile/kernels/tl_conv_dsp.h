@@ -10,7 +10,7 @@
  *   words (per tap pair, channels 0..3) and two words of tap 8 ([c0 | c2], [c1 | c3]). Padding
  *   taps read the input zero point (their x + x_offset is 0).
  * - tl_dwconv3x3_s8_rows: the same with stride 1 or 2 and dilation 1 along the rows: three
- *   neighbouring outputs per pass (two at stride 2) over shared input columns; outputs at a border
+ *   neighbouring outputs per pass (or two) over shared input columns; outputs at a border
  *   skip their padding taps over a bias computed on the host per kind of border window.
  * - tl_dwconv3x3_s8_single: 3x3, one input channel, any number of filters: the 9 inputs of a
  *   window as 5 pair words, each filter 5 SMLAD against its 5 pair words.
