@@ -10,7 +10,7 @@
  *   words (per tap pair, channels 0..3) and two words of tap 8 ([c0 | c2], [c1 | c3]). Padding
  *   taps read the input zero point (their x + x_offset is 0).
  * - tl_dwconv3x3_s8_rows: the same with stride 1 or 2 and dilation 1 along the rows: three
- *   neighbouring outputs per pass (two at stride 2) over shared input columns; outputs at a border
+ *   neighbouring outputs per pass (or two) over shared input columns; outputs at a border
  *   skip their padding taps over a bias computed on the host per kind of border window.
  * - tl_dwconv3x3_s8_single: 3x3, one input channel, any number of filters: the 9 inputs of a
  *   window as 5 pair words, each filter 5 SMLAD against its 5 pair words.
@@ -159,9 +159,8 @@ static TL_INLINE int8_t tl_out_shared(int32_t acc, const int32_t *rq, int32_t sh
 }
 #define TL_OUT_SHARED(acc, rq, shift, low, high) tl_out_shared(acc, rq, shift, low, high)
 #endif
-/* tl_dwconv3x3_s8_rows's outputs, and the sum of a channel's products scaled as its weights are */
+/* tl_dwconv3x3_s8_rows's outputs */
 #define TL_ROWS_OUT(acc, rq) (shared ? TL_OUT_SHARED(acc, rq, shared, low, high) : TL_OUT_S8(acc, rq, low, high))
-#define TL_ROWS_SCALED(sum, rq) (shared ? (sum) * ((int32_t)1 << (rq)[2]) : 2 * (sum))
 
 /* two taps (at `at(a)` and `at(b)`) of four channels against four pair words */
 #define TL_DW_PAIR(at, a, b, wq)                                                                    \
@@ -432,11 +431,30 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     else                                                                                            \
       TL_DW3_GROUPS(SETUP, TL_DROP, TL_KEEP, ROW, TL_KEEP, TL_KEEP, TL_KEEP);                                \
   } while (0)
+/* TL_DW3_GROUPS and TL_DW5_GROUPS: after the whole groups of four channels, the last in_c % 4
+ * channels as a group of the layer's last four (the host stores their weights once more after the
+ * whole groups'): every load stays inside the input's pixels, the channels computed twice are
+ * stored twice with the same value, and with one channel left over (the group's fourth) the odd
+ * pass alone computes it. Size builds (one copy of the kernel) take that group inside the loop. */
+#if defined(__OPTIMIZE_SIZE__)
+#define TL_DW3_TAIL_IN_LOOP 1
+#else
+#define TL_DW3_TAIL_IN_LOOP 0
+#endif
 #define TL_DW3_GROUPS(SETUP, THREE, CK, ROW, L, S3, R)                                              \
   do {                                                                                              \
-    for (c = 0; c + 4 <= in_c; c += 4, wg += 24) {                                                  \
+    for (c = 0; c + 4 <= in_c || (TL_DW3_TAIL_IN_LOOP && c < in_c); c += 4, wg += 24) {             \
+      if (TL_DW3_TAIL_IN_LOOP && c + 4 > in_c) c = in_c - 4;                                       \
       SETUP();                                                                                      \
-      TL_DW3_BOTH(THREE, CK, ROW, L, S3, R);                                                        \
+      TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                          \
+      TL_DW3_PASS(TL_SXTB16_ODD, 1, THREE, CK, ROW, L, S3, R);                                      \
+    }                                                                                               \
+    if (!TL_DW3_TAIL_IN_LOOP && in_c % 4) {                                                         \
+      c = in_c - 4;                                                                                 \
+      SETUP();                                                                                      \
+      if (in_c % 4 != 1)                                                                            \
+        TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                        \
+      TL_DW3_PASS(TL_SXTB16_ODD, 1, THREE, CK, ROW, L, S3, R);                                      \
     }                                                                                               \
   } while (0)
 /* the first column of a group's pass inside the input, and nothing to set up at the edges */
@@ -513,6 +531,156 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     out[c + 3] = TL_ROWS_OUT(s3, rq + 3 * c + 9);                                          \
   } while (0)
 
+/* Stride 2 along the rows: three outputs A, C and E per pass over the seven input columns
+ * j..j+6 of each window row (A over 0..2, C over 2..4, E over 4..6). Per channel, with
+ * q0 = [x0 | x1], q1 = [x2 | x3], q2 = [x4 | x5] and the widened words e2, e4, e6 of columns 2, 4
+ * and 6: A = SMLAD(q0, W01) + x2 w2, C = SMLAD(q1, W01) + x4 w2, E = SMLAD(q2, W01) + x6 w2, each
+ * x w2 by SMLABT (the even channel of the word) or SMLATT (the odd one) against W12: per row and
+ * pair of channels seven loads, seven SXTB16, six PKH, three LDRD of weights (W01 read twice: five
+ * temporaries) and twelve multiply-accumulates (eighteen MACs). L and R drop the first and the last
+ * column when they are padding (they then read the input zero point). */
+#define TL_DW5_ROW(x0, x1, x2, x3, x4, x5, x6, wr, SX)                                              \
+  do {                                                                                              \
+    const uint32_t w01 = (uint32_t)(wr)[0], v01 = (uint32_t)(wr)[1];                                \
+    const uint32_t w12 = (uint32_t)(wr)[2], v12 = (uint32_t)(wr)[3];                                \
+    {                                                                                               \
+      const uint32_t u0 = SX(TL_WORD(x0)), u1 = SX(TL_WORD(x1));                                   \
+      a0 = TL_SMLAD(tl_pkhbt(u0, u1), w01, a0);                                                     \
+      a1 = TL_SMLAD(tl_pkhtb(u1, u0), v01, a1);                                                     \
+    }                                                                                               \
+    TL_TAP_ORDER();                                                                                 \
+    {                                                                                               \
+      const uint32_t u2 = SX(TL_WORD(x2)), u3 = SX(TL_WORD(x3));                                   \
+      c0 = TL_SMLAD(tl_pkhbt(u2, u3), w01, c0);                                                     \
+      c1 = TL_SMLAD(tl_pkhtb(u3, u2), v01, c1);                                                     \
+      a0 = TL_SMLABT(u2, w12, a0);                                                                  \
+      a1 = TL_SMLATT(u2, v12, a1);                                                                  \
+    }                                                                                               \
+    TL_TAP_ORDER();                                                                                 \
+    {                                                                                               \
+      const uint32_t u4 = SX(TL_WORD(x4)), u5 = SX(TL_WORD(x5));                                   \
+      f0 = TL_SMLAD(tl_pkhbt(u4, u5), w01, f0);                                                     \
+      f1 = TL_SMLAD(tl_pkhtb(u5, u4), v01, f1);                                                     \
+      c0 = TL_SMLABT(u4, w12, c0);                                                                  \
+      c1 = TL_SMLATT(u4, v12, c1);                                                                  \
+    }                                                                                               \
+    TL_TAP_ORDER();                                                                                 \
+    {                                                                                               \
+      const uint32_t u6 = SX(TL_WORD(x6));                                                         \
+      f0 = TL_SMLABT(u6, w12, f0);                                                                  \
+      f1 = TL_SMLATT(u6, v12, f1);                                                                  \
+    }                                                                                               \
+    TL_TAP_ORDER();                                                                                 \
+  } while (0)
+#if TL_DW3_ASM_OK
+#define TL_DW5_ROW_AT(q, ky, odd, SX, L, R)                                                         \
+  do {                                                                                              \
+    uint32_t t0, t1, t2, t3, t4;                                                                    \
+    __asm__ volatile("ldr %[t0], %[x0]\n\t"                                                          \
+                     "ldr %[t1], %[x1]\n\t"                                                          \
+                     L("sxtb16 %[t0], %[t0]" TL_SXR_##SX "\n\t")                                      \
+                     "sxtb16 %[t1], %[t1]" TL_SXR_##SX "\n\t"                                         \
+                     "pkhbt %[t2], %[t0], %[t1], lsl #16\n\t"                                         \
+                     "pkhtb %[t3], %[t1], %[t0], asr #16\n\t"                                         \
+                     "ldrd %[t0], %[t1], [%[w], %[o0]]\n\t"                                           \
+                     "smlad %[a0], %[t2], %[t0], %[a0]\n\t"                                           \
+                     "smlad %[a1], %[t3], %[t1], %[a1]\n\t"                                           \
+                     "ldr %[t2], %[x2]\n\t"                                                          \
+                     "ldr %[t3], %[x3]\n\t"                                                          \
+                     "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
+                     "sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t"                                         \
+                     "pkhbt %[t4], %[t2], %[t3], lsl #16\n\t"                                         \
+                     "pkhtb %[t3], %[t3], %[t2], asr #16\n\t"                                         \
+                     "smlad %[c0], %[t4], %[t0], %[c0]\n\t"                                           \
+                     "smlad %[c1], %[t3], %[t1], %[c1]\n\t"                                           \
+                     "ldrd %[t0], %[t1], [%[w], %[o1]]\n\t"                                           \
+                     "smlabt %[a0], %[t2], %[t0], %[a0]\n\t"                                          \
+                     "smlatt %[a1], %[t2], %[t1], %[a1]\n\t"                                          \
+                     "ldr %[t2], %[x4]\n\t"                                                          \
+                     "ldr %[t3], %[x5]\n\t"                                                          \
+                     "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
+                     "sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t"                                         \
+                     "pkhbt %[t4], %[t2], %[t3], lsl #16\n\t"                                         \
+                     "smlabt %[c0], %[t2], %[t0], %[c0]\n\t"                                          \
+                     "smlatt %[c1], %[t2], %[t1], %[c1]\n\t"                                          \
+                     "pkhtb %[t3], %[t3], %[t2], asr #16\n\t"                                         \
+                     "ldr %[t2], %[x6]\n\t"                                                          \
+                     R("sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t")                                      \
+                     "smlabt %[f0], %[t2], %[t0], %[f0]\n\t"                                          \
+                     "smlatt %[f1], %[t2], %[t1], %[f1]\n\t"                                          \
+                     "ldrd %[t0], %[t1], [%[w], %[o0]]\n\t"                                           \
+                     "smlad %[f0], %[t4], %[t0], %[f0]\n\t"                                           \
+                     "smlad %[f1], %[t3], %[t1], %[f1]\n\t"                                           \
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [c0] "+r"(c0), [c1] "+r"(c1), [f0] "+r"(f0),      \
+                       [f1] "+r"(f1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3),  \
+                       [t4] "=&r"(t4)                                                               \
+                     : [x0] "m"(L(TL_W32(q)) TL_NOT_##L(zpw)), [x1] "m"(TL_W32(TL_DW3_COL(q, 1, L))), \
+                       [x2] "m"(TL_W32(TL_DW3_COL(q, 2, L))), [x3] "m"(TL_W32(TL_DW3_COL(q, 3, L))),  \
+                       [x4] "m"(TL_W32(TL_DW3_COL(q, 4, L))), [x5] "m"(TL_W32(TL_DW3_COL(q, 5, L))),  \
+                       [x6] "m"(R(TL_W32(TL_DW3_COL(q, 6, L))) TL_NOT_##R(zpw)),                      \
+                       [w] "r"(wg), [o0] "i"(32 * (ky) + 16 * (odd)), [o1] "i"(32 * (ky) + 16 * (odd) + 8)); \
+  } while (0)
+#else
+#define TL_DW5_ROW_AT(q, ky, odd, SX, L, R)                                                         \
+  TL_DW5_ROW(L(q) TL_NOT_##L(zp4), TL_DW3_COL(q, 1, L), TL_DW3_COL(q, 2, L), TL_DW3_COL(q, 3, L),      \
+             TL_DW3_COL(q, 4, L), TL_DW3_COL(q, 5, L), R(TL_DW3_COL(q, 6, L)) TL_NOT_##R(zp4),        \
+             wg + 8 * (ky) + 4 * (odd), SX)
+#endif
+#define TL_DW5_INNER(ky, odd, SX, L, R) TL_DW5_ROW_AT(p + (ky) * row_step, ky, odd, SX, L, R)
+#define TL_DW5_EDGE(ky, odd, SX, L, R)                                                              \
+  do {                                                                                              \
+    if (rows[ky]) {                                                                                 \
+      const int8_t *q = rows[ky] + c + (pl TL_NOT_##L(+1)) * in_c;                                  \
+      TL_OPAQUE(q);                                                                                 \
+      TL_DW5_ROW_AT(q, ky, odd, SX, L, R);                                                          \
+    }                                                                                               \
+  } while (0)
+#define TL_DW5_PASS(SX, odd, ROW, L, R)                                                             \
+  do {                                                                                              \
+    int32_t a0 = pb[c + (odd)], a1 = pb[c + (odd) + 2];                                             \
+    int32_t c0 = a0, c1 = a1, f0 = a0, f1 = a1;                                                     \
+    ROW(0, odd, SX, L, R);                                                                          \
+    ROW(1, odd, SX, L, R);                                                                          \
+    ROW(2, odd, SX, L, R);                                                                          \
+    {                                                                                               \
+      const int32_t *r = rq + 3 * (c + (odd));                                                      \
+      const int32_t ra[3] = {r[0], r[1], r[2]}, rc[3] = {r[6], r[7], r[8]};                         \
+      const int8_t ya0 = TL_ROWS_OUT(a0, ra), ya1 = TL_ROWS_OUT(a1, rc);                            \
+      const int8_t yc0 = TL_ROWS_OUT(c0, ra), yc1 = TL_ROWS_OUT(c1, rc);                            \
+      const int8_t yf0 = TL_ROWS_OUT(f0, ra), yf1 = TL_ROWS_OUT(f1, rc);                            \
+      out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1;                                               \
+      out[in_c + c + (odd)] = yc0, out[in_c + c + (odd) + 2] = yc1;                                 \
+      out[2 * in_c + c + (odd)] = yf0, out[2 * in_c + c + (odd) + 2] = yf1;                         \
+    }                                                                                               \
+  } while (0)
+#define TL_DW5_GROUPS(SETUP, ROW, L, R)                                                             \
+  do {                                                                                              \
+    for (c = 0; c + 4 <= in_c || (TL_DW3_TAIL_IN_LOOP && c < in_c); c += 4, wg += 24) {             \
+      if (TL_DW3_TAIL_IN_LOOP && c + 4 > in_c) c = in_c - 4;                                       \
+      SETUP();                                                                                      \
+      TL_DW5_PASS(TL_SXTB16, 0, ROW, L, R);                                                         \
+      TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                     \
+    }                                                                                               \
+    if (!TL_DW3_TAIL_IN_LOOP && in_c % 4) {                                                         \
+      c = in_c - 4;                                                                                 \
+      SETUP();                                                                                      \
+      if (in_c % 4 != 1)                                                                            \
+        TL_DW5_PASS(TL_SXTB16, 0, ROW, L, R);                                                       \
+      TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                     \
+    }                                                                                               \
+  } while (0)
+#define TL_DW5_VARIANTS(ROW, SETUP)                                                                 \
+  do {                                                                                              \
+    if (lpad5 && rpad5)                                                                             \
+      TL_DW5_GROUPS(SETUP, ROW, TL_DROP, TL_DROP);                                                  \
+    else if (lpad5)                                                                                 \
+      TL_DW5_GROUPS(SETUP, ROW, TL_DROP, TL_KEEP);                                                  \
+    else if (rpad5)                                                                                 \
+      TL_DW5_GROUPS(SETUP, ROW, TL_KEEP, TL_DROP);                                                  \
+    else                                                                                            \
+      TL_DW5_GROUPS(SETUP, ROW, TL_KEEP, TL_KEEP);                                                  \
+  } while (0)
+
 /* Arguments as tl_dwconv3x3_s8_packed's (stride_w 1 or 2, dil_w 1) with the row-pair weights above,
  * then for the outputs at a border, which compute their valid taps only (padding taps skipped as
  * TFLite's kernels do): `kind_bias` [row kinds][col_kinds][in_c] the doubled bias plus the input
@@ -532,8 +700,9 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
   const int8_t zp4[4] = {(int8_t)-x_offset, (int8_t)-x_offset, (int8_t)-x_offset, (int8_t)-x_offset};
   const uint32_t zpw = (uint32_t)(uint16_t)(int16_t)-x_offset * 0x10001u;
   const int32_t fast = TL_DW3_ASM_OK && 2 * row_step + 4 * in_c + in_c < 4096; /* TL_DW3_ROW_ASM's offsets */
+  const int32_t fast5 = TL_DW3_ASM_OK && 2 * row_step + 6 * in_c + in_c < 4096;
   int32_t b, oy, ox, c, k;
-  (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
+  (void)w, (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
   for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
@@ -550,6 +719,19 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
         const int32_t lpad = left < 0, s3pad = left + 3 == in_w, rpad = left + 4 == in_w;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
         const int32_t *wg = wq;
+        if (stride_w == 2 && ox + 3 <= out_w && left >= -1 && left + 6 <= in_w && 7 * in_c < 4096) {
+          /* three outputs over the columns left..left + 6, the first and the last possibly padding */
+          const int32_t pl = left, lpad5 = left < 0, rpad5 = left + 6 == in_w;
+          const int32_t *pb = ky0 == 0 && ky1 == 3 ? bias
+                              : kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[3]) * in_c;
+          if (ky0 == 0 && ky1 == 3 && fast5) {
+            const int8_t *corner = rows[0] + (pl + lpad5) * in_c;
+            TL_DW5_VARIANTS(TL_DW5_INNER, TL_DW3_AT_CORNER);
+          } else
+            TL_DW5_VARIANTS(TL_DW5_EDGE, TL_DW3_NO_SETUP);
+          ox += 3;
+          continue;
+        }
         /* the pass's columns left..left + 4 (left + 3 for two outputs at stride 1), the first and
          * the last of them possibly padding */
         if (ox + span <= out_w && left >= -1 && (stride_w == 1 ? left + span + 1 : left + 4) <= in_w &&
@@ -562,19 +744,6 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
             TL_DW3_VARIANTS(TL_DW3_INNER, TL_DW3_AT_CORNER);
           } else
             TL_DW3_VARIANTS(TL_DW3_EDGE, TL_DW3_NO_SETUP);
-          for (c = in_c - in_c % 4; c < in_c; ++c) { /* the last in_c % 4 channels, padding at the zero point */
-            int32_t j, kx;
-            for (j = 0; j < span; ++j) {
-              int32_t sum = 0;
-              for (k = ky0; k < ky1; ++k)
-                for (kx = 0; kx < 3; ++kx) {
-                  const int32_t col = pl + j * stride_w + kx;
-                  const int32_t v = col >= 0 && col < in_w ? rows[k][col * in_c + c] : -x_offset;
-                  sum += v * (int32_t)w[(k * 3 + kx) * in_c + c];
-                }
-              out[j * in_c + c] = TL_ROWS_OUT(pb[c] + TL_ROWS_SCALED(sum, rq + 3 * c), rq + 3 * c);
-            }
-          }
           ox += span;
         } else { /* one output: its valid taps only, over the bias of its kind of border */
           const int32_t kx0 = left < 0 ? -left : 0, kx1 = left + 3 > in_w ? in_w - left : 3;
@@ -582,15 +751,15 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
           const int8_t *start[3] = {NULL, NULL, NULL};
           for (k = ky0; k < ky1; ++k) start[k] = rows[k] + (left + kx0) * in_c;
           if (kx1 - kx0 == 3)
-            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW1_GROUP(TL_DW1_FULL);
+            for (c = 0; c < in_c; c += 4, wg += 24) {
+              if (in_c % 4 && c + 4 > in_c) c = in_c - 4; /* the last four channels, as above */
+              TL_DW1_GROUP(TL_DW1_FULL);
+            }
           else
-            for (c = 0; c + 4 <= in_c; c += 4, wg += 24) TL_DW1_GROUP(TL_DW1_TWO);
-          for (c = in_c - in_c % 4; c < in_c; ++c) {
-            int32_t sum = 0, kx;
-            for (k = ky0; k < ky1; ++k)
-              for (kx = kx0; kx < kx1; ++kx) sum += (int32_t)start[k][(kx - kx0) * in_c + c] * (int32_t)w[(k * 3 + kx) * in_c + c];
-            out[c] = TL_ROWS_OUT(kb[c] + TL_ROWS_SCALED(sum, rq + 3 * c), rq + 3 * c);
-          }
+            for (c = 0; c < in_c; c += 4, wg += 24) {
+              if (in_c % 4 && c + 4 > in_c) c = in_c - 4;
+              TL_DW1_GROUP(TL_DW1_TWO);
+            }
           ox += 1;
         }
       }
@@ -605,6 +774,14 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW3_BOTH
 #undef TL_DW3_VARIANTS
 #undef TL_DW3_GROUPS
+#undef TL_DW3_TAIL_IN_LOOP
+#undef TL_DW5_ROW
+#undef TL_DW5_ROW_AT
+#undef TL_DW5_INNER
+#undef TL_DW5_EDGE
+#undef TL_DW5_PASS
+#undef TL_DW5_GROUPS
+#undef TL_DW5_VARIANTS
 #undef TL_DW3_AT_CORNER
 #undef TL_DW3_NO_SETUP
 #undef TL_DW3_ASM_OK

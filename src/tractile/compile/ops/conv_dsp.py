@@ -38,12 +38,15 @@ def depthwise_pairs(taps: np.ndarray) -> np.ndarray:
 
 
 def row_pairs(taps: np.ndarray) -> np.ndarray:
-    """``taps`` [9][channels] (a multiple of 4 of them kept) as 24 words per group of four
-    channels: per window row, per pass (channels c and c + 2, then c + 1 and c + 3) [w0 | w1] of its
-    two channels, then [w1 | w2] of both (tl_dwconv3x3_s8_rows reads each pair by one LDRD)."""
+    """``taps`` [9][channels] (4 or more) as 24 words per group of four channels: per window row,
+    per pass (channels c and c + 2, then c + 1 and c + 3) [w0 | w1] of its two channels, then
+    [w1 | w2] of both (tl_dwconv3x3_s8_rows reads each pair by one LDRD); when the channels are not
+    a multiple of 4, a last group of the last four channels."""
     rows = taps.reshape(3, 3, -1)
+    channels = rows.shape[2]
+    starts = list(range(0, channels - 3, 4)) + ([channels - 4] if channels % 4 else [])
     words = []
-    for c in range(0, rows.shape[2] - 3, 4):
+    for c in starts:
         for ky in range(3):
             for odd in (0, 1):
                 pass_channels = (c + odd, c + odd + 2)
@@ -131,10 +134,10 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
     e.use("tl_conv.h")
     e.use(HEADER)
     kinds = border_kinds(*shape_args[1:3], *shape_args[4:6], *shape_args[9:15])
-    plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 and in_c > 1 else "NULL"
     if in_c > 1 and shape_args[10] in (1, 2) and shape_args[12] == 1 and kinds is not None:
-        if _emit_rows(e, x, y, taps, raw_bias, rq, mixed, numbers, shape_args, kinds, plain):
+        if _emit_rows(e, x, y, taps, raw_bias, rq, mixed, numbers, shape_args, kinds):
             return True
+    plain = e.constant("weights", offset, DatumType.I8) if in_c % 4 and in_c > 1 else "NULL"
     bias = e.constant("bias", total, DatumType.I32)
     requant = e.constant("requant", rq, DatumType.I32)
     if in_c == 1:
@@ -148,7 +151,7 @@ def emit_depthwise(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numb
 
 
 def _emit_rows(e: Emit, x, y, taps: np.ndarray, raw_bias: np.ndarray, rq: np.ndarray, mixed: int, numbers: tuple,
-               shape_args: tuple, kinds, plain: str) -> bool:
+               shape_args: tuple, kinds) -> bool:
     """tl_dwconv3x3_s8_rows (stride 1 or 2 along the rows, no dilation there), with one shift
     for all channels where shared_shift finds one; False (nothing emitted) when a bias of some
     kind of border window cannot be doubled."""
@@ -167,7 +170,7 @@ def _emit_rows(e: Emit, x, y, taps: np.ndarray, raw_bias: np.ndarray, rq: np.nda
         shift, scale, rq = shared
     halves = scale // 2
     e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(scale * taps), DatumType.I32),
-           e.constant("bias", total * halves, DatumType.I32), y, plain, *shape_args, x_offset,
+           e.constant("bias", total * halves, DatumType.I32), y, "NULL", *shape_args, x_offset,
            e.constant("requant", rq, DatumType.I32), mixed, zero, low, high,
            e.constant("border_bias", np.concatenate([b * halves for b in found]), DatumType.I32),
            e.constant("row_kinds", row_kind, DatumType.I32), e.constant("col_kinds", col_kind, DatumType.I32),
