@@ -104,7 +104,8 @@ def model_path(name: str) -> Path:
     return SHARED / "tflite" / f"{name}.tflite"
 
 
-def time_litert(path: Path, threads: int, values: list[np.ndarray], runs: int) -> tuple[float, float]:
+def litert_runner(path: Path, threads: int, values: list[np.ndarray]):
+    """A function running LiteRT's interpreter (``threads`` threads) on ``values``, giving its outputs."""
     from ai_edge_litert.interpreter import Interpreter
 
     interpreter = Interpreter(model_path=str(path), num_threads=threads)
@@ -117,7 +118,11 @@ def time_litert(path: Path, threads: int, values: list[np.ndarray], runs: int) -
         interpreter.invoke()
         return [interpreter.get_tensor(o["index"]) for o in outputs]
 
-    return median_time(run, runs)
+    return run
+
+
+def time_litert(path: Path, threads: int, values: list[np.ndarray], runs: int) -> tuple[float, float]:
+    return median_time(litert_runner(path, threads, values), runs)
 
 
 def bench(name: str, runs: int) -> dict:

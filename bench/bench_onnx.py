@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import builders
 import torch_builders
 from peer_tract import tract_available, tract_runner
+from timing import interleaved_samples
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -86,15 +87,7 @@ def interleaved_times(fns: list, runs: int, warmup: int, clock=time.perf_counter
     ``time.perf_counter`` (elapsed time) or ``time.process_time`` (CPU time of the process: the
     time the run computed rather than waited; meaningful with one thread per engine). ``fastest``,
     if given, receives each function's fastest run."""
-    for fn in fns:
-        for _ in range(warmup):
-            fn()
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(runs):
-        for fn, times in zip(fns, samples):
-            start = clock()
-            fn()
-            times.append(clock() - start)
+    samples = interleaved_samples(fns, runs, warmup, clock)
     if fastest is not None:
         fastest.extend(min(times) for times in samples)
     return [stat(times) for times in samples]

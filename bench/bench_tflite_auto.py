@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -23,37 +21,8 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_host import FLOAT, MLPERF, SHARED_TFLITE, inputs_for, median_time, model_path  # noqa: E402
-
-
-def interleaved(fns: list, runs: int, warmup: int = 10) -> list[tuple[float, float]]:
-    """(median, fastest) seconds of each function, the functions taking turns run after run."""
-    for fn in fns:
-        for _ in range(warmup):
-            fn()
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(runs):
-        for fn, times in zip(fns, samples):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-    return [(statistics.median(times), min(times)) for times in samples]
-
-
-def litert_runner(path: Path, values: list):
-    from ai_edge_litert.interpreter import Interpreter
-
-    interpreter = Interpreter(model_path=str(path), num_threads=1)
-    interpreter.allocate_tensors()
-    details, outputs = interpreter.get_input_details(), interpreter.get_output_details()
-
-    def run():
-        for detail, value in zip(details, values):
-            interpreter.set_tensor(detail["index"], value)
-        interpreter.invoke()
-        return [interpreter.get_tensor(o["index"]) for o in outputs]
-
-    return run
+from bench_host import FLOAT, MLPERF, SHARED_TFLITE, inputs_for, litert_runner, median_time, model_path  # noqa: E402
+from timing import interleaved  # noqa: E402
 
 
 def bench(name: str, runs: int) -> dict:
@@ -70,7 +39,7 @@ def bench(name: str, runs: int) -> dict:
     state, interpreted = auto.state(), model.state()
     direct = compile_model(model, name=name)
     auto_t, direct_t, litert_t = interleaved([lambda: state.run(values), lambda: direct.run(values),
-                                              litert_runner(path, values)], runs)
+                                              litert_runner(path, 1, values)], runs)
     return {"auto": auto_t, "compiled": direct_t, "litert1": litert_t,
             "interpreted": median_time(lambda: interpreted.run(values), max(runs // 4, 10))[0],
             "kept": sum(isinstance(n.op, CompiledSegment) for n in auto.nodes),

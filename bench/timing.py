@@ -17,3 +17,24 @@ def median_and_fastest(run: Callable[[], object], runs: int, warmup: int = 5) ->
         run()
         times.append(time.perf_counter() - start)
     return statistics.median(times), min(times)
+
+
+def interleaved_samples(fns: list[Callable[[], object]], runs: int, warmup: int = 10,
+                        clock: Callable[[], float] = time.perf_counter) -> list[list[float]]:
+    """The times of ``runs`` calls of each function after ``warmup`` untimed ones, the functions
+    taking turns call after call (so that a change of load on the machine falls on all alike)."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, times in zip(fns, samples):
+            start = clock()
+            fn()
+            times.append(clock() - start)
+    return samples
+
+
+def interleaved(fns: list[Callable[[], object]], runs: int, warmup: int = 10) -> list[tuple[float, float]]:
+    """(median, fastest) seconds of each function, the functions taking turns call after call."""
+    return [(statistics.median(times), min(times)) for times in interleaved_samples(fns, runs, warmup)]
