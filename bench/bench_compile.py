@@ -29,6 +29,8 @@ import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from timing import load_average  # noqa: E402
+
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from bench_tflite import MODELS_DIR, inputs_for, median_time, model_bytes, time_tflite  # noqa: E402
@@ -127,7 +129,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     cache = Path(tempfile.mkdtemp(prefix="tractile_bench_compile_"))
     scratch = Path(tempfile.mkdtemp(prefix="tractile_bench_models_"))
-    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    print(f"load average before: {load_average()} ({os.cpu_count()} cores)")
     header = (f"{'model':24} {'compiled µs':>12} {'interp µs':>10} {'litert µs':>10} {'ref µs':>10} {'micro µs':>10}"
               f" {'x litert':>9} {'x ref':>7} {'x micro':>8} {'x interp':>9}")
     print(header)
@@ -167,7 +169,7 @@ def main(argv=None) -> int:
               f"{report['state_bytes']:7} {report['io_bytes']:6} {(micro or {}).get('head') or '-':>10} "
               f"{(micro or {}).get('total') or '-':>11}")
     onnx_mlp_row(args.runs * 10, cache)
-    print(f"\nload average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"\nload average after: {load_average()}")
     return 0
 
 

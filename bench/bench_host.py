@@ -25,7 +25,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 from bench_tflite import inputs_for  # noqa: E402
-from timing import median_and_fastest  # noqa: E402
+from timing import load_average, median_and_fastest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "models"
@@ -182,10 +182,10 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1,
                         help="compare the compiled code on 1 thread and on this many (and LiteRT likewise)")
     args = parser.parse_args(argv)
-    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    print(f"load average before: {load_average()} ({os.cpu_count()} cores)")
     if args.threads > 1:
         main_threads(args.models.split(","), args.threads, args.runs)
-        print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+        print(f"load average after: {load_average()}")
         return 0
     header = (f"{'model':22} {'compiled':>9} {'interp.':>10} {'LiteRT 1t':>10} {'LiteRT 2t':>10} "
               f"{'x LiteRT 1t':>12} {'x LiteRT 2t':>12} {'x interp.':>10} {'best: x LiteRT 1t':>18}")
@@ -202,7 +202,7 @@ def main(argv=None) -> int:
         print(f"{name:22} {med['compiled'] * 1e6:9.1f} {med['interpreted'] * 1e6:10.1f} {med['litert1'] * 1e6:10.1f} "
               f"{med['litert2'] * 1e6:10.1f} {ratios[0]:11.2f}x {ratios[1]:11.2f}x {ratios[2]:9.2f}x "
               f"{t['compiled'][1] / t['litert1'][1]:17.2f}x", flush=True)
-    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average after: {load_average()}")
     return 0
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from timing import median_and_fastest  # noqa: E402
+from timing import load_average, median_and_fastest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args(argv)
-    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    print(f"load average before: {load_average()} ({os.cpu_count()} cores)")
     for name, make in LAYERS.items():
         model = make().into_optimized()
         compiled = compile_model(model, name=name)
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         print(f"{name}: 1 thread {one * 1e3:.2f} ms (fastest {one_best * 1e3:.2f}), {args.threads} threads "
               f"{many * 1e3:.2f} ms (fastest {many_best * 1e3:.2f}): {one / many:.2f}x on medians, "
               f"{one_best / many_best:.2f}x on the fastest runs", flush=True)
-    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average after: {load_average()}")
     return 0
 
 

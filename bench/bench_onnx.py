@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import builders
 import torch_builders
 from peer_tract import tract_available, tract_runner
-from timing import interleaved_samples
+from timing import interleaved_samples, load_average
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     from rich.progress import Progress
     console = Console(width=max(Console().width, 110))
     names = [n.strip() for n in args.models.split(",") if n.strip()]
-    console.print("load average before: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
+    console.print("load average before: " + load_average())
     results = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("benchmarking", total=len(names))
@@ -222,7 +222,7 @@ def main(argv=None) -> int:
                                    f"clock, threads {args.threads or 'default'}, {os.cpu_count()} cores)",
                           bool(args.compiled))
     console.print(table)
-    console.print("load average after: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
+    console.print("load average after: " + load_average())
     return 0
 
 

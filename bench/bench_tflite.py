@@ -25,7 +25,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 import numpy as np  # noqa: E402
-from timing import median_and_fastest  # noqa: E402
+from timing import load_average, median_and_fastest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT.parent / "shared" / "models" / "tflite"
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     scratch = Path("/tmp") / "tractile_bench_tflite"
     scratch.mkdir(exist_ok=True)
-    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    print(f"load average before: {load_average()} ({os.cpu_count()} cores)")
     header = f"{'model':26} {'tractile ms':>12} {'tflite ms':>10} {'ref ms':>10} {'x tflite':>9} {'x ref':>8}"
     print(header)
     print("-" * len(header))
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
             return f"{ours / value:8.2f}x" if value else f"{'-':>9}"
 
         print(f"{name:26} {ours * 1000:12.3f} {show(default)} {show(reference)} {ratio(default)} {ratio(reference)}")
-    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average after: {load_average()}")
     return 0
 
 

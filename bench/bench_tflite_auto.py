@@ -22,7 +22,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_host import FLOAT, MLPERF, SHARED_TFLITE, inputs_for, litert_runner, median_time, model_path  # noqa: E402
-from timing import interleaved  # noqa: E402
+from timing import interleaved, load_average  # noqa: E402
 
 
 def bench(name: str, runs: int) -> dict:
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default=",".join(MLPERF + FLOAT + SHARED_TFLITE), help="comma-separated")
     parser.add_argument("--runs", type=int, default=100, help="timed runs per engine (median reported)")
     args = parser.parse_args(argv)
-    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} cores)")
+    print(f"load average before: {load_average()} ({os.cpu_count()} cores)")
     header = (f"{'model':22} {'auto':>8} {'compiled':>9} {'interp.':>9} {'LiteRT 1t':>10} {'x LiteRT':>9} "
               f"{'best x LiteRT':>14} {'auto/compiled':>14} {'x interp.':>10} {'compiled segments':>18}")
     print("medians (us), tractile `auto`, `compile_model` and LiteRT interleaved run by run; "
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
               f"{litert[0] * 1e6:10.1f} {auto[0] / litert[0]:8.2f}x {auto[1] / litert[1]:13.2f}x "
               f"{auto[0] / compiled[0]:13.2f}x {auto[0] / t['interpreted']:9.2f}x "
               f"{t['kept']:>12} of {t['candidates']:<3}", flush=True)
-    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"load average after: {load_average()}")
     return 0
 
 

@@ -2,6 +2,7 @@
 timed calls (the fastest is what a loaded machine hides least)."""
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -38,3 +39,8 @@ def interleaved_samples(fns: list[Callable[[], object]], runs: int, warmup: int 
 def interleaved(fns: list[Callable[[], object]], runs: int, warmup: int = 10) -> list[tuple[float, float]]:
     """(median, fastest) seconds of each function, the functions taking turns call after call."""
     return [(statistics.median(times), min(times)) for times in interleaved_samples(fns, runs, warmup)]
+
+
+def load_average() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes, as the benchmarks print them."""
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
