@@ -7,6 +7,7 @@
 #define TL_SOFTMAX_H
 
 #include <math.h>
+#include <string.h>
 
 #include "tl_common.h"
 
@@ -68,29 +69,60 @@ static inline int32_t tl_softmax_scale(int32_t sum, int32_t out_bits, int32_t *e
   return tl_one_over_one_plus_x((int32_t)(value - 0x80000000u));
 }
 
-#define TL_SOFTMAX_Q(name, in_type, out_type, out_bits, out_low, out_high)                                    \
+/* The largest value of an 8-bit row. On cores with the DSP extension four lanes a step: SSUB8
+ * (USUB8) sets a GE flag per byte where the new word's is at least the best so far, SEL keeps
+ * those bytes; the four lanes are compared at the end. */
+#if defined(__ARM_FEATURE_DSP) && !defined(TL_PROGMEM)
+#define TL_ROW_MAX8(name, type, subtract)                                                                      \
+  static inline int32_t name(const type *row, int32_t depth) {                                                \
+    int32_t d = 0, top = row[0], lane;                                                                        \
+    if (depth >= 8) {                                                                                         \
+      uint32_t best, next, flags;                                                                             \
+      memcpy(&best, row, 4);                                                                                  \
+      for (d = 4; d + 4 <= depth; d += 4) {                                                                   \
+        memcpy(&next, row + d, 4);                                                                            \
+        __asm__(subtract " %0, %2, %1\n\tsel %1, %2, %1" : "=&r"(flags), "+r"(best) : "r"(next) : "cc");      \
+        (void)flags;                                                                                          \
+      }                                                                                                       \
+      for (lane = 0; lane < 32; lane += 8) top = (type)(best >> lane) > top ? (type)(best >> lane) : top;     \
+    }                                                                                                         \
+    for (; d < depth; ++d) top = row[d] > top ? row[d] : top;                                                 \
+    return top;                                                                                               \
+  }
+#else
+#define TL_ROW_MAX8(name, type, subtract)                                                                      \
+  static inline int32_t name(const type *row, int32_t depth) {                                                \
+    int32_t d, top = row[0];                                                                                  \
+    for (d = 1; d < depth; ++d) top = row[d] > top ? row[d] : top;                                            \
+    return top;                                                                                               \
+  }
+#endif
+TL_ROW_MAX8(tl_row_max_s8, int8_t, "ssub8")
+TL_ROW_MAX8(tl_row_max_u8, uint8_t, "usub8")
+
+#define TL_SOFTMAX_Q(name, in_type, out_type, out_bits, out_low, out_high, row_max)                           \
   static inline int name(const in_type *x, out_type *y, int32_t rows, int32_t depth, const int32_t *exp_table, \
-                         const int32_t *sum_table) {                                                         \
+                         const int32_t *sum_table) {                                                          \
     int32_t r, d;                                                                                             \
     for (r = 0; r < rows; ++r) {                                                                              \
       const in_type *row = x + r * depth;                                                                     \
-      int32_t top = row[0], sum = 0, exponent, reciprocal;                                                    \
-      for (d = 1; d < depth; ++d) top = row[d] > top ? row[d] : top;                                          \
+      out_type *out = y + r * depth;                                                                          \
+      const int32_t top = row_max(row, depth);                                                                \
+      int32_t sum = 0, exponent, reciprocal;                                                                  \
       for (d = 0; d < depth; ++d) sum = tl_wrap_add32(sum, TL_READ_S32(sum_table + row[d] - top + 255));      \
       reciprocal = tl_softmax_scale(sum, out_bits, &exponent);                                                \
       if (exponent < 0 || exponent > 31) return 1;                                                            \
       for (d = 0; d < depth; ++d) {                                                                           \
-        int32_t scaled = tl_srdhm(reciprocal, TL_READ_S32(exp_table + row[d] - top + 255));                   \
-        if (exponent) scaled = tl_rdbpot(scaled, exponent);                                                   \
-        y[r * depth + d] = (out_type)tl_clamp_i32(scaled + (out_low), out_low, out_high);                     \
+        const int32_t scaled = tl_mbqm(TL_READ_S32(exp_table + row[d] - top + 255), reciprocal, -exponent);   \
+        out[d] = (out_type)tl_clamp_i32(scaled + (out_low), out_low, out_high);                               \
       }                                                                                                       \
     }                                                                                                         \
     return 0;                                                                                                 \
   }
 
-TL_SOFTMAX_Q(tl_softmax_s8_s8, int8_t, int8_t, 8, -128, 127)
-TL_SOFTMAX_Q(tl_softmax_s8_s16, int8_t, int16_t, 16, -32768, 32767)
-TL_SOFTMAX_Q(tl_softmax_u8_u8, uint8_t, uint8_t, 8, 0, 255)
+TL_SOFTMAX_Q(tl_softmax_s8_s8, int8_t, int8_t, 8, -128, 127, tl_row_max_s8)
+TL_SOFTMAX_Q(tl_softmax_s8_s16, int8_t, int16_t, 16, -32768, 32767, tl_row_max_s8)
+TL_SOFTMAX_Q(tl_softmax_u8_u8, uint8_t, uint8_t, 8, 0, 255, tl_row_max_u8)
 
 static inline int32_t tl_clz32(uint32_t value) {
   int32_t count = 0;
