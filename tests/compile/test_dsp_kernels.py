@@ -184,28 +184,45 @@ def test_repacked_kernels_portable_form_builds_without_warnings(tmp_path):
 
 # --- the kernels over weights repacked on the host (tl_conv_dsp.h) ------------------------------
 
-def depthwise_model(channels: int, multiplier: int, window: Window2D, mixed: bool = False, shape=(9, 10)):
-    """A 3x3 int8 depthwise layer quantized as person_detect's are (per-channel weights, output
-    zero point -128 after RELU6, right shifts of 5 to 9: the folded requantization); ``mixed``
-    gives two channels scale ratios of 1.5 and 3 (shifts 1 and 2: TFLite's recipe for them)."""
+def add_depthwise(g: GraphBuilder, name: str, channels: int, multiplier: int, window: Window2D, mixed: bool,
+                  shape=(9, 10)):
+    """A 3x3 int8 depthwise layer on an input of its own, quantized as person_detect's are
+    (per-channel weights, output zero point -128 after RELU6, right shifts of 5 to 9: the folded
+    requantization); ``mixed`` gives two channels scale ratios of 1.5 and 3 (shifts 1 and 2:
+    TFLite's recipe for them)."""
     from ..tflite.builder import qc
 
     out_c = channels * multiplier
     rng = np.random.default_rng(out_c * 31 + channels)
-    g = GraphBuilder()
-    x = g.input("x", "i8", (1, *shape, channels), q(0.02, -5))
+    x = g.input(f"x_{name}", "i8", (1, *shape, channels), q(0.02, -5))
     w_scales = [0.004 * (1 + 0.37 * (i % 7)) for i in range(out_c)]
     if mixed:
         w_scales[0], w_scales[-1] = 3.75, 7.5  # 0.02 * s / 0.05 = 1.5 and 3
-    w = g.const("w", rng.integers(-127, 128, (1, 3, 3, out_c)), "i8", qc(w_scales, 3))
-    b = g.const("b", rng.integers(-4000, 4000, (out_c,)), "i32", qc([0.02 * s for s in w_scales], 0))
-    g.model.outputs = [g.depthwise("dw", [x, w, b], window, q(0.05 if mixed else 6 / 255, -128), "RELU6")]
+    w = g.const(f"w_{name}", rng.integers(-127, 128, (1, 3, 3, out_c)), "i8", qc(w_scales, 3))
+    b = g.const(f"b_{name}", rng.integers(-4000, 4000, (out_c,)), "i32", qc([0.02 * s for s in w_scales], 0))
+    return g.depthwise(name, [x, w, b], window, q(0.05 if mixed else 6 / 255, -128), "RELU6")
+
+
+def depthwise_model(channels: int, multiplier: int, window: Window2D, mixed: bool = False, shape=(9, 10)):
+    """One layer of :func:`add_depthwise`."""
+    g = GraphBuilder()
+    g.model.outputs = [add_depthwise(g, "dw", channels, multiplier, window, mixed, shape)]
     return g.model
 
 
 #: (channels, multiplier): four channels per pass and the last channels one by one, one input
 #: channel against 8 or 3 filters
 REPACKED = [(4, 1), (13, 1), (16, 1), (1, 8), (1, 3)]
+
+
+def repacked_layers_model(window: Window2D):
+    """Every REPACKED configuration, plain and with mixed shifts, as side-by-side layers of one
+    model (one build and one emulator run for all of them)."""
+    g = GraphBuilder()
+    g.model.outputs = [add_depthwise(g, f"dw{channels}x{multiplier}{'_mixed' if mixed else ''}", channels,
+                                     multiplier, window, mixed)
+                       for channels, multiplier in REPACKED for mixed in (False, True)]
+    return g.model
 
 
 def test_repacked_weights_pair_the_taps_of_one_output():
@@ -224,8 +241,7 @@ def test_repacked_weights_pair_the_taps_of_one_output():
 
 
 @pytest.mark.parametrize("window", WINDOWS, ids=str)
-@pytest.mark.parametrize("channels,multiplier", REPACKED)
-def test_repacked_depthwise_kernels_run_portably_on_the_host(window, channels, multiplier, tmp_path):
+def test_repacked_depthwise_kernels_run_portably_on_the_host(window, tmp_path):
     """The same kernels built without the DSP extension (their portable SXTB16, PKHBT, SMLAD)
     for a host target that asks for the repacked weights: the packing against the interpreter."""
     from dataclasses import replace
@@ -233,16 +249,18 @@ def test_repacked_depthwise_kernels_run_portably_on_the_host(window, channels, m
     from tractile.compile.target import HOST
 
     target = replace(HOST, dsp=True)
-    for mixed in (False, True):
-        model = depthwise_model(channels, multiplier, window, mixed)
-        rows = window.stride_w in (1, 2) and window.dilation_w == 1
-        kernel = "tl_dwconv3x3_s8_single" if channels == 1 else f"tl_dwconv3x3_s8_{'rows' if rows else 'packed'}"
-        assert f"{kernel}(" in generate(model, target=target).source
-        cm = compiled_for(model, tmp_path / f"m{int(mixed)}", target)
-        rng = np.random.default_rng(channels)
-        for _ in range(3):
-            values = [rng.integers(-128, 128, (1, 9, 10, channels)).astype(np.int8)]
-            assert np.array_equal(cm.run(values)[0], model.run(values)[0])
+    model = repacked_layers_model(window)
+    source = generate(model, target=target).source
+    rows = window.stride_w in (1, 2) and window.dilation_w == 1
+    for kernel in ("tl_dwconv3x3_s8_single", f"tl_dwconv3x3_s8_{'rows' if rows else 'packed'}"):
+        assert f"{kernel}(" in source, kernel
+    cm = compiled_for(model, tmp_path, target)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        values = [rng.integers(-128, 128, tuple(model.input_fact(i).shape)).astype(np.int8)
+                  for i in range(len(model.inputs))]
+        for ours, theirs in zip(cm.run(values), model.run(values)):
+            assert np.array_equal(ours, theirs)
 
 
 def compiled_for(model, folder: Path, target):
@@ -255,14 +273,12 @@ def compiled_for(model, folder: Path, target):
 
 
 @pytest.mark.parametrize("window", WINDOWS, ids=str)
-@pytest.mark.parametrize("channels,multiplier", REPACKED)
-def test_repacked_depthwise_kernels_are_bit_exact_on_the_cortex_m4(window, channels, multiplier, tmp_path):
+def test_repacked_depthwise_kernels_are_bit_exact_on_the_cortex_m4(window, tmp_path):
     needs_board("cortex-m4")
-    for mixed in (False, True):
-        model = depthwise_model(channels, multiplier, window, mixed)
-        report = verify(model, "cortex-m4", runs=2, opt="speed", folder=tmp_path / f"m{int(mixed)}")
-        assert report["verified"], report["first_difference"]
-        assert report["layers"][0]["kernel"].startswith("tl_dwconv3x3_s8_"), report["layers"][0]
+    report = verify(repacked_layers_model(window), "cortex-m4", runs=2, opt="speed", folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    kernels = [layer["kernel"] for layer in report["layers"]]
+    assert len(kernels) == 2 * len(REPACKED) and all(k.startswith("tl_dwconv3x3_s8_") for k in kernels), kernels
 
 
 @pytest.mark.parametrize("depth", [4, 8, 12, 16])
