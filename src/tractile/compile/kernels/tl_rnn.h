@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "tl_common.h"
+#include "tl_exp.h"
 
 /* an activation function of the generated code */
 typedef float (*tl_rnn_act_fn)(float);
@@ -65,44 +66,18 @@ static inline void tl_rnn_product(float *out, const float *init, const float *v,
 
 /* The default activations, sigmoid and tanh, as functions the generated code puts in its tables.
  * On 64-bit hosts they are branch-free polynomials the compiler vectorises over a gate's units
- * (exp: n = round(x log2 e), a degree-6 polynomial of the remainder, 2^n through the exponent
- * bits; within 2 ulp of expf; tanh of small arguments by its odd series to keep the relative
- * precision); elsewhere expf and tanhf. tl_rnn_apply runs either over whole arrays. */
+ * (tl_exp.h's exp; tanh of small arguments by its odd series to keep the relative precision);
+ * elsewhere expf and tanhf. tl_rnn_apply runs either over whole arrays. */
 #ifndef TL_RNN_VECTOR_ACT
-#if defined(__x86_64__) || defined(__aarch64__)
-#define TL_RNN_VECTOR_ACT 1
-#else
-#define TL_RNN_VECTOR_ACT 0
-#endif
+#define TL_RNN_VECTOR_ACT TL_VECTOR_EXP
 #endif
 
 #if TL_RNN_VECTOR_ACT
-#include <string.h>
-
-static inline float tl_rnn_exp(float x) {
-  float n, r, p, scale;
-  int32_t bits;
-  x = isless(x, -87.0f) ? -87.0f : (isgreater(x, 88.0f) ? 88.0f : x); /* quiet comparisons: vectorised */
-  n = floorf(x * 1.44269504088896341f + 0.5f);
-  r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  bits = ((int32_t)n + 127) * (1 << 23);
-  memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
-static inline float tl_rnn_sigmoid_of(float x) { return 1.0f / (1.0f + tl_rnn_exp(-x)); }
+static inline float tl_rnn_sigmoid_of(float x) { return 1.0f / (1.0f + tl_exp_poly(-x)); }
 
 static inline float tl_rnn_tanh_of(float x) {
   const float a = fabsf(x);
-  const float e = tl_rnn_exp(-2.0f * a);
+  const float e = tl_exp_poly(-2.0f * a);
   const float large = (1.0f - e) / (1.0f + e);
   const float z = x * x;
   const float series = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z

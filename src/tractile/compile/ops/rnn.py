@@ -143,6 +143,7 @@ def recurrent(e: Emit) -> None:
     p = Prepared(e, op)
     kernel, blocks = kernel_of(op)
     s = strides(op, p.steps, p.batch, p.depth, p.hidden)
+    e.use("tl_exp.h")
     e.use(HEADER)
     e.uses_math()
     states = [e.output(1 + k) for k in range(len(op.state_names))]
@@ -182,6 +183,7 @@ def carried_state(e: Emit) -> None:
     p = Prepared(e, inner)
     kernel, blocks = kernel_of(inner)
     s = strides(inner, p.steps, p.batch, p.depth, p.hidden)
+    e.use("tl_exp.h")
     e.use(HEADER)
     e.uses_math()
     states, loads = [], []
