@@ -37,4 +37,13 @@ static inline float tl_exp_poly(float x) {
   return p * scale;
 }
 
+/* 1 / (1 + exp(-x)), by tl_exp_poly where TL_VECTOR_EXP */
+static inline float tl_sigmoid_f32(float x) {
+#if TL_VECTOR_EXP
+  return 1.0f / (1.0f + tl_exp_poly(-x));
+#else
+  return 1.0f / (1.0f + expf(-x));
+#endif
+}
+
 #endif /* TL_EXP_H */
