@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
   float v[4096], w[4096], s[4096];
   int32_t k, n = 0;
   (void)argc; (void)argv;
-  while (n < 4096 && scanf("%f", &v[n]) == 1) { w[n] = v[n]; s[n] = tl_sigmoid_f32(v[n]); ++n; }
+  while (n < 4096 && scanf("%f", &v[n]) == 1) { w[n] = v[n]; s[n] = tl_exp_sigmoid_f32(v[n]); ++n; }
   tl_rnn_apply(v, n, tl_rnn_sigmoid);
   tl_rnn_apply(w, n, tl_rnn_tanh);
   for (k = 0; k < n; ++k) printf("%.9g %.9g %.9g\n", v[k], w[k], s[k]);

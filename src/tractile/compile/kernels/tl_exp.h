@@ -38,7 +38,7 @@ static inline float tl_exp_poly(float x) {
 }
 
 /* 1 / (1 + exp(-x)), by tl_exp_poly where TL_VECTOR_EXP */
-static inline float tl_sigmoid_f32(float x) {
+static inline float tl_exp_sigmoid_f32(float x) {
 #if TL_VECTOR_EXP
   return 1.0f / (1.0f + tl_exp_poly(-x));
 #else

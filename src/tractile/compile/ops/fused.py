@@ -18,7 +18,7 @@ TFLITE_CLAMPS = {"NONE": (-math.inf, math.inf), "RELU": (0.0, math.inf), "RELU6"
                  "RELU_N1_TO_1": (-1.0, 1.0)}
 #: expressions with a form of tl_exp.h's that the compiler vectorises on 64-bit hosts (the same
 #: expression elsewhere)
-VECTOR_FORMS = {Sigmoid.c_formula: "tl_sigmoid_f32(v)"}
+VECTOR_FORMS = {Sigmoid.c_formula: "tl_exp_sigmoid_f32(v)"}
 
 
 def unary_loop(e: Emit, x: CTensor, y: CTensor, expression: str, math_needed: bool = True) -> None:
