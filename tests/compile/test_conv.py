@@ -145,6 +145,19 @@ def test_onnx_softmax(axis, legacy, log, compile_cache):
     check_against_interpreter(model, compile_cache, runs=3, name="softmax_f")
 
 
+@pytest.mark.parametrize("log", [False, True])
+def test_float_softmax_rows(log, compile_cache):
+    """Rows longer than the kernel's lanes, with a tail, a -inf score and differences from 0 to
+    -600 (exps that underflow): the vectorised exp against the interpreter's."""
+    from tractile.ops.nn import Softmax
+
+    model = single_op_model(Softmax(axis=-1, beta=0.7, log=log), [TypedFact(DatumType.F32, (3, 67))])
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((3, 67)) * np.array([[1.0], [30.0], [300.0]])).astype(np.float32)
+    x[0, 5] = -np.inf
+    check_against_interpreter(model, compile_cache, inputs=[[x]], name="softmax_rows")
+
+
 @pytest.mark.parametrize("op,attrs,rank", [
     ("MaxPool", {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}, 2),
     ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "dilations": [1, 2]}, 2),

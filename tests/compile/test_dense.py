@@ -73,6 +73,18 @@ def test_float_batch_matmul_with_transposed_operands(adj_x, adj_y, compile_cache
     check_against_interpreter(model, compile_cache, runs=3, name="bmm_f32")
 
 
+def test_float_batch_matmul_in_register_blocks(compile_cache):
+    """Two computed operands, broadcast batches: 7 rows (a block of four and three alone) by 37
+    columns (two blocks of 16 and five by the loop), as the attention's products are run."""
+    from tractile.ops.matmul import MatMul
+
+    g = GraphBuilder()
+    a = g.input("a", "f32", (2, 1, 7, 9))
+    b = g.input("b", "f32", (3, 9, 37))
+    model = g.outputs(g.op("bmm", MatMul(), [a, b]))
+    check_against_interpreter(model, compile_cache, runs=2, name="bmm_blocks")
+
+
 def test_int8_embedding_lookup_compiles_as_a_gather(compile_cache):
     from tractile.formats.tflite import load_tflite
     from tractile.formats.tflite.writer import write_model

@@ -146,6 +146,8 @@ BATCH_CASES = {
     "lstm_peepholes_clip": ("LSTM", {"peepholes": True, "clip": 0.7}),
     "gru_wide": ("GRU", {"hidden": 37, "initial": True}),  # vectorised activations and their tails
     "lstm_wide_reverse": ("LSTM", {"hidden": 21, "direction": "reverse"}),
+    # recurrent weights packed in blocks of 64 columns: z and r over a block and a tail, the candidate apart
+    "gru_lbr_packed": ("GRU", {"hidden": 40, "linear_before_reset": 1, "directions": 2}),
 }
 
 

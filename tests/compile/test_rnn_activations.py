@@ -1,5 +1,6 @@
-"""tl_rnn.h's vectorised sigmoid and tanh (64-bit hosts) against the exact functions, over their
-whole range, built with the host build's flags and with the portable fallback."""
+"""tl_rnn.h's vectorised sigmoid and tanh (64-bit hosts) and tl_exp.h's sigmoid (the element-wise
+loops') against the exact functions, over their whole range, built with the host build's flags
+and with the portable fallback."""
 from __future__ import annotations
 
 import subprocess
@@ -20,13 +21,13 @@ PROGRAM = r"""
 #include <stdlib.h>
 #include "tl_rnn.h"
 int main(int argc, char **argv) {
-  float v[4096], w[4096];
+  float v[4096], w[4096], s[4096];
   int32_t k, n = 0;
   (void)argc; (void)argv;
-  while (n < 4096 && scanf("%f", &v[n]) == 1) { w[n] = v[n]; ++n; }
+  while (n < 4096 && scanf("%f", &v[n]) == 1) { w[n] = v[n]; s[n] = tl_exp_sigmoid_f32(v[n]); ++n; }
   tl_rnn_apply(v, n, tl_rnn_sigmoid);
   tl_rnn_apply(w, n, tl_rnn_tanh);
-  for (k = 0; k < n; ++k) printf("%.9g %.9g\n", v[k], w[k]);
+  for (k = 0; k < n; ++k) printf("%.9g %.9g %.9g\n", v[k], w[k], s[k]);
   return 0;
 }
 """
@@ -45,15 +46,16 @@ def test_sigmoid_and_tanh_over_their_range(tmp_path: Path, vector: bool):
     needs_cc()
     (tmp_path / "main.c").write_text(PROGRAM)
     binary = tmp_path / "activations"
-    flags = [*OPT_FLAGS["speed"], f"-DTL_RNN_VECTOR_ACT={int(vector)}"]
+    flags = [*OPT_FLAGS["speed"], f"-DTL_RNN_VECTOR_ACT={int(vector)}", f"-DTL_VECTOR_EXP={int(vector)}"]
     subprocess.run([*find_c_compiler().split(), "-std=c99", *flags, f"-I{KERNELS}", "-o", str(binary),
                     str(tmp_path / "main.c"), "-lm"], check=True, capture_output=True)
     x = arguments()
     done = subprocess.run([str(binary)], input="\n".join(f"{v:.9g}" for v in x), capture_output=True, text=True,
                           check=True)
     got = np.array([line.split() for line in done.stdout.splitlines()], np.float64)
-    assert got.shape == (x.size, 2)
+    assert got.shape == (x.size, 3)
     exact = x.astype(np.float64)
     sigmoid = 1.0 / (1.0 + np.exp(-exact))
     np.testing.assert_allclose(got[:, 0], sigmoid, rtol=5e-7, atol=1e-37)
     np.testing.assert_allclose(got[:, 1], np.tanh(exact), rtol=5e-7, atol=0)
+    np.testing.assert_allclose(got[:, 2], sigmoid, rtol=5e-7, atol=1e-37)

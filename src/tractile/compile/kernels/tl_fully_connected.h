@@ -39,22 +39,77 @@ static inline void tl_dense_f32(const float *x, const float *wt, const float *bi
   }
 }
 
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define TL_MATMUL_F32_X86
+/* y = a b on four rows of a (`depth` apart) and 16 columns of b and y (`cols` apart), the sums
+ * over all of depth in eight ymm registers */
+static inline void tl_matmul_x86_four(const float *a, const float *b, float *y, int32_t depth, int32_t cols) {
+  __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  int32_t k;
+  for (k = 0; k < depth; ++k, b += cols) {
+    const __m256 w0 = _mm256_loadu_ps(b), w1 = _mm256_loadu_ps(b + 8);
+    __m256 x = _mm256_broadcast_ss(a + k);
+    s00 = _mm256_fmadd_ps(x, w0, s00);
+    s01 = _mm256_fmadd_ps(x, w1, s01);
+    x = _mm256_broadcast_ss(a + depth + k);
+    s10 = _mm256_fmadd_ps(x, w0, s10);
+    s11 = _mm256_fmadd_ps(x, w1, s11);
+    x = _mm256_broadcast_ss(a + 2 * depth + k);
+    s20 = _mm256_fmadd_ps(x, w0, s20);
+    s21 = _mm256_fmadd_ps(x, w1, s21);
+    x = _mm256_broadcast_ss(a + 3 * depth + k);
+    s30 = _mm256_fmadd_ps(x, w0, s30);
+    s31 = _mm256_fmadd_ps(x, w1, s31);
+  }
+  _mm256_storeu_ps(y, s00);
+  _mm256_storeu_ps(y + 8, s01);
+  _mm256_storeu_ps(y + cols, s10);
+  _mm256_storeu_ps(y + cols + 8, s11);
+  _mm256_storeu_ps(y + 2 * cols, s20);
+  _mm256_storeu_ps(y + 2 * cols + 8, s21);
+  _mm256_storeu_ps(y + 3 * cols, s30);
+  _mm256_storeu_ps(y + 3 * cols + 8, s31);
+}
+
+/* one row by 16 columns */
+static inline void tl_matmul_x86_one(const float *a, const float *b, float *y, int32_t depth, int32_t cols) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+  int32_t k;
+  for (k = 0; k < depth; ++k, b += cols) {
+    const __m256 x = _mm256_broadcast_ss(a + k);
+    s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b), s0);
+    s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(b + 8), s1);
+  }
+  _mm256_storeu_ps(y, s0);
+  _mm256_storeu_ps(y + 8, s1);
+}
+#endif
+
 /* y[b][m][n] = sum_k a[b][m][k] * bm[b][k][n] with the batch offsets given per product
- * (a_offsets[b], b_offsets[b], in elements), for MatMul on two computed operands */
+ * (a_offsets[b], b_offsets[b], in elements), for MatMul on two computed operands; with AVX2,
+ * blocks of 16 columns in registers (tl_matmul_x86_four), the other columns by the loop */
 static inline void tl_matmul_f32(const float *a, const float *bm, float *y, int batches, const int32_t *a_offsets,
                                  const int32_t *b_offsets, int rows, int depth, int cols) {
-  int b, m, k, n;
+  int b, m, k, n, first = 0;
   for (b = 0; b < batches; ++b) {
     const float *pa = a + TL_READ_S32(a_offsets + b);
     const float *pb = bm + TL_READ_S32(b_offsets + b);
     float *py = y + b * rows * cols;
+#ifdef TL_MATMUL_F32_X86
+    first = cols - cols % 16;
+    for (m = 0; m + 4 <= rows; m += 4)
+      for (n = 0; n < first; n += 16) tl_matmul_x86_four(pa + m * depth, pb + n, py + m * cols + n, depth, cols);
+    for (; m < rows; ++m)
+      for (n = 0; n < first; n += 16) tl_matmul_x86_one(pa + m * depth, pb + n, py + m * cols + n, depth, cols);
+#endif
     for (m = 0; m < rows; ++m) {
       float *out = py + m * cols;
-      for (n = 0; n < cols; ++n) out[n] = 0.0f;
+      for (n = first; n < cols; ++n) out[n] = 0.0f;
       for (k = 0; k < depth; ++k) {
         const float value = pa[m * depth + k];
         const float *w = pb + k * cols;
-        for (n = 0; n < cols; ++n) out[n] += value * w[n];
+        for (n = first; n < cols; ++n) out[n] += value * w[n];
       }
     }
   }

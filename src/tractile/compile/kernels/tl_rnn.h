@@ -1,7 +1,8 @@
 /* tl_rnn.h: ONNX RNN, GRU and LSTM (float), one direction per call.
  *
  * Weights keep ONNX's gate order, transposed (depth-major, so the products vectorise over
- * gate rows without reordering any sum): wt[i][gate * hidden + u] and rt[k][gate * hidden + u];
+ * gate rows without reordering any sum): wt[i][gate * hidden + u] and rt[k][gate * hidden + u],
+ * rt packed in blocks of columns (TL_RNN_PACK);
  * wb and rb are ONNX's two biases (NULL: zeros), added to the input and the recurrent products
  * before these are summed (onnxruntime's order, within rounding of it over long recurrences).
  * Tensors are addressed through element strides so one kernel serves both layouts and both
@@ -19,6 +20,7 @@
 #include <stddef.h>
 
 #include "tl_common.h"
+#include "tl_exp.h"
 
 /* an activation function of the generated code */
 typedef float (*tl_rnn_act_fn)(float);
@@ -63,46 +65,36 @@ static inline void tl_rnn_product(float *out, const float *init, const float *v,
   }
 }
 
+/* the recurrent weights' layout: R^T's columns in blocks of TL_RNN_PACK, each block's rows
+ * contiguous ([depth][TL_RNN_PACK], the last block [depth][count % TL_RNN_PACK]), so a step reads
+ * them in one stream; GRU's columns of the candidate (2 h .. 3 h) are packed apart */
+#define TL_RNN_PACK 64
+
+/* out[j] = init[j] + sum_k v[k] * rt[k][j] for j < count, rt packed as above from `p` (the same
+ * sums, in the same order, as tl_rnn_product on the unpacked columns) */
+static inline void tl_rnn_packed_product(float *out, const float *init, const float *v, const float *p, int32_t depth,
+                                         int32_t count) {
+  int32_t j;
+  for (j = 0; j < count; j += TL_RNN_PACK) {
+    const int32_t width = count - j < TL_RNN_PACK ? count - j : TL_RNN_PACK;
+    tl_rnn_product(out + j, init ? init + j : NULL, v, p + j * depth, depth, width, width);
+  }
+}
+
 /* The default activations, sigmoid and tanh, as functions the generated code puts in its tables.
  * On 64-bit hosts they are branch-free polynomials the compiler vectorises over a gate's units
- * (exp: n = round(x log2 e), a degree-6 polynomial of the remainder, 2^n through the exponent
- * bits; within 2 ulp of expf; tanh of small arguments by its odd series to keep the relative
- * precision); elsewhere expf and tanhf. tl_rnn_apply runs either over whole arrays. */
+ * (tl_exp.h's exp; tanh of small arguments by its odd series to keep the relative precision);
+ * elsewhere expf and tanhf. tl_rnn_apply runs either over whole arrays. */
 #ifndef TL_RNN_VECTOR_ACT
-#if defined(__x86_64__) || defined(__aarch64__)
-#define TL_RNN_VECTOR_ACT 1
-#else
-#define TL_RNN_VECTOR_ACT 0
-#endif
+#define TL_RNN_VECTOR_ACT TL_VECTOR_EXP
 #endif
 
 #if TL_RNN_VECTOR_ACT
-#include <string.h>
-
-static inline float tl_rnn_exp(float x) {
-  float n, r, p, scale;
-  int32_t bits;
-  x = isless(x, -87.0f) ? -87.0f : (isgreater(x, 88.0f) ? 88.0f : x); /* quiet comparisons: vectorised */
-  n = floorf(x * 1.44269504088896341f + 0.5f);
-  r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  bits = ((int32_t)n + 127) * (1 << 23);
-  memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
-static inline float tl_rnn_sigmoid_of(float x) { return 1.0f / (1.0f + tl_rnn_exp(-x)); }
+static inline float tl_rnn_sigmoid_of(float x) { return 1.0f / (1.0f + tl_exp_poly(-x)); }
 
 static inline float tl_rnn_tanh_of(float x) {
   const float a = fabsf(x);
-  const float e = tl_rnn_exp(-2.0f * a);
+  const float e = tl_exp_poly(-2.0f * a);
   const float large = (1.0f - e) / (1.0f + e);
   const float z = x * x;
   const float series = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z
@@ -167,7 +159,7 @@ static inline void tl_rnn_f32(const float *x, float *y, float *h, float *gates, 
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
       tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, hidden);
-      tl_rnn_product(from_h, rb, hb, r, hidden, hidden, hidden);
+      tl_rnn_packed_product(from_h, rb, hb, r, hidden, hidden);
       tl_rnn_sum(gates, from_h, hidden, clip);
       tl_rnn_apply(gates, hidden, act[0]);
       for (u = 0; u < hidden; ++u) yr[u] = hb[u] = gates[u];
@@ -183,6 +175,7 @@ static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, 
   const int32_t stride = 3 * hidden;
   float *from_h = gates + 3 * hidden, *reset_h = gates + 6 * hidden;
   float *candidate = gates + 2 * hidden;
+  const float *candidate_r = r + 2 * hidden * hidden;
   int32_t b, s, u;
   for (b = 0; b < batches; ++b) {
     float *hb = h + b * s_batch;
@@ -190,13 +183,14 @@ static inline void tl_gru_f32(const float *x, float *y, float *h, float *gates, 
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
       tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, stride);
-      tl_rnn_product(from_h, rb, hb, r, hidden, stride, linear_before_reset ? stride : 2 * hidden);
+      tl_rnn_packed_product(from_h, rb, hb, r, hidden, 2 * hidden);
+      if (linear_before_reset)
+        tl_rnn_packed_product(from_h + 2 * hidden, rb ? rb + 2 * hidden : NULL, hb, candidate_r, hidden, hidden);
       tl_rnn_sum(gates, from_h, 2 * hidden, clip);
       tl_rnn_apply(gates, 2 * hidden, act[0]);
       if (!linear_before_reset) { /* the candidate reads (r . h) R_h + Rb_h */
         for (u = 0; u < hidden; ++u) reset_h[u] = gates[hidden + u] * hb[u];
-        tl_rnn_product(from_h + 2 * hidden, rb ? rb + 2 * hidden : NULL, reset_h, r + 2 * hidden, hidden, stride,
-                       hidden);
+        tl_rnn_packed_product(from_h + 2 * hidden, rb ? rb + 2 * hidden : NULL, reset_h, candidate_r, hidden, hidden);
       } else {
         for (u = 0; u < hidden; ++u) from_h[2 * hidden + u] *= gates[hidden + u];
       }
@@ -223,7 +217,7 @@ static inline void tl_onnx_lstm_f32(const float *x, float *y, float *h, float *c
       const int32_t t = TL_RNN_STEP(s, steps, reverse);
       float *yr = y + t * y_step + b * y_batch;
       tl_rnn_input(gates, wb, x + t * x_step + b * x_batch, w, depth, 4 * hidden);
-      tl_rnn_product(from_h, rb, hb, r, hidden, 4 * hidden, 4 * hidden);
+      tl_rnn_packed_product(from_h, rb, hb, r, hidden, 4 * hidden);
       for (u = 0; u < 4 * hidden; ++u) gates[u] += from_h[u];
       if (peep) {
         for (u = 0; u < hidden; ++u) {

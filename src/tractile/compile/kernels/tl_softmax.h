@@ -10,10 +10,67 @@
 #include <string.h>
 
 #include "tl_common.h"
+#include "tl_exp.h"
 
+/* exp of a difference to the row maximum (<= 0): tl_exp.h's on 64-bit hosts, 0 below -87 where
+ * expf gives at most 1.7e-38 (masked scores of -inf among them) */
+static inline float tl_softmax_exp(float x) {
+#if TL_VECTOR_EXP
+  const float e = tl_exp_poly(x);
+  return isless(x, -87.0f) ? 0.0f : e;
+#else
+  return expf(x);
+#endif
+}
+
+#if TL_VECTOR_EXP
+#define TL_SOFTMAX_LANES 8
+
+/* one contiguous row: the maximum, the exps and their sum in TL_SOFTMAX_LANES independent
+ * lanes (loops the compiler vectorises); y may be x */
+static inline void tl_softmax_row_f32(const float *row, float *out, int32_t depth, float beta, int32_t log_output) {
+  const int32_t full = depth - depth % TL_SOFTMAX_LANES;
+  float top[TL_SOFTMAX_LANES], part[TL_SOFTMAX_LANES], max, total = 0.0f;
+  int32_t d, j;
+  for (j = 0; j < TL_SOFTMAX_LANES; ++j) {
+    top[j] = row[0];
+    part[j] = 0.0f;
+  }
+  for (d = 0; d < full; d += TL_SOFTMAX_LANES)
+    for (j = 0; j < TL_SOFTMAX_LANES; ++j) top[j] = row[d + j] > top[j] ? row[d + j] : top[j];
+  max = top[0];
+  for (j = 1; j < TL_SOFTMAX_LANES; ++j) max = top[j] > max ? top[j] : max;
+  for (d = full; d < depth; ++d) max = row[d] > max ? row[d] : max;
+  if (log_output) {
+    for (d = 0; d < full; d += TL_SOFTMAX_LANES)
+      for (j = 0; j < TL_SOFTMAX_LANES; ++j) part[j] += tl_softmax_exp((row[d + j] - max) * beta);
+    for (d = full; d < depth; ++d) total += tl_softmax_exp((row[d] - max) * beta);
+  } else {
+    for (d = 0; d < depth; ++d) out[d] = tl_softmax_exp((row[d] - max) * beta);
+    for (d = 0; d < full; d += TL_SOFTMAX_LANES)
+      for (j = 0; j < TL_SOFTMAX_LANES; ++j) part[j] += out[d + j];
+    for (d = full; d < depth; ++d) total += out[d];
+  }
+  for (j = 0; j < TL_SOFTMAX_LANES; ++j) total += part[j];
+  if (log_output) {
+    const float log_total = logf(total);
+    for (d = 0; d < depth; ++d) out[d] = (row[d] - max) * beta - log_total;
+  } else {
+    for (d = 0; d < depth; ++d) out[d] /= total;
+  }
+}
+#endif
+
+/* float softmax along one axis; contiguous rows by tl_softmax_row_f32 on 64-bit hosts */
 static inline void tl_softmax_f32(const float *x, float *y, int32_t outer, int32_t depth, int32_t inner, float beta,
                                   int32_t log_output) {
   int32_t o, d, i;
+#if TL_VECTOR_EXP
+  if (inner == 1) {
+    for (o = 0; o < outer; ++o) tl_softmax_row_f32(x + o * depth, y + o * depth, depth, beta, log_output);
+    return;
+  }
+#endif
   for (o = 0; o < outer; ++o)
     for (i = 0; i < inner; ++i) {
       const float *row = x + o * depth * inner + i;
@@ -21,7 +78,7 @@ static inline void tl_softmax_f32(const float *x, float *y, int32_t outer, int32
       float top = row[0], total = 0.0f;
       for (d = 1; d < depth; ++d) top = row[d * inner] > top ? row[d * inner] : top;
       for (d = 0; d < depth; ++d) {
-        const float e = expf((row[d * inner] - top) * beta);
+        const float e = tl_softmax_exp((row[d * inner] - top) * beta);
         if (!log_output) out[d * inner] = e;
         total += e;
       }

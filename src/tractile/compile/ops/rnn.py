@@ -92,7 +92,7 @@ class Prepared:
         (``projected``: x holds the input products, see :func:`project`)."""
         suffix = f"_{d}" if op.num_directions > 1 else ""
         w = "NULL" if projected else e.constant("W" + suffix, np.ascontiguousarray(self.w[d].T))
-        r = e.constant("R" + suffix, np.ascontiguousarray(self.r[d].T))
+        r = e.constant("R" + suffix, pack_recurrent(self.r[d].T, op))
         wb = rb = "NULL"
         if self.bias is not None:
             rb = e.constant("Rb" + suffix, self.bias[d][self.gates:])
@@ -106,6 +106,20 @@ class Prepared:
             peep = e.constant("P" + suffix, self.peep[d]) if self.peep is not None else "NULL"
             return [w, r, wb, rb, peep, table, clip, op.input_forget]
         return [w, r, wb, rb, table, clip]
+
+
+#: tl_rnn.h's TL_RNN_PACK: the columns of a block of the packed recurrent weights
+PACK = 64
+
+
+def pack_recurrent(rt: np.ndarray, op: Recurrent) -> np.ndarray:
+    """R^T (``[hidden][gates * hidden]``) as tl_rnn.h reads it: per part (GRU: the z and r gates,
+    then the candidate's; others: all gates), blocks of ``PACK`` columns, each ``[hidden][width]``."""
+    hidden = rt.shape[0]
+    parts = [(0, 2 * hidden), (2 * hidden, 3 * hidden)] if isinstance(op, GRU) else [(0, rt.shape[1])]
+    blocks = [rt[:, start:min(start + PACK, end)].reshape(-1) for begin, end in parts
+              for start in range(begin, end, PACK)]
+    return np.ascontiguousarray(np.concatenate(blocks) if blocks else rt.reshape(-1), np.float32)
 
 
 def kernel_of(op: Recurrent) -> tuple[str, int]:
@@ -143,6 +157,7 @@ def recurrent(e: Emit) -> None:
     p = Prepared(e, op)
     kernel, blocks = kernel_of(op)
     s = strides(op, p.steps, p.batch, p.depth, p.hidden)
+    e.use("tl_exp.h")
     e.use(HEADER)
     e.uses_math()
     states = [e.output(1 + k) for k in range(len(op.state_names))]
@@ -182,6 +197,7 @@ def carried_state(e: Emit) -> None:
     p = Prepared(e, inner)
     kernel, blocks = kernel_of(inner)
     s = strides(inner, p.steps, p.batch, p.depth, p.hidden)
+    e.use("tl_exp.h")
     e.use(HEADER)
     e.uses_math()
     states, loads = [], []

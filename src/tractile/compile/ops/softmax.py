@@ -35,6 +35,7 @@ def softmax(e: Emit) -> None:
     shape = tuple(int(d) for d in x.shape)
     if not shape:
         raise Unsupported("Softmax of a scalar")
+    e.use("tl_exp.h")
     e.use(HEADER)
     if op.quant is not None:
         quantized_softmax(e, recipe_of(op), shape)
