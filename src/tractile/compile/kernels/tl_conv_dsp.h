@@ -665,8 +665,8 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     ROW(1, odd, SX, L, R, TL_DROP);                                                                 \
     ROW(2, odd, SX, L, R, TL_DROP);                                                                 \
     {                                                                                               \
-      const int32_t *r = rq + 3 * (c + (odd));                                                      \
-      const int32_t ra[3] = {r[0], r[1], r[2]}, rc[3] = {r[6], r[7], r[8]};                         \
+      const int32_t *r = wg + 28 + 6 * (odd); /* the pass's requantization words, after the biases */ \
+      const int32_t ra[3] = {r[0], r[1], r[4]}, rc[3] = {r[2], r[3], r[5]};                         \
       const int8_t ya0 = TL_ROWS_OUT(a0, ra), ya1 = TL_ROWS_OUT(a1, rc);                            \
       const int8_t yc0 = TL_ROWS_OUT(c0, ra), yc1 = TL_ROWS_OUT(c1, rc);                            \
       const int8_t yf0 = TL_ROWS_OUT(f0, ra), yf1 = TL_ROWS_OUT(f1, rc);                            \
@@ -733,7 +733,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
   const uint32_t zpw = (uint32_t)(uint16_t)(int16_t)-x_offset * 0x10001u;
   const int32_t fast = TL_DW3_ASM_OK && 2 * row_step + 4 * in_c + in_c < 4096; /* TL_DW3_ROW_ASM's offsets */
   const int32_t fast5 = TL_DW3_ASM_OK && 2 * row_step + 6 * in_c + in_c < 4096;
-  const int32_t gw = stride_w == 2 ? 28 : 24; /* words per group: its weights, at stride 2 its biases */
+  const int32_t gw = stride_w == 2 ? 40 : 24; /* words per group: its weights, at stride 2 its biases and requantization */
   int32_t b, oy, ox, c, k;
   (void)w, (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
   for (b = 0; b < batches; ++b)
