@@ -267,7 +267,8 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
  * pair of channels, five loads, five SXTB16, four PKH, two LDRD of weights and twelve
  * multiply-accumulates (eighteen MACs). The weights of a group of four channels: per row, per pass
  * (even channels c, c + 2 from SXTB16, then odd channels from its rotated form) the words W01 of
- * its two channels, then their W12: 24 words. At stride 2 along the rows the same columns hold the
+ * its two channels, then their W12: 24 words (at stride 2, 40: then the group's biases and
+ * requantization words, see TL_DW5_PASS). At stride 2 along the rows the same columns hold the
  * windows of A and C (B dropped: two outputs, twelve MACs in eight); at the end of a row A and B
  * alone (C dropped: four columns). Statement lists are kept or dropped by TL_KEEP / TL_DROP: THREE
  * for B, CK for C, and per column L (the first), S3 (the fourth), R (the fifth), dropped when that

@@ -56,7 +56,7 @@ def row_pairs(taps: np.ndarray, bias: np.ndarray | None = None, rq: np.ndarray |
                 pass_channels = (c + odd, c + odd + 2)
                 words += [pairs(rows[ky, 0, ch], rows[ky, 1, ch]) for ch in pass_channels]
                 words += [pairs(rows[ky, 1, ch], rows[ky, 2, ch]) for ch in pass_channels]
-        if bias is not None:
+        if bias is not None and rq is not None:
             order = (c, c + 2, c + 1, c + 3)
             words += [np.int32(bias[ch]) for ch in order]
             for pair in (order[:2], order[2:]):  # m and K of both channels of a pass, then both r
