@@ -267,7 +267,8 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
  * pair of channels, five loads, five SXTB16, four PKH, two LDRD of weights and twelve
  * multiply-accumulates (eighteen MACs). The weights of a group of four channels: per row, per pass
  * (even channels c, c + 2 from SXTB16, then odd channels from its rotated form) the words W01 of
- * its two channels, then their W12: 24 words. At stride 2 along the rows the same columns hold the
+ * its two channels, then their W12: 24 words (at stride 2, 40: then the group's biases and
+ * requantization words, see TL_DW5_PASS). At stride 2 along the rows the same columns hold the
  * windows of A and C (B dropped: two outputs, twelve MACs in eight); at the end of a row A and B
  * alone (C dropped: four columns). Statement lists are kept or dropped by TL_KEEP / TL_DROP: THREE
  * for B, CK for C, and per column L (the first), S3 (the fourth), R (the fifth), dropped when that
@@ -443,7 +444,7 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
 #endif
 #define TL_DW3_GROUPS(SETUP, THREE, CK, ROW, L, S3, R)                                              \
   do {                                                                                              \
-    for (c = 0; c + 4 <= in_c || (TL_DW3_TAIL_IN_LOOP && c < in_c); c += 4, wg += 24) {             \
+    for (c = 0; c + 4 <= in_c || (TL_DW3_TAIL_IN_LOOP && c < in_c); c += 4, wg += gw) {             \
       if (TL_DW3_TAIL_IN_LOOP && c + 4 > in_c) c = in_c - 4;                                       \
       SETUP();                                                                                      \
       TL_DW3_PASS(TL_SXTB16, 0, THREE, CK, ROW, L, S3, R);                                          \
@@ -536,8 +537,8 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
  * q0 = [x0 | x1], q1 = [x2 | x3], q2 = [x4 | x5] and the widened words e2, e4, e6 of columns 2, 4
  * and 6: A = SMLAD(q0, W01) + x2 w2, C = SMLAD(q1, W01) + x4 w2, E = SMLAD(q2, W01) + x6 w2, each
  * x w2 by SMLABT (the even channel of the word) or SMLATT (the odd one) against W12: per row and
- * pair of channels seven loads, seven SXTB16, six PKH, three LDRD of weights (W01 read twice: five
- * temporaries) and twelve multiply-accumulates (eighteen MACs). L and R drop the first and the last
+ * pair of channels seven loads, seven SXTB16, six PKH, two LDRD of weights and twelve
+ * multiply-accumulates (eighteen MACs). L and R drop the first and the last
  * column when they are padding (they then read the input zero point). */
 #define TL_DW5_ROW(x0, x1, x2, x3, x4, x5, x6, wr, SX)                                              \
   do {                                                                                              \
@@ -572,103 +573,135 @@ TL_KERNEL void tl_dwconv3x3_s8_packed(const int8_t *x, const int32_t *restrict w
     }                                                                                               \
     TL_TAP_ORDER();                                                                                 \
   } while (0)
+/* F (TL_KEEP in the first window row of a pass inside the input) loads the pass's two biases into
+ * E's accumulators by one LDRD (at stride 2 a group's weights are followed by its biases, the even
+ * pass's channels first) and starts A and C from them, which their first products add to (no
+ * copies of the bias) */
+#define TL_DW5_RA_TL_KEEP(own, seed) seed
+#define TL_DW5_RA_TL_DROP(own, seed) own
 #if TL_DW3_ASM_OK
-#define TL_DW5_ROW_AT(q, ky, odd, SX, L, R)                                                         \
+/* The row in assembly: six temporaries, so that W01 is read once (its three SMLAD first, e2 and e4
+ * kept for W12's three pairs of SMLABT/SMLATT): 7 LDR, 7 SXTB16, 6 PKH, 2 LDRD, 12 multiply-
+ * accumulates, 34 instructions for 18 MACs */
+#define TL_DW5_ROW_AT(q, ky, odd, SX, L, R, F)                                                      \
   do {                                                                                              \
-    uint32_t t0, t1, t2, t3, t4;                                                                    \
-    __asm__ volatile("ldr %[t0], %[x0]\n\t"                                                          \
-                     "ldr %[t1], %[x1]\n\t"                                                          \
-                     L("sxtb16 %[t0], %[t0]" TL_SXR_##SX "\n\t")                                      \
-                     "sxtb16 %[t1], %[t1]" TL_SXR_##SX "\n\t"                                         \
-                     "pkhbt %[t2], %[t0], %[t1], lsl #16\n\t"                                         \
-                     "pkhtb %[t3], %[t1], %[t0], asr #16\n\t"                                         \
+    uint32_t t0, t1, t2, t3, t4, t5;                                                                \
+    __asm__ volatile(F("ldrd %[f0], %[f1], [%[w], %[ob]]\n\t")                                   \
+                     "ldr %[t2], %[x0]\n\t"                                                          \
+                     "ldr %[t3], %[x1]\n\t"                                                          \
+                     L("sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t")                                      \
+                     "sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t"                                         \
+                     "pkhbt %[t4], %[t2], %[t3], lsl #16\n\t"                                         \
+                     "pkhtb %[t3], %[t3], %[t2], asr #16\n\t"                                         \
                      "ldrd %[t0], %[t1], [%[w], %[o0]]\n\t"                                           \
-                     "smlad %[a0], %[t2], %[t0], %[a0]\n\t"                                           \
-                     "smlad %[a1], %[t3], %[t1], %[a1]\n\t"                                           \
+                     "smlad %[a0], %[t4], %[t0], " TL_DW5_RA_##F("%[a0]", "%[f0]") "\n\t"             \
+                     "smlad %[a1], %[t3], %[t1], " TL_DW5_RA_##F("%[a1]", "%[f1]") "\n\t"             \
                      "ldr %[t2], %[x2]\n\t"                                                          \
                      "ldr %[t3], %[x3]\n\t"                                                          \
                      "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
                      "sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t"                                         \
                      "pkhbt %[t4], %[t2], %[t3], lsl #16\n\t"                                         \
                      "pkhtb %[t3], %[t3], %[t2], asr #16\n\t"                                         \
-                     "smlad %[c0], %[t4], %[t0], %[c0]\n\t"                                           \
-                     "smlad %[c1], %[t3], %[t1], %[c1]\n\t"                                           \
+                     "smlad %[c0], %[t4], %[t0], " TL_DW5_RA_##F("%[c0]", "%[f0]") "\n\t"             \
+                     "smlad %[c1], %[t3], %[t1], " TL_DW5_RA_##F("%[c1]", "%[f1]") "\n\t"             \
+                     "ldr %[t4], %[x4]\n\t"                                                          \
+                     "ldr %[t3], %[x5]\n\t"                                                          \
+                     "sxtb16 %[t4], %[t4]" TL_SXR_##SX "\n\t"                                         \
+                     "sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t"                                         \
+                     "pkhbt %[t5], %[t4], %[t3], lsl #16\n\t"                                         \
+                     "pkhtb %[t3], %[t3], %[t4], asr #16\n\t"                                         \
+                     "smlad %[f0], %[t5], %[t0], %[f0]\n\t"                                           \
+                     "smlad %[f1], %[t3], %[t1], %[f1]\n\t"                                           \
                      "ldrd %[t0], %[t1], [%[w], %[o1]]\n\t"                                           \
                      "smlabt %[a0], %[t2], %[t0], %[a0]\n\t"                                          \
                      "smlatt %[a1], %[t2], %[t1], %[a1]\n\t"                                          \
-                     "ldr %[t2], %[x4]\n\t"                                                          \
-                     "ldr %[t3], %[x5]\n\t"                                                          \
-                     "sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t"                                         \
-                     "sxtb16 %[t3], %[t3]" TL_SXR_##SX "\n\t"                                         \
-                     "pkhbt %[t4], %[t2], %[t3], lsl #16\n\t"                                         \
-                     "smlabt %[c0], %[t2], %[t0], %[c0]\n\t"                                          \
-                     "smlatt %[c1], %[t2], %[t1], %[c1]\n\t"                                          \
-                     "pkhtb %[t3], %[t3], %[t2], asr #16\n\t"                                         \
+                     "smlabt %[c0], %[t4], %[t0], %[c0]\n\t"                                          \
+                     "smlatt %[c1], %[t4], %[t1], %[c1]\n\t"                                          \
                      "ldr %[t2], %[x6]\n\t"                                                          \
                      R("sxtb16 %[t2], %[t2]" TL_SXR_##SX "\n\t")                                      \
                      "smlabt %[f0], %[t2], %[t0], %[f0]\n\t"                                          \
                      "smlatt %[f1], %[t2], %[t1], %[f1]\n\t"                                          \
-                     "ldrd %[t0], %[t1], [%[w], %[o0]]\n\t"                                           \
-                     "smlad %[f0], %[t4], %[t0], %[f0]\n\t"                                           \
-                     "smlad %[f1], %[t3], %[t1], %[f1]\n\t"                                           \
-                     : [a0] "+r"(a0), [a1] "+r"(a1), [c0] "+r"(c0), [c1] "+r"(c1), [f0] "+r"(f0),      \
-                       [f1] "+r"(f1), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), [t3] "=&r"(t3),  \
-                       [t4] "=&r"(t4)                                                               \
+                     : F([a0] "=&r"(a0), [a1] "=&r"(a1), [c0] "=&r"(c0), [c1] "=&r"(c1),               \
+                         [f0] "=&r"(f0), [f1] "=&r"(f1),)                                           \
+                       TL_NOT_##F([a0] "+r"(a0), [a1] "+r"(a1), [c0] "+r"(c0), [c1] "+r"(c1),           \
+                                  [f0] "+r"(f0), [f1] "+r"(f1),)                                    \
+                       [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2),   \
+                       [t3] "=&r"(t3), [t4] "=&r"(t4), [t5] "=&r"(t5)                               \
                      : [x0] "m"(L(TL_W32(q)) TL_NOT_##L(zpw)), [x1] "m"(TL_W32(TL_DW3_COL(q, 1, L))), \
                        [x2] "m"(TL_W32(TL_DW3_COL(q, 2, L))), [x3] "m"(TL_W32(TL_DW3_COL(q, 3, L))),  \
                        [x4] "m"(TL_W32(TL_DW3_COL(q, 4, L))), [x5] "m"(TL_W32(TL_DW3_COL(q, 5, L))),  \
                        [x6] "m"(R(TL_W32(TL_DW3_COL(q, 6, L))) TL_NOT_##R(zpw)),                      \
-                       [w] "r"(wg), [o0] "i"(32 * (ky) + 16 * (odd)), [o1] "i"(32 * (ky) + 16 * (odd) + 8)); \
+                       [w] "r"(wg), [o0] "i"(32 * (ky) + 16 * (odd)), [o1] "i"(32 * (ky) + 16 * (odd) + 8), \
+                       [ob] "i"(96 + 8 * (odd)));                                                   \
   } while (0)
 #else
-#define TL_DW5_ROW_AT(q, ky, odd, SX, L, R)                                                         \
-  TL_DW5_ROW(L(q) TL_NOT_##L(zp4), TL_DW3_COL(q, 1, L), TL_DW3_COL(q, 2, L), TL_DW3_COL(q, 3, L),      \
-             TL_DW3_COL(q, 4, L), TL_DW3_COL(q, 5, L), R(TL_DW3_COL(q, 6, L)) TL_NOT_##R(zp4),        \
-             wg + 8 * (ky) + 4 * (odd), SX)
+#define TL_DW5_ROW_AT(q, ky, odd, SX, L, R, F)                                                      \
+  do {                                                                                              \
+    F(f0 = wg[24 + 2 * (odd)], f1 = wg[25 + 2 * (odd)]; a0 = c0 = f0; a1 = c1 = f1;)                \
+    TL_DW5_ROW(L(q) TL_NOT_##L(zp4), TL_DW3_COL(q, 1, L), TL_DW3_COL(q, 2, L), TL_DW3_COL(q, 3, L),    \
+               TL_DW3_COL(q, 4, L), TL_DW3_COL(q, 5, L), R(TL_DW3_COL(q, 6, L)) TL_NOT_##R(zp4),      \
+               wg + 8 * (ky) + 4 * (odd), SX);                                                      \
+  } while (0)
 #endif
-#define TL_DW5_INNER(ky, odd, SX, L, R) TL_DW5_ROW_AT(p + (ky) * row_step, ky, odd, SX, L, R)
-#define TL_DW5_EDGE(ky, odd, SX, L, R)                                                              \
+#define TL_DW5_INNER(ky, odd, SX, L, R, F) TL_DW5_ROW_AT(p + (ky) * row_step, ky, odd, SX, L, R, F)
+#define TL_DW5_EDGE(ky, odd, SX, L, R, F)                                                           \
   do {                                                                                              \
     if (rows[ky]) {                                                                                 \
       const int8_t *q = rows[ky] + c + (pl TL_NOT_##L(+1)) * in_c;                                  \
       TL_OPAQUE(q);                                                                                 \
-      TL_DW5_ROW_AT(q, ky, odd, SX, L, R);                                                          \
+      TL_DW5_ROW_AT(q, ky, odd, SX, L, R, TL_DROP);                                                 \
     }                                                                                               \
   } while (0)
+/* the accumulators of a pass from its bias: inside the input the first row loads E's from the
+ * group's bias words (after its weights) and starts A and C from them; at the edges (rows may be
+ * skipped) all six from the bias of the kind of window */
+#define TL_DW5_INNER_SEED(odd) int32_t a0, a1, c0, c1, f0, f1
+#define TL_DW5_EDGE_SEED(odd)                                                                       \
+  int32_t a0 = pb[c + (odd)], a1 = pb[c + (odd) + 2];                                               \
+  int32_t c0 = a0, c1 = a1, f0 = a0, f1 = a1
 #define TL_DW5_PASS(SX, odd, ROW, L, R)                                                             \
   do {                                                                                              \
-    int32_t a0 = pb[c + (odd)], a1 = pb[c + (odd) + 2];                                             \
-    int32_t c0 = a0, c1 = a1, f0 = a0, f1 = a1;                                                     \
-    ROW(0, odd, SX, L, R);                                                                          \
-    ROW(1, odd, SX, L, R);                                                                          \
-    ROW(2, odd, SX, L, R);                                                                          \
+    ROW##_SEED(odd);                                                                                \
+    ROW(0, odd, SX, L, R, TL_KEEP);                                                                 \
+    ROW(1, odd, SX, L, R, TL_DROP);                                                                 \
+    ROW(2, odd, SX, L, R, TL_DROP);                                                                 \
     {                                                                                               \
-      const int32_t *r = rq + 3 * (c + (odd));                                                      \
-      const int32_t ra[3] = {r[0], r[1], r[2]}, rc[3] = {r[6], r[7], r[8]};                         \
+      const int32_t *r = wg + 28 + 6 * (odd); /* the pass's requantization words, after the biases */ \
+      const int32_t ra[3] = {r[0], r[1], r[4]}, rc[3] = {r[2], r[3], r[5]};                         \
       const int8_t ya0 = TL_ROWS_OUT(a0, ra), ya1 = TL_ROWS_OUT(a1, rc);                            \
       const int8_t yc0 = TL_ROWS_OUT(c0, ra), yc1 = TL_ROWS_OUT(c1, rc);                            \
       const int8_t yf0 = TL_ROWS_OUT(f0, ra), yf1 = TL_ROWS_OUT(f1, rc);                            \
-      out[c + (odd)] = ya0, out[c + (odd) + 2] = ya1;                                               \
-      out[in_c + c + (odd)] = yc0, out[in_c + c + (odd) + 2] = yc1;                                 \
-      out[2 * in_c + c + (odd)] = yf0, out[2 * in_c + c + (odd) + 2] = yf1;                         \
+      ob[c + (odd)] = ya0, ob[c + (odd) + 2] = ya1;                                               \
+      ob[in_c + c + (odd)] = yc0, ob[in_c + c + (odd) + 2] = yc1;                                 \
+      ob[2 * in_c + c + (odd)] = yf0, ob[2 * in_c + c + (odd) + 2] = yf1;                         \
     }                                                                                               \
   } while (0)
+/* the groups of four channels of `run5` passes side by side (inside the input, where no column is
+ * padding, a row's passes in one loop; one at the edges) */
 #define TL_DW5_GROUPS(SETUP, ROW, L, R)                                                             \
   do {                                                                                              \
-    for (c = 0; c + 4 <= in_c || (TL_DW3_TAIL_IN_LOOP && c < in_c); c += 4, wg += 24) {             \
-      if (TL_DW3_TAIL_IN_LOOP && c + 4 > in_c) c = in_c - 4;                                       \
-      SETUP();                                                                                      \
-      TL_DW5_PASS(TL_SXTB16, 0, ROW, L, R);                                                         \
-      TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                     \
-    }                                                                                               \
-    if (!TL_DW3_TAIL_IN_LOOP && in_c % 4) {                                                         \
-      c = in_c - 4;                                                                                 \
-      SETUP();                                                                                      \
-      if (in_c % 4 != 1)                                                                            \
+    int8_t *ob = out;                                                                               \
+    int32_t k5;                                                                                     \
+    for (k5 = 0; k5 < run5; ++k5, ob += 3 * in_c) {                                                 \
+      wg = wq;                                                                                      \
+      for (c = 0; c + 4 <= in_c || (TL_DW3_TAIL_IN_LOOP && c < in_c); c += 4, wg += gw) {           \
+        if (TL_DW3_TAIL_IN_LOOP && c + 4 > in_c) c = in_c - 4;                                     \
+        SETUP();                                                                                    \
         TL_DW5_PASS(TL_SXTB16, 0, ROW, L, R);                                                       \
-      TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                     \
+        TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                   \
+      }                                                                                             \
+      if (!TL_DW3_TAIL_IN_LOOP && in_c % 4) {                                                       \
+        c = in_c - 4;                                                                               \
+        SETUP();                                                                                    \
+        if (in_c % 4 != 1)                                                                          \
+          TL_DW5_PASS(TL_SXTB16, 0, ROW, L, R);                                                     \
+        TL_DW5_PASS(TL_SXTB16_ODD, 1, ROW, L, R);                                                   \
+      }                                                                                             \
+      ROW##_NEXT();                                                                                 \
     }                                                                                               \
   } while (0)
+#define TL_DW5_INNER_NEXT() (corner += 6 * in_c)
+#define TL_DW5_EDGE_NEXT() (void)0
 #define TL_DW5_VARIANTS(ROW, SETUP)                                                                 \
   do {                                                                                              \
     if (lpad5 && rpad5)                                                                             \
@@ -701,6 +734,7 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
   const uint32_t zpw = (uint32_t)(uint16_t)(int16_t)-x_offset * 0x10001u;
   const int32_t fast = TL_DW3_ASM_OK && 2 * row_step + 4 * in_c + in_c < 4096; /* TL_DW3_ROW_ASM's offsets */
   const int32_t fast5 = TL_DW3_ASM_OK && 2 * row_step + 6 * in_c + in_c < 4096;
+  const int32_t gw = stride_w == 2 ? 40 : 24; /* words per group: its weights, at stride 2 its biases and requantization */
   int32_t b, oy, ox, c, k;
   (void)w, (void)multiplier, (void)k_h, (void)k_w, (void)x_offset, (void)dil_w;
   for (b = 0; b < batches; ++b)
@@ -724,12 +758,17 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
           const int32_t pl = left, lpad5 = left < 0, rpad5 = left + 6 == in_w;
           const int32_t *pb = ky0 == 0 && ky1 == 3 ? bias
                               : kind_bias + (row_kind[ky0 * 4 + ky1] * col_kinds + col_kind[3]) * in_c;
+          int32_t run5 = 1;
           if (ky0 == 0 && ky1 == 3 && fast5) {
-            const int8_t *corner = rows[0] + (pl + lpad5) * in_c;
+            const int8_t *corner = rows[0] + (pl + lpad5) * in_c; /* moves along the run */
+            if (!lpad5 && !rpad5) { /* the passes from here on with no padding column */
+              run5 = (out_w - ox) / 3;
+              if ((in_w - 1 - left) / 6 < run5) run5 = (in_w - 1 - left) / 6;
+            }
             TL_DW5_VARIANTS(TL_DW5_INNER, TL_DW3_AT_CORNER);
           } else
             TL_DW5_VARIANTS(TL_DW5_EDGE, TL_DW3_NO_SETUP);
-          ox += 3;
+          ox += 3 * run5;
           continue;
         }
         /* the pass's columns left..left + 4 (left + 3 for two outputs at stride 1), the first and
@@ -751,12 +790,12 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
           const int8_t *start[3] = {NULL, NULL, NULL};
           for (k = ky0; k < ky1; ++k) start[k] = rows[k] + (left + kx0) * in_c;
           if (kx1 - kx0 == 3)
-            for (c = 0; c < in_c; c += 4, wg += 24) {
+            for (c = 0; c < in_c; c += 4, wg += gw) {
               if (in_c % 4 && c + 4 > in_c) c = in_c - 4; /* the last four channels, as above */
               TL_DW1_GROUP(TL_DW1_FULL);
             }
           else
-            for (c = 0; c < in_c; c += 4, wg += 24) {
+            for (c = 0; c < in_c; c += 4, wg += gw) {
               if (in_c % 4 && c + 4 > in_c) c = in_c - 4;
               TL_DW1_GROUP(TL_DW1_TWO);
             }
@@ -782,6 +821,12 @@ TL_KERNEL void tl_dwconv3x3_s8_rows(const int8_t *x, const int32_t *restrict wq,
 #undef TL_DW5_PASS
 #undef TL_DW5_GROUPS
 #undef TL_DW5_VARIANTS
+#undef TL_DW5_RA_TL_KEEP
+#undef TL_DW5_RA_TL_DROP
+#undef TL_DW5_INNER_SEED
+#undef TL_DW5_INNER_NEXT
+#undef TL_DW5_EDGE_NEXT
+#undef TL_DW5_EDGE_SEED
 #undef TL_DW3_AT_CORNER
 #undef TL_DW3_NO_SETUP
 #undef TL_DW3_ASM_OK

@@ -37,11 +37,15 @@ def depthwise_pairs(taps: np.ndarray) -> np.ndarray:
     return np.array(words, np.int32)
 
 
-def row_pairs(taps: np.ndarray) -> np.ndarray:
+def row_pairs(taps: np.ndarray, bias: np.ndarray | None = None, rq: np.ndarray | None = None) -> np.ndarray:
     """``taps`` [9][channels] (4 or more) as 24 words per group of four channels: per window row,
     per pass (channels c and c + 2, then c + 1 and c + 3) [w0 | w1] of its two channels, then
     [w1 | w2] of both (tl_dwconv3x3_s8_rows reads each pair by one LDRD); when the channels are not
-    a multiple of 4, a last group of the last four channels."""
+    a multiple of 4, a last group of the last four channels. With ``bias`` and ``rq`` (stride 2),
+    each group's words are followed by the biases of its channels in the order of the passes (c,
+    c + 2, c + 1, c + 3), which the first row of a pass reads by one LDRD, then per pass the
+    requantization words {m, K} of its two channels and their two r (tl_requant_doubled's; read
+    from the weights' pointer, no other)."""
     rows = taps.reshape(3, 3, -1)
     channels = rows.shape[2]
     starts = list(range(0, channels - 3, 4)) + ([channels - 4] if channels % 4 else [])
@@ -52,6 +56,12 @@ def row_pairs(taps: np.ndarray) -> np.ndarray:
                 pass_channels = (c + odd, c + odd + 2)
                 words += [pairs(rows[ky, 0, ch], rows[ky, 1, ch]) for ch in pass_channels]
                 words += [pairs(rows[ky, 1, ch], rows[ky, 2, ch]) for ch in pass_channels]
+        if bias is not None and rq is not None:
+            order = (c, c + 2, c + 1, c + 3)
+            words += [np.int32(bias[ch]) for ch in order]
+            for pair in (order[:2], order[2:]):  # m and K of both channels of a pass, then both r
+                words += [np.int32(rq[3 * ch + k]) for ch in pair for k in (0, 1)]
+                words += [np.int32(rq[3 * ch + 2]) for ch in pair]
     return np.array(words, np.int32)
 
 
@@ -169,7 +179,9 @@ def _emit_rows(e: Emit, x, y, taps: np.ndarray, raw_bias: np.ndarray, rq: np.nda
     if shared is not None:
         shift, scale, rq = shared
     halves = scale // 2
-    e.call("tl_dwconv3x3_s8_rows", x, e.constant("weights_pairs", row_pairs(scale * taps), DatumType.I32),
+    grouped = (total * halves, rq) if shape_args[10] == 2 else (None, None)
+    e.call("tl_dwconv3x3_s8_rows", x,
+           e.constant("weights_pairs", row_pairs(scale * taps, *grouped), DatumType.I32),
            e.constant("bias", total * halves, DatumType.I32), y, "NULL", *shape_args, x_offset,
            e.constant("requant", rq, DatumType.I32), mixed, zero, low, high,
            e.constant("border_bias", np.concatenate([b * halves for b in found]), DatumType.I32),
