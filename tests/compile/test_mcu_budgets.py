@@ -128,7 +128,9 @@ LAYERS = [
     ("pointwise 64 to 16, in place", lambda: conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64),
      "narrow", "tl_conv_nhwc_s8_direct", 1.65),
     ("pointwise, 64 channels", lambda: conv_layer((8, 8, 64), 64, (1, 1), Window2D("SAME"), 4, widen=128),
-     "conv", "tl_conv_nhwc_s8_gemm", 1.5),
+     "conv", "tl_pointwise_s8_cols", 1.5),
+    ("pointwise 6x6, 19 to 19", lambda: conv_layer((6, 6, 19), 19, (1, 1), Window2D("SAME"), 31),
+     "conv", "tl_pointwise_s8_cols", 1.5),
     ("pointwise, depth 8 to 16", lambda: conv_layer((12, 12, 8), 16, (1, 1), Window2D("SAME"), 11),
      "conv", "tl_pointwise_s8_shallow", 1.45),
     ("pointwise, depth 16 to 32", lambda: conv_layer((10, 10, 16), 32, (1, 1), Window2D("SAME"), 12),
@@ -459,3 +461,61 @@ def test_in_place_convolution_pairs_at_the_borders_are_bit_exact(tmp_path):
     for _ in range(2):
         values = [rng.integers(-128, 128, (1, 9, 7, 8)).astype(np.int8)]
         assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
+
+
+def cols_model():
+    """tl_pointwise_s8_cols over its paths: depths with tails of 2 and 3 inputs, odd and even
+    counts of channels and of pixels (an odd last pixel run as a pair with itself), stride 2,
+    the common shift (RELU6, RELU) and a shift per channel with the requantization's sign term
+    (no activation, zero point 3), per-channel scales."""
+    rng = np.random.default_rng(23)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 5, 7, 22), q(0.03, -9))
+    layers = [(15, Window2D("SAME"), q(6 / 255, -128), "RELU6"), (10, Window2D("VALID", 2, 2), q(0.1, 3), "NONE"),
+              (9, Window2D("SAME"), q(0.05, -20), "RELU")]
+    for index, (filters, window, out_q, activation) in enumerate(layers):
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(filters, 0.004)
+        w = g.const(f"w{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", qc(scales, 0))
+        b = g.const(f"b{index}", rng.integers(-3000, 3000, (filters,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(f"p{index}", [h, w, b], window, out_q, activation)
+    g.model.outputs = [h]
+    return g.model
+
+
+def test_small_pointwise_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
+    """tl_pointwise_s8_cols on the emulated Cortex-M4 (-O2 and -Os), in its portable form on the
+    host, and under strict C99 warnings for the Cortex-M4 with gcc and clang at -O2 and -Os."""
+    import shutil
+    import subprocess
+    from dataclasses import replace
+
+    from tractile.compile import compile_model, generate
+    from tractile.compile.target import HOST, find_target
+
+    from .harness import WARNING_FLAGS, needs_cc
+    from .test_dsp_kernels import M4_FLAGS
+
+    needs_board("cortex-m4")
+    for opt in ("speed", "size"):
+        report = verify(cols_model(), "cortex-m4", runs=3, opt=opt, folder=tmp_path / opt)
+        assert report["verified"], report["first_difference"]
+        assert [entry["kernel"] for entry in report["layers"] if entry["macs"]] == ["tl_pointwise_s8_cols"] * 3
+    needs_cc()
+    model = cols_model()
+    compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        values = [rng.integers(-128, 128, (1, 5, 7, 22)).astype(np.int8)]
+        assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
+    source = generate(model, name="cols", target=find_target("cortex-m4"))
+    source.write(tmp_path)
+    for compiler in ("arm-none-eabi-gcc", "clang"):
+        if shutil.which(compiler) is None:
+            continue
+        flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
+                                                      "/usr/lib/arm-none-eabi/include"]
+        for opt in ("-Os", "-O2"):
+            built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "cols.c", "-o", "cols.o"],
+                                   cwd=tmp_path, capture_output=True, text=True)
+            assert built.returncode == 0, built.stderr
