@@ -17,6 +17,8 @@ from .conv_dsp import WIDE_DEPTHS, doubled_requant, pairs, widened_rows
 HEADER = "tl_conv_gemm.h"
 #: the most weights of a shallow 1x1 layer stored widened (tl_pointwise_s8_shallow): 2 bytes each
 SHALLOW_WEIGHTS = 4096
+#: the most weights of a 1x1 layer through tl_pointwise_s8_cols (stored widened: 2 bytes each)
+COLS_WEIGHTS = 8192
 
 
 @dataclass
@@ -265,7 +267,7 @@ def cols_records(scaled: np.ndarray, bias: np.ndarray, words: np.ndarray, shift:
 
 def _cols(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, words: np.ndarray, numbers: tuple,
           geometry: tuple) -> str | None:
-    """A 1x1 convolution of at most SHALLOW_WEIGHTS weights without padding through
+    """A 1x1 convolution of at most COLS_WEIGHTS weights without padding through
     tl_pointwise_s8_cols (its weights widened and scaled beside its biases and requantization
     words, twice their int8 flash; the common shift where it applies); the name of its columns'
     scratch (k4 words, as tl_conv_nhwc_s8_gemm's), or None (nothing emitted) when it does not
@@ -275,7 +277,7 @@ def _cols(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, words: np.ndarray,
     from ..bands import BandEmit
 
     strided = (stride_h, stride_w) != (1, 1)
-    if top or left or rows.size > SHALLOW_WEIGHTS or isinstance(e, BandEmit) or (strided and batches > 1):
+    if top or left or rows.size > COLS_WEIGHTS or isinstance(e, BandEmit) or (strided and batches > 1):
         return None
     words = words.reshape(filters, 3).astype(np.int64)
     scale, shift = common_shift(total, rows, words, zero, low)
@@ -344,14 +346,18 @@ def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, n
 
 def wide_records(rows: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """tl_fc_s8_row_wide's records of [units][depth] weights (already scaled, int16) and their
-    biases: per four channels their biases, then per word of four inputs each channel's
-    [w0 | w2], [w1 | w3]; per last channel (units % 4) its bias and words."""
+    biases: per four channels (then two) their biases, then per word of four inputs each
+    channel's [w0 | w2], [w1 | w3] (the last depth % 4 in order, zero-padded); per last channel
+    its bias and words."""
     units, depth = rows.shape
-    wide = widened_rows(rows).reshape(units, depth // 4, 2).astype(np.int64)
+    k4 = (depth + 3) & ~3
+    slots = np.zeros((units, k4), np.int64)
+    slots[:, column_slots(1, depth)] = rows
+    wide = pairs(slots[:, 0::2], slots[:, 1::2]).astype(np.int64).reshape(units, k4 // 4, 2)
     parts, f = [], 0
-    while units - f >= 4:
-        parts += [bias[f:f + 4], wide[f:f + 4].transpose(1, 0, 2).reshape(-1)]
-        f += 4
+    for size in (4,) * (units // 4) + (2,) * (units % 4 // 2):
+        parts += [bias[f:f + size], wide[f:f + size].transpose(1, 0, 2).reshape(-1)]
+        f += size
     for unit in range(f, units):
         parts += [bias[unit:unit + 1], wide[unit].reshape(-1)]
     return np.concatenate(parts).astype(np.int64)
@@ -359,11 +365,11 @@ def wide_records(rows: np.ndarray, bias: np.ndarray) -> np.ndarray:
 
 def _row_wide(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, words: np.ndarray, zero: int, low: int,
               high: int) -> bool:
-    """A dense row of at most SHALLOW_WEIGHTS weights (depth a multiple of 4, requantization
-    mode 0) through tl_fc_s8_row_wide, its weights widened and scaled (twice their int8 flash)
-    and with the common shift where it applies; False (nothing emitted) otherwise."""
+    """A dense row of at most SHALLOW_WEIGHTS weights (requantization mode 0) through
+    tl_fc_s8_row_wide, its weights widened and scaled (twice their int8 flash) and with the
+    common shift where it applies; False (nothing emitted) otherwise."""
     units, depth = rows.shape
-    if depth % 4 or rows.size > SHALLOW_WEIGHTS:
+    if rows.size > SHALLOW_WEIGHTS:
         return False
     words = words.reshape(units, 3).astype(np.int64)
     scale, shift = common_shift(total, rows, words, zero, low)
