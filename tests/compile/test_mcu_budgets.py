@@ -147,7 +147,7 @@ LAYERS = [
     ("dense head 22 to 2", lambda: dense_layer(1, 22, 2, 40, "NONE"), "fc", "tl_fc_s8_row_wide", 2.2),
     ("general 3x3 in place, 16x16x32 to 16", lambda: in_place_conv(), "c3", "tl_conv_nhwc_s8_direct", 1.5),
     ("dense head 64 to 12", lambda: dense_layer(1, 64, 12, 16, "NONE"), "fc", "tl_fc_s8_row_wide", 1.25),
-    ("dense head 64 to 10", lambda: dense_layer(1, 64, 10, 17, "NONE"), "fc", "tl_fc_s8_row_wide", 1.42),
+    ("dense head 64 to 10", lambda: dense_layer(1, 64, 10, 17, "NONE"), "fc", "tl_fc_s8_row_wide", 1.3),
     ("dense 8 to 128, ReLU", lambda: dense_layer(1, 8, 128, 18), "fc", "tl_fc_s8_row_wide", 1.5),
     ("depthwise 3x3 stride 1", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 2.5),
