@@ -154,7 +154,7 @@ def test_m4_kernels_build_without_warnings(compiler, tmp_path):
         pytest.skip(f"{compiler} or arm-none-eabi-gcc not installed")
     source = generate(all_dsp_kernels_model(), name="m4", target=find_target("cortex-m4"))
     for kernel in ("tl_dwconv3x3_s8_single", "tl_dwconv_nhwc_s8", "tl_dwconv3x3_s8_rows", "tl_dwconv3x3_s8_packed",
-                   "tl_conv_nhwc_s8_gemm"):
+                   "tl_pointwise_s8_cols"):
         assert f"{kernel}(" in source.source, kernel
     source.write(tmp_path)
     flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",

@@ -131,7 +131,9 @@ LAYERS = [
     ("pointwise 64 to 16, in place", lambda: conv_layer((12, 12, 16), 16, (3, 3), Window2D("SAME"), 1, widen=64),
      "narrow", "tl_conv_nhwc_s8_direct", 1.65),
     ("pointwise, 64 channels", lambda: conv_layer((8, 8, 64), 64, (1, 1), Window2D("SAME"), 4, widen=128),
-     "conv", "tl_conv_nhwc_s8_gemm", 1.5),
+     "conv", "tl_pointwise_s8_cols", 1.12),
+    ("pointwise 6x6, 19 to 19", lambda: conv_layer((6, 6, 19), 19, (1, 1), Window2D("SAME"), 31),
+     "conv", "tl_pointwise_s8_cols", 1.32),
     ("pointwise, depth 8 to 16", lambda: conv_layer((12, 12, 8), 16, (1, 1), Window2D("SAME"), 11),
      "conv", "tl_pointwise_s8_shallow", 1.45),
     ("pointwise, depth 16 to 32", lambda: conv_layer((10, 10, 16), 32, (1, 1), Window2D("SAME"), 12),
@@ -144,10 +146,11 @@ LAYERS = [
      "conv", "tl_conv_nhwc_s8_gemm", 2.2),
     ("dense, two rows", lambda: dense_layer(2, 128, 64, 5), "fc", "tl_fc_s8_gemm", 1.5),
     ("dense, one row", lambda: dense_layer(1, 128, 64, 5), "fc", "tl_fc_s8_row", 1.6),
-    ("dense, one row of 75 to 7 units", lambda: dense_layer(1, 75, 7, 10), "fc", "tl_fc_s8_row", 2.0),
+    ("dense, one row of 75 to 7 units", lambda: dense_layer(1, 75, 7, 10), "fc", "tl_fc_s8_row_wide", 1.43),
+    ("dense head 22 to 2", lambda: dense_layer(1, 22, 2, 40, "NONE"), "fc", "tl_fc_s8_row_wide", 2.2),
     ("general 3x3 in place, 16x16x32 to 16", lambda: in_place_conv(), "c3", "tl_conv_nhwc_s8_direct", 1.5),
     ("dense head 64 to 12", lambda: dense_layer(1, 64, 12, 16, "NONE"), "fc", "tl_fc_s8_row_wide", 1.25),
-    ("dense head 64 to 10", lambda: dense_layer(1, 64, 10, 17, "NONE"), "fc", "tl_fc_s8_row_wide", 1.42),
+    ("dense head 64 to 10", lambda: dense_layer(1, 64, 10, 17, "NONE"), "fc", "tl_fc_s8_row_wide", 1.3),
     ("dense 8 to 128, ReLU", lambda: dense_layer(1, 8, 128, 18), "fc", "tl_fc_s8_row_wide", 1.5),
     ("depthwise 3x3 stride 1", lambda: depthwise_layer((10, 10, 32), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 2.5),
@@ -365,13 +368,14 @@ def test_shared_shift_requantization_equals_tflites_recipe():
 
 
 def wide_dense_model():
-    """tl_fc_s8_row_wide over its paths: depth 8 (four groups a pass) with ReLU (the common shift,
-    the lower bound clamped four outputs at a time), per-channel scales with ReLU6 below 127 (both
-    bounds clamped), a head without activation of 10 units (two groups, two single channels)."""
+    """tl_fc_s8_row_wide over its paths: depth 7 (four groups a pass, a tail of 3 inputs) with
+    ReLU (the common shift, the lower bound clamped four outputs at a time), per-channel scales
+    with ReLU6 below 127 (both bounds clamped; 14 units: three groups and a pair), a head without
+    activation of 10 units over 14 inputs (two groups and a pair, a tail of 2 inputs)."""
     rng = np.random.default_rng(19)
     g = GraphBuilder()
-    h = g.input("x", "i8", (1, 8), q(0.03, -9))
-    layers = [(32, q(0.1, -3), "RELU", False), (12, q(0.05, -20), "RELU6", True), (10, q(0.2, 4), "NONE", False)]
+    h = g.input("x", "i8", (1, 7), q(0.03, -9))
+    layers = [(32, q(0.1, -3), "RELU", False), (14, q(0.05, -20), "RELU6", True), (10, q(0.2, 4), "NONE", False)]
     for index, (units, out_q, activation, per_channel) in enumerate(layers):
         depth = int(g.model.outlet_fact(h).shape[1])
         scales = _scales(units, 0.005) if per_channel else [0.005] * units
@@ -406,7 +410,7 @@ def test_wide_dense_row_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
     compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
     rng = np.random.default_rng(1)
     for _ in range(3):
-        values = [rng.integers(-128, 128, (1, 8)).astype(np.int8)]
+        values = [rng.integers(-128, 128, (1, 7)).astype(np.int8)]
         assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
     source = generate(model, name="wide", target=find_target("cortex-m4"))
     source.write(tmp_path)
@@ -462,3 +466,61 @@ def test_in_place_convolution_pairs_at_the_borders_are_bit_exact(tmp_path):
     for _ in range(2):
         values = [rng.integers(-128, 128, (1, 9, 7, 8)).astype(np.int8)]
         assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
+
+
+def cols_model():
+    """tl_pointwise_s8_cols over its paths: depths with tails of 2 and 3 inputs, odd and even
+    counts of channels and of pixels (an odd last pixel run as a pair with itself), stride 2,
+    the common shift (RELU6, RELU) and a shift per channel with the requantization's sign term
+    (no activation, zero point 3), per-channel scales."""
+    rng = np.random.default_rng(23)
+    g = GraphBuilder()
+    h = g.input("x", "i8", (1, 5, 7, 22), q(0.03, -9))
+    layers = [(15, Window2D("SAME"), q(6 / 255, -128), "RELU6"), (10, Window2D("VALID", 2, 2), q(0.1, 3), "NONE"),
+              (9, Window2D("SAME"), q(0.05, -20), "RELU")]
+    for index, (filters, window, out_q, activation) in enumerate(layers):
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(filters, 0.004)
+        w = g.const(f"w{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", qc(scales, 0))
+        b = g.const(f"b{index}", rng.integers(-3000, 3000, (filters,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(f"p{index}", [h, w, b], window, out_q, activation)
+    g.model.outputs = [h]
+    return g.model
+
+
+def test_small_pointwise_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
+    """tl_pointwise_s8_cols on the emulated Cortex-M4 (-O2 and -Os), in its portable form on the
+    host, and under strict C99 warnings for the Cortex-M4 with gcc and clang at -O2 and -Os."""
+    import shutil
+    import subprocess
+    from dataclasses import replace
+
+    from tractile.compile import compile_model, generate
+    from tractile.compile.target import HOST, find_target
+
+    from .harness import WARNING_FLAGS, needs_cc
+    from .test_dsp_kernels import M4_FLAGS
+
+    needs_board("cortex-m4")
+    for opt in ("speed", "size"):
+        report = verify(cols_model(), "cortex-m4", runs=3, opt=opt, folder=tmp_path / opt)
+        assert report["verified"], report["first_difference"]
+        assert [entry["kernel"] for entry in report["layers"] if entry["macs"]] == ["tl_pointwise_s8_cols"] * 3
+    needs_cc()
+    model = cols_model()
+    compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        values = [rng.integers(-128, 128, (1, 5, 7, 22)).astype(np.int8)]
+        assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
+    source = generate(model, name="cols", target=find_target("cortex-m4"))
+    source.write(tmp_path)
+    for compiler in ("arm-none-eabi-gcc", "clang"):
+        if shutil.which(compiler) is None:
+            continue
+        flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
+                                                      "/usr/lib/arm-none-eabi/include"]
+        for opt in ("-Os", "-O2"):
+            built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "cols.c", "-o", "cols.o"],
+                                   cwd=tmp_path, capture_output=True, text=True)
+            assert built.returncode == 0, built.stderr

@@ -642,10 +642,11 @@ static TL_INLINE int8_t tl_pw_out(int32_t s, int32_t m, int32_t k, int32_t r, in
   return TL_CLAMP_OUT(v >> shift, low, high);
 }
 
-/* A small dense row (tl_fc_s8_row_wide; depth a multiple of 4, at most 4,096 weights): the
- * weights stored widened and scaled as tl_pointwise_s8_shallow's, so that no SXTB16 of a weight
- * is needed: records of four channels {their four biases, then per word of four inputs the
- * channels' [w0 | w2], [w1 | w3] in turn}, of a last channel (units % 4) {bias, its words}. Per
+/* A small dense row (tl_fc_s8_row_wide; at most 4,096 weights): the weights stored widened and
+ * scaled as tl_pointwise_s8_shallow's, so that no SXTB16 of a weight is needed: records of four
+ * channels {their four biases, then per word of four inputs the channels' [w0 | w2], [w1 | w3]
+ * in turn}, then of two (units % 4 >= 2) and of a last one {bias, its words}; the last depth % 4
+ * inputs as one more word, in order and zero-padded ([x0 | x1], [x2 | 0]), and so their weights. Per
  * word of inputs and four channels: one load and two SXTB16 of the inputs, four LDRD and eight
  * SMLAD (15 instructions for 16 MACs); the accumulators start at the biases. The output as
  * tl_pw_out's, `rq` {m, K, r} per channel (`rq_step` 3) or once for all (0). */
@@ -653,7 +654,8 @@ static TL_INLINE int8_t tl_pw_out(int32_t s, int32_t m, int32_t k, int32_t r, in
   do {                                                                                                         \
     uint32_t tl_e, tl_o;                                                                                       \
     TL_PAIR_NEXT(rp, tl_e, tl_o);                                                                              \
-    s = TL_SMLAD(a1, tl_o, TL_SMLAD(a0, tl_e, s));                                                             \
+    s = TL_SMLAD(a0, tl_e, s);                                                                                 \
+    if (a1_used) s = TL_SMLAD(a1, tl_o, s); /* not for a tail of 1 or 2 inputs */                              \
   } while (0)
 #define TL_WIDE_OUT(s, i) tl_pw_out(s, rq[rq_step * (f + (i))], rq[rq_step * (f + (i)) + 1],                    \
                                     rq[rq_step * (f + (i)) + 2], shift, zero, low, high)
@@ -691,6 +693,7 @@ static TL_INLINE void tl_store4_clamped(int8_t *y, int32_t v0, int32_t v1, int32
 #define TL_WIDE_WORD(body, at)                                                                                   \
   do {                                                                                                         \
     const uint32_t tl_x = TL_WORD(px + (at)), a0 = TL_SXTB16(tl_x), a1 = TL_SXTB16_ODD(tl_x);                 \
+    const int a1_used = 1;                                                                                     \
     body();                                                                                                    \
     TL_TAP_ORDER();                                                                                            \
   } while (0)
@@ -708,6 +711,11 @@ static TL_INLINE void tl_store4_clamped(int8_t *y, int32_t v0, int32_t v1, int32
       TL_WIDE_WORD(body, 8);                                                                                   \
       TL_WIDE_WORD(body, 12);                                                                                  \
     }                                                                                                          \
+    if (depth % 4) {                                                                                           \
+      const uint32_t a0 = tail0, a1 = tail1;                                                                   \
+      const int a1_used = depth % 4 > 2;                                                                       \
+      body();                                                                                                  \
+    }                                                                                                          \
   } while (0)
 #define TL_WIDE_MAC4()                                                                                           \
   do {                                                                                                         \
@@ -716,12 +724,22 @@ static TL_INLINE void tl_store4_clamped(int8_t *y, int32_t v0, int32_t v1, int32
     TL_WIDE_MAC(s2);                                                                                           \
     TL_WIDE_MAC(s3);                                                                                           \
   } while (0)
+#define TL_WIDE_MAC2()                                                                                           \
+  do {                                                                                                         \
+    TL_WIDE_MAC(s0);                                                                                           \
+    TL_WIDE_MAC(s1);                                                                                           \
+  } while (0)
 #define TL_WIDE_MAC1() TL_WIDE_MAC(s0)
 static TL_INLINE void tl_fc_s8_row_wide(const int8_t *x, const int32_t *restrict records, int8_t *y, int32_t depth,
                                        int32_t units, const int32_t *restrict rq, int32_t rq_step, int32_t shift,
                                        int32_t zero, int32_t low, int32_t high) {
-  const int32_t *rp = records;
+  const int32_t *rp = records, last = depth & ~3;
+  uint32_t tail0 = 0, tail1 = 0;
   int32_t f;
+  if (depth % 4) {
+    tail0 = tl_pkhbt((uint32_t)(int32_t)x[last], depth % 4 > 1 ? (uint32_t)(int32_t)x[last + 1] : 0u);
+    tail1 = depth % 4 > 2 ? (uint32_t)(int32_t)x[last + 2] & 0xFFFFu : 0u;
+  }
 #define TL_WIDE_GROUP()                                                                                          \
   do {                                                                                                         \
     int32_t s0, s1, s2, s3;                                                                                    \
@@ -751,6 +769,13 @@ static TL_INLINE void tl_fc_s8_row_wide(const int8_t *x, const int32_t *restrict
     TL_WIDE_GROUP();
   }
   if (units - f >= 4) TL_WIDE_GROUP();
+  if (units - f >= 2) {
+    int32_t s0, s1;
+    TL_PAIR_NEXT(rp, s0, s1);
+    TL_WIDE_LOOP(TL_WIDE_MAC2);
+    y[f] = TL_WIDE_OUT(s0, 0), y[f + 1] = TL_WIDE_OUT(s1, 1);
+    f += 2;
+  }
   for (; f < units; ++f) {
     int32_t s0 = *rp++;
     TL_WIDE_LOOP(TL_WIDE_MAC1);
@@ -854,8 +879,129 @@ static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *re
   }
 }
 
+/* Small 1x1 convolutions of any depth (tl_pointwise_s8_cols; no padding, any stride, at most
+ * 8,192 weights), output pixels as tl_pointwise_s8_shallow's: two pixels' inputs widened into
+ * `col` (k4 words), interleaved per word of four inputs (pixel A's [x0 | x2], [x1 | x3], then
+ * B's; the last depth % 4 inputs in order, zero-padded), then per pair of output channels one
+ * record {their two biases, per word of inputs each channel's two weight words widened in the
+ * columns' order, m and K of each, and without the common shift r of each}, all read by LDRD:
+ * per word of inputs, two pixels by two channels, 4 LDRD and 8 SMLAD (12 instructions for 16
+ * MACs). The accumulators start at the biases; outputs as tl_pw_out's. An odd last channel has a
+ * record of its own {bias, 0, its words, m, K (r, 0)}; an odd last pixel runs as a pair with
+ * itself, its outputs written twice to the same bytes. */
+static TL_INLINE void tl_pw_cols_widen(int32_t *col, const int8_t *a, const int8_t *b, int32_t depth) {
+  int32_t j;
+  for (j = 0; j + 4 <= depth; j += 4, col += 4) {
+    const uint32_t va = TL_WORD(a + j), vb = TL_WORD(b + j);
+    col[0] = (int32_t)TL_SXTB16(va), col[1] = (int32_t)TL_SXTB16_ODD(va);
+    col[2] = (int32_t)TL_SXTB16(vb), col[3] = (int32_t)TL_SXTB16_ODD(vb);
+  }
+  if (depth % 4) {
+    col[0] = (int32_t)tl_pkhbt((uint32_t)(int32_t)a[j], depth % 4 > 1 ? (uint32_t)(int32_t)a[j + 1] : 0u);
+    col[1] = depth % 4 > 2 ? (int32_t)((uint32_t)(int32_t)a[j + 2] & 0xFFFFu) : 0;
+    col[2] = (int32_t)tl_pkhbt((uint32_t)(int32_t)b[j], depth % 4 > 1 ? (uint32_t)(int32_t)b[j + 1] : 0u);
+    col[3] = depth % 4 > 2 ? (int32_t)((uint32_t)(int32_t)b[j + 2] & 0xFFFFu) : 0;
+  }
+}
+/* body() once per word of inputs: unrolled up to 8 words, else two per pass */
+#define TL_PWC_LOOP(body)                                                                                        \
+  do {                                                                                                         \
+    int32_t n;                                                                                                 \
+    if (words <= 8) {                                                                                          \
+      body();                                                                                                  \
+      if (words > 1) body();                                                                                   \
+      if (words > 2) body();                                                                                   \
+      if (words > 3) body();                                                                                   \
+      if (words > 4) body();                                                                                   \
+      if (words > 5) body();                                                                                   \
+      if (words > 6) body();                                                                                   \
+      if (words > 7) body();                                                                                   \
+    } else {                                                                                                   \
+      if (words % 2) body();                                                                                   \
+      for (n = words / 2; n > 0; --n) {                                                                        \
+        body();                                                                                                \
+        body();                                                                                                \
+      }                                                                                                        \
+    }                                                                                                          \
+  } while (0)
+#define TL_PWC_2X2()                                                                                             \
+  do {                                                                                                         \
+    uint32_t a0, a1, b0, b1, e, o;                                                                             \
+    TL_PAIR_NEXT(cp, a0, a1);                                                                                  \
+    TL_PAIR_NEXT(rp, e, o);                                                                                    \
+    s00 = TL_SMLAD(a1, o, TL_SMLAD(a0, e, s00));                                                               \
+    TL_PAIR_NEXT(cp, b0, b1);                                                                                  \
+    s10 = TL_SMLAD(b1, o, TL_SMLAD(b0, e, s10));                                                               \
+    TL_PAIR_NEXT(rp, e, o);                                                                                    \
+    s01 = TL_SMLAD(a1, o, TL_SMLAD(a0, e, s01));                                                               \
+    s11 = TL_SMLAD(b1, o, TL_SMLAD(b0, e, s11));                                                               \
+    TL_TAP_ORDER();                                                                                            \
+  } while (0)
+#define TL_PWC_2X1()                                                                                             \
+  do {                                                                                                         \
+    uint32_t a0, a1, b0, b1, e, o;                                                                             \
+    TL_PAIR_NEXT(cp, a0, a1);                                                                                  \
+    TL_PAIR_NEXT(rp, e, o);                                                                                    \
+    s00 = TL_SMLAD(a1, o, TL_SMLAD(a0, e, s00));                                                               \
+    TL_PAIR_NEXT(cp, b0, b1);                                                                                  \
+    s10 = TL_SMLAD(b1, o, TL_SMLAD(b0, e, s10));                                                               \
+  } while (0)
+static TL_INLINE void tl_pointwise_s8_cols(const int8_t *x, const int32_t *restrict records, int8_t *y,
+                                          int32_t rows, int32_t cols, int32_t row_step, int32_t col_step,
+                                          int32_t depth, int32_t units, int32_t zero, int32_t low, int32_t high,
+                                          int32_t shift, int32_t *col) {
+  const int32_t words = (depth + 3) / 4, pixels = rows * cols;
+  const int8_t *px = x;
+  int32_t p, c = 0;
+  for (p = 0; p < pixels; p += 2) {
+    const int8_t *pa = px, *pb = px;
+    const int32_t *rp = records;
+    int8_t *oa = y + p * units, *ob = oa;
+    int32_t f;
+    if (++c == cols) c = 0, px += row_step - (cols - 1) * col_step; else px += col_step;
+    if (p + 1 < pixels) {
+      pb = px, ob = oa + units;
+      if (++c == cols) c = 0, px += row_step - (cols - 1) * col_step; else px += col_step;
+    }
+    tl_pw_cols_widen(col, pa, pb, depth);
+    for (f = 0; f + 2 <= units; f += 2) {
+      const int32_t *cp = col;
+      int32_t s00, s01, s10, s11;
+      uint32_t m0, k0, m1, k1, r0 = 0, r1 = 0;
+      int8_t v00, v01, v10, v11;
+      TL_PAIR_NEXT(rp, s00, s01);
+      s10 = s00, s11 = s01;
+      TL_PWC_LOOP(TL_PWC_2X2);
+      TL_PAIR_NEXT(rp, m0, k0);
+      TL_PAIR_NEXT(rp, m1, k1);
+      if (!shift) TL_PAIR_NEXT(rp, r0, r1);
+      v00 = tl_pw_out(s00, (int32_t)m0, (int32_t)k0, (int32_t)r0, shift, zero, low, high);
+      v01 = tl_pw_out(s01, (int32_t)m1, (int32_t)k1, (int32_t)r1, shift, zero, low, high);
+      v10 = tl_pw_out(s10, (int32_t)m0, (int32_t)k0, (int32_t)r0, shift, zero, low, high);
+      v11 = tl_pw_out(s11, (int32_t)m1, (int32_t)k1, (int32_t)r1, shift, zero, low, high);
+      *oa++ = v00, *oa++ = v01, *ob++ = v10, *ob++ = v11;
+    }
+    if (units % 2) {
+      const int32_t *cp = col;
+      int32_t s00, s10, unused;
+      uint32_t m, k, r = 0;
+      TL_PAIR_NEXT(rp, s00, unused);
+      (void)unused;
+      s10 = s00;
+      TL_PWC_LOOP(TL_PWC_2X1);
+      TL_PAIR_NEXT(rp, m, k);
+      if (!shift) TL_PAIR_NEXT(rp, r, unused);
+      *oa = tl_pw_out(s00, (int32_t)m, (int32_t)k, (int32_t)r, shift, zero, low, high);
+      *ob = tl_pw_out(s10, (int32_t)m, (int32_t)k, (int32_t)r, shift, zero, low, high);
+    }
+  }
+}
+
 #undef TL_GEMM_1X4
 #undef TL_GEMM_1X1
+#undef TL_PWC_LOOP
+#undef TL_PWC_2X2
+#undef TL_PWC_2X1
 #undef TL_PW_RECORD
 #undef TL_PW_PAIR
 #undef TL_PW_ONE
@@ -868,6 +1014,7 @@ static TL_INLINE void tl_pointwise_s8_shallow(const int8_t *x, const int32_t *re
 #undef TL_WIDE_GROUP
 #undef TL_WIDE_MAC4
 #undef TL_WIDE_MAC1
+#undef TL_WIDE_MAC2
 #undef TL_WIDE_WORD
 #undef TL_WIDE_LOOP
 #undef TL_WIDE_OUT

@@ -12,11 +12,13 @@ import numpy as np
 
 from ...datum import DatumType
 from ..emit import Emit, call_text
-from .conv_dsp import WIDE_DEPTHS, doubled_requant, widened_rows
+from .conv_dsp import WIDE_DEPTHS, doubled_requant, pairs, widened_rows
 
 HEADER = "tl_conv_gemm.h"
 #: the most weights of a shallow 1x1 layer stored widened (tl_pointwise_s8_shallow): 2 bytes each
 SHALLOW_WEIGHTS = 4096
+#: the most weights of a 1x1 layer through tl_pointwise_s8_cols (stored widened: 2 bytes each)
+COLS_WEIGHTS = 8192
 
 
 @dataclass
@@ -186,6 +188,12 @@ def emit_conv(e: Emit, x, y, offset: np.ndarray, raw_bias: np.ndarray, numbers: 
     if in_place and k_h == k_w == 1 and geometry[9:11] == (1, 1) and in_c in WIDE_DEPTHS:
         return None  # conv_dsp's pointwise kernel does shallow layers in place faster
     words, mode = requant_words(total, rows, multipliers, shifts, zero)
+    col = _cols(e, x, y, rows, total, words, numbers, geometry) if not in_place and k_h == k_w == 1 and mode == 0 \
+        else None
+    if col is not None:
+        if in_c % 4 == 0 and columns is not None:
+            columns.optional[col] = e.node.id
+        return 0
     total = total if mode == 2 else 2 * total
     _use(e)
     if in_place:  # inputs read in place
@@ -234,6 +242,58 @@ def _shallow(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, numbers: tuple,
             shift]
     layer_call(e, "tl_pointwise_s8_shallow", args, {0: "const int8_t *", 2: "int8_t *"})
     return True
+
+
+def cols_records(scaled: np.ndarray, bias: np.ndarray, words: np.ndarray, shift: int) -> np.ndarray:
+    """tl_pointwise_s8_cols's records of [units][depth] weights (already scaled, int16), their
+    biases and requantization words ([units][3]): per pair of channels their biases, per word of
+    four inputs each channel's two widened weight words in the columns' order (column_slots), m
+    and K of each and, without the common ``shift``, r of each; a last odd channel {bias, 0, its
+    words, m, K (r, 0)}."""
+    units, depth = scaled.shape
+    k4 = (depth + 3) & ~3
+    slots = np.zeros((units, k4), np.int64)
+    slots[:, column_slots(1, depth)] = scaled
+    wide = pairs(slots[:, 0::2], slots[:, 1::2]).astype(np.int64).reshape(units, k4 // 4, 2)
+    parts: list = []
+    for f in range(0, units - 1, 2):
+        parts += [bias[f:f + 2], wide[f:f + 2].transpose(1, 0, 2).reshape(-1), words[f:f + 2, :2].reshape(-1)]
+        parts += [] if shift else [words[f:f + 2, 2]]
+    if units % 2:
+        f = units - 1
+        parts += [[bias[f], 0], wide[f].reshape(-1), words[f, :2]] + ([] if shift else [[words[f, 2], 0]])
+    return np.concatenate([np.asarray(part, np.int64) for part in parts])
+
+
+def _cols(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, words: np.ndarray, numbers: tuple,
+          geometry: tuple) -> str | None:
+    """A 1x1 convolution of at most COLS_WEIGHTS weights without padding through
+    tl_pointwise_s8_cols (its weights widened and scaled beside its biases and requantization
+    words, twice their int8 flash; the common shift where it applies); the name of its columns'
+    scratch (k4 words, as tl_conv_nhwc_s8_gemm's), or None (nothing emitted) when it does not
+    apply."""
+    _, _, _, zero, low, high = numbers
+    batches, in_h, in_w, in_c, out_h, out_w, filters, _, _, stride_h, stride_w, _, _, top, left, _ = geometry
+    from ..bands import BandEmit
+
+    strided = (stride_h, stride_w) != (1, 1)
+    if top or left or rows.size > COLS_WEIGHTS or isinstance(e, BandEmit) or (strided and batches > 1):
+        return None
+    words = words.reshape(filters, 3).astype(np.int64)
+    scale, shift = common_shift(total, rows, words, zero, low)
+    if shift:
+        words = np.stack([words[:, 0], (scale >> 2) + (1 << (shift - 1)) + zero * (1 << shift), 0 * scale], axis=1)
+    scaled = scale[:, None] * rows
+    if np.abs(scaled).max(initial=0) >= 1 << 15:
+        return None
+    shape = (out_h, out_w, stride_h * in_w * in_c, stride_w * in_c) if strided else (1, batches * in_h * in_w, 0, in_c)
+    _use(e)
+    k4 = (in_c + 3) & ~3
+    col = e.scratch("col", DatumType.I32, k4)
+    args = [x, e.constant("records", cols_records(scaled, scale * total, words, shift), DatumType.I32), y, *shape,
+            in_c, filters, zero, low, high, shift, col]
+    layer_call(e, "tl_pointwise_s8_cols", args, {0: "const int8_t *", 2: "int8_t *", 13: "int32_t *"})
+    return col
 
 
 def common_shift(total: np.ndarray, rows: np.ndarray, words: np.ndarray, zero: int, low: int) -> tuple[np.ndarray, int]:
@@ -286,14 +346,18 @@ def emit_dense(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, count: int, n
 
 def wide_records(rows: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """tl_fc_s8_row_wide's records of [units][depth] weights (already scaled, int16) and their
-    biases: per four channels their biases, then per word of four inputs each channel's
-    [w0 | w2], [w1 | w3]; per last channel (units % 4) its bias and words."""
+    biases: per four channels (then two) their biases, then per word of four inputs each
+    channel's [w0 | w2], [w1 | w3] (the last depth % 4 in order, zero-padded); per last channel
+    its bias and words."""
     units, depth = rows.shape
-    wide = widened_rows(rows).reshape(units, depth // 4, 2).astype(np.int64)
+    k4 = (depth + 3) & ~3
+    slots = np.zeros((units, k4), np.int64)
+    slots[:, column_slots(1, depth)] = rows
+    wide = pairs(slots[:, 0::2], slots[:, 1::2]).astype(np.int64).reshape(units, k4 // 4, 2)
     parts, f = [], 0
-    while units - f >= 4:
-        parts += [bias[f:f + 4], wide[f:f + 4].transpose(1, 0, 2).reshape(-1)]
-        f += 4
+    for size in (4,) * (units // 4) + (2,) * (units % 4 // 2):
+        parts += [bias[f:f + size], wide[f:f + size].transpose(1, 0, 2).reshape(-1)]
+        f += size
     for unit in range(f, units):
         parts += [bias[unit:unit + 1], wide[unit].reshape(-1)]
     return np.concatenate(parts).astype(np.int64)
@@ -301,11 +365,11 @@ def wide_records(rows: np.ndarray, bias: np.ndarray) -> np.ndarray:
 
 def _row_wide(e: Emit, x, y, rows: np.ndarray, total: np.ndarray, words: np.ndarray, zero: int, low: int,
               high: int) -> bool:
-    """A dense row of at most SHALLOW_WEIGHTS weights (depth a multiple of 4, requantization
-    mode 0) through tl_fc_s8_row_wide, its weights widened and scaled (twice their int8 flash)
-    and with the common shift where it applies; False (nothing emitted) otherwise."""
+    """A dense row of at most SHALLOW_WEIGHTS weights (requantization mode 0) through
+    tl_fc_s8_row_wide, its weights widened and scaled (twice their int8 flash) and with the
+    common shift where it applies; False (nothing emitted) otherwise."""
     units, depth = rows.shape
-    if depth % 4 or rows.size > SHALLOW_WEIGHTS:
+    if rows.size > SHALLOW_WEIGHTS:
         return False
     words = words.reshape(units, 3).astype(np.int64)
     scale, shift = common_shift(total, rows, words, zero, low)
