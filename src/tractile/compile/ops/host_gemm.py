@@ -13,16 +13,23 @@ from ...datum import DatumType
 from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 
-HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h")
+HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h", "tl_gemm_s16.h",
+           "tl_gemm_direct.h")
 #: multiply-adds from which a layer may be split across threads (tl_threads.h's TL_THREADS_MIN_WORK):
 #: its output gets memory of its own, not overlapping its input, so that rows can be computed out of order
 THREAD_WORK = 1 << 22
+#: bytes of scratch a thread other than the caller has for its rows (tl_threads.h's TL_THREAD_COL_BYTES)
+TL_THREAD_COL_BYTES = 256 * 1024
 #: the thread count of the context, the GEMM kernels' last argument (tl_threads.h splits rows by it)
 THREADS = "ctx->threads"
 #: output channels per packed block (one zmm of int32 or float; tl_gemm.h's TL_GEMM_NR)
 NR = 16
 #: int8 rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
 BLOCK = 8
+#: int8 pixels of a k×k convolution im2col'ed as int16 at a time where the AVX2 pair kernel runs
+#: (tl_gemm.h's TL_GEMM_S16_ROWS), and the most bytes of weights widened to int16 per call for it
+S16_ROWS = 24
+S16_WIDE_BYTES = 1 << 20
 #: the longest int8 rows of a dense layer copied through the stack rather than the arena (TL_GEMM_LOCAL)
 LOCAL = 64
 #: bytes of im2col'ed float rows a convolution copies at a time (they stay in L2 while every block of
@@ -116,13 +123,17 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         folded = e.constant("bias", wrap32(raw_bias + x_offset * offset.sum(axis=1)), DatumType.I32)
         packed = e.constant("weights", pack_s8(offset), DatumType.I8)
         kp = padded_depth(taps)
-        col = e.scratch("col", DatumType.I8, BLOCK * kp)
+        wide_bytes = -(-filters // NR) * NR * kp * 2
+        wide = (wide_bytes <= S16_WIDE_BYTES and S16_ROWS * kp * 2 <= TL_THREAD_COL_BYTES
+                and batches * out_h * out_w >= S16_ROWS)
+        col = e.scratch("col", DatumType.I8, max(BLOCK, 2 * S16_ROWS if wide else 0) * kp)
+        wide_name = e.scratch("wide", DatumType.I16, wide_bytes // 2) if wide else "NULL"
         if pointwise:
             e.call("tl_dense_gemm_s8", x, packed, folded, y, col, batches * in_h * in_w, depth, kp, filters,
-                   multiplier, shift, "NULL", per_channel, zero, low, high, THREADS)
+                   multiplier, shift, "NULL", per_channel, zero, low, high, wide_name, THREADS)
         else:
             e.call("tl_conv_gemm_s8", x, packed, folded, y, col, *geometry, -x_offset, kp, multiplier, shift,
-                   per_channel, zero, low, high, THREADS)
+                   per_channel, zero, low, high, wide_name, THREADS)
     if batches * out_h * out_w * taps * filters >= THREAD_WORK:
         return True
     if pointwise and batches * in_h * in_w > 0:
@@ -170,7 +181,7 @@ def dense_s8(e: Emit, kernel, weight_offset: np.ndarray, batches: int, flavour: 
         multiplier, shift, per_channel = requant_constants(e, kernel.rescale.multiplier, kernel.rescale.shift, units)
         requant = (multiplier, shift, "NULL", per_channel)
     e.call("tl_dense_gemm_s8", x, e.constant("weights", pack_s8(weight_offset), DatumType.I8), bias, y, col,
-           batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high, THREADS)
+           batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high, "NULL", THREADS)
     return True
 
 
