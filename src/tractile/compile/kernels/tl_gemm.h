@@ -266,8 +266,8 @@ static inline void tl_dense_gemm_s8_range(const void *args, int32_t begin, int32
 static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const int32_t *bias, int8_t *y,
                                     int8_t *col, int32_t rows, int32_t depth, int32_t kp, int32_t units,
                                     const int32_t *multiplier, const int32_t *shift, const double *scale,
-                                    int32_t per_channel, int32_t zero, int32_t low, int32_t high, int16_t *wide,
-                                    int32_t threads) {
+                                    int32_t per_channel, int32_t zero, int32_t low, int32_t high,
+                                    const int16_t *wide, int32_t threads) {
   int8_t local[TL_GEMM_BLOCK * TL_GEMM_LOCAL];
   tl_dense_s8_args a;
   a.x = x;
@@ -290,7 +290,6 @@ static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const
 #ifdef TL_GEMM_S16_TILE
   if (wide && col != local && !scale) {
     a.wide = wide;
-    tl_gemm_s8_widen(packed, (units + TL_GEMM_NR - 1) / TL_GEMM_NR, kp, wide);
     tl_parallel_rows(tl_dense_gemm_s16_range, &a, rows, TL_GEMM_S16_ROWS, threads, col,
                      (size_t)TL_GEMM_S16_ROWS * (size_t)kp * 2u, (int64_t)rows * kp * units);
     return;
@@ -377,7 +376,7 @@ static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const 
                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
                                    int32_t pad_left, int32_t x_zero, int32_t kp, const int32_t *multiplier,
                                    const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
-                                   int32_t high, int16_t *wide, int32_t threads) {
+                                   int32_t high, const int16_t *wide, int32_t threads) {
   const int32_t pixels = batches * out_h * out_w;
   tl_conv_s8_args a;
   a.x = x;
@@ -397,7 +396,6 @@ static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const 
 #ifdef TL_GEMM_S16_TILE
   if (wide) {
     a.wide = wide;
-    tl_gemm_s8_widen(packed, (filters + TL_GEMM_NR - 1) / TL_GEMM_NR, kp, wide);
     tl_parallel_rows(tl_conv_gemm_s16_range, &a, pixels, TL_GEMM_S16_ROWS, threads, col,
                      (size_t)TL_GEMM_S16_ROWS * (size_t)kp * 2u, (int64_t)pixels * kp * filters);
     return;

@@ -26,9 +26,10 @@ THREADS = "ctx->threads"
 NR = 16
 #: int8 rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
 BLOCK = 8
-#: int8 pixels of a k×k convolution im2col'ed as int16 at a time where the AVX2 pair kernel runs
-#: (tl_gemm.h's TL_GEMM_S16_ROWS), and the most bytes of weights widened to int16 per call for it
-S16_ROWS = 24
+#: int8 pixels copied as int16 at a time where the AVX2 pair kernel runs (tl_gemm_s16.h's
+#: TL_GEMM_S16_ROWS: one 6-row tile), and the most bytes of its int16 weights (a second copy of
+#: the layer's weights, in the constants) for which a layer takes it
+S16_ROWS = 6
 S16_WIDE_BYTES = 1 << 20
 #: the longest int8 rows of a dense layer copied through the stack rather than the arena (TL_GEMM_LOCAL)
 LOCAL = 64
@@ -73,6 +74,17 @@ def pack_s8(w: np.ndarray) -> np.ndarray:
     sums = wrap32(128 * padded.sum(axis=1)).astype("<i4").reshape(blocks, NR)
     groups = padded.reshape(blocks, NR, kp // 4, 4).transpose(0, 2, 1, 3).reshape(blocks, -1)
     return np.concatenate([sums.view(np.int8).reshape(blocks, -1), groups.astype(np.int8)], axis=1).reshape(-1)
+
+
+def pack_s16(w: np.ndarray) -> np.ndarray:
+    """[units][depth] int8 weights as int16 pairs for AVX2's ``vpmaddwd`` (tl_gemm_s16.h): blocks
+    of 16 outputs, per pair of depths q, output j's weights 2q and 2q + 1; units and depth (to
+    a multiple of 4) zero-padded."""
+    units, depth = w.shape
+    kp, blocks = padded_depth(depth), -(-units // NR)
+    padded = np.zeros((blocks * NR, kp), np.int16)
+    padded[:units, :depth] = w
+    return np.ascontiguousarray(padded.reshape(blocks, NR, kp // 2, 2).transpose(0, 2, 1, 3)).reshape(-1)
 
 
 def pack_f32(w: np.ndarray) -> np.ndarray:
@@ -127,7 +139,7 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         wide = (wide_bytes <= S16_WIDE_BYTES and S16_ROWS * kp * 2 <= TL_THREAD_COL_BYTES
                 and batches * out_h * out_w >= S16_ROWS)
         col = e.scratch("col", DatumType.I8, max(BLOCK, 2 * S16_ROWS if wide else 0) * kp)
-        wide_name = e.scratch("wide", DatumType.I16, wide_bytes // 2) if wide else "NULL"
+        wide_name = e.constant("wide", pack_s16(offset), DatumType.I16) if wide else "NULL"
         if pointwise:
             e.call("tl_dense_gemm_s8", x, packed, folded, y, col, batches * in_h * in_w, depth, kp, filters,
                    multiplier, shift, "NULL", per_channel, zero, low, high, wide_name, THREADS)
