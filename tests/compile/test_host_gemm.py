@@ -14,7 +14,7 @@ import pytest
 
 from tractile.compile import generate
 from tractile.compile.host import CompiledModel, build_shared_library
-from tractile.compile.ops.host_gemm import pack_s8
+from tractile.compile.ops.host_gemm import HEADERS, pack_s8
 from tractile.compile.target import find_target
 
 from ..tflite.builder import GraphBuilder, Window2D, q, qc
@@ -51,12 +51,13 @@ def float_conv_deep(channels: int, filters: int, kernel: tuple, shape: tuple):
     return g.outputs(g.conv("y", [x, w, b], Window2D("SAME", 1, 1), None, "RELU6"))
 
 
-def int8_depthwise(channels: int, window: Window2D, shape=(2, 9, 8)):
+def int8_depthwise(channels: int, window: Window2D, shape=(2, 9, 8), multiplier: int = 1):
     g = GraphBuilder()
     x = g.input("x", "i8", (*shape, channels), q(2 ** -6, -9))
-    scales = [2 ** -7 * (0.5 + (i % 3)) for i in range(channels)]
-    w = g.const("w", RNG.integers(-127, 128, (1, 3, 3, channels)), "i8", qc(scales, 3))
-    b = g.const("b", RNG.integers(-3000, 3000, channels), "i32", qc([2 ** -6 * s for s in scales], 0))
+    outputs = channels * multiplier
+    scales = [2 ** -7 * (0.5 + (i % 3)) for i in range(outputs)]
+    w = g.const("w", RNG.integers(-127, 128, (1, 3, 3, outputs)), "i8", qc(scales, 3))
+    b = g.const("b", RNG.integers(-3000, 3000, outputs), "i32", qc([2 ** -6 * s for s in scales], 0))
     return g.outputs(g.depthwise("y", [x, w, b], window, q(2 ** -5, 6), "RELU"))
 
 
@@ -85,12 +86,18 @@ MODELS = {
     "conv_s8_1x1_stride2": lambda: int8_conv(8, 33, (1, 1), SAME2),
     "depthwise_s8_same_stride2": lambda: int8_depthwise(21, SAME2),
     "depthwise_s8_valid_dilated": lambda: int8_depthwise(8, Window2D("VALID", 1, 1, 2, 2)),
+    # one input channel, 9 outputs: an ordinary convolution (tl_conv_gemm_s8), as micro_speech's
+    "depthwise_s8_one_channel": lambda: int8_depthwise(1, SAME2, shape=(1, 13, 10), multiplier=9),
     "dense_s8_micro": lambda: int8_dense(3, 13, 21, "micro"),
     "dense_s8_reference": lambda: int8_dense(9, 40, 7, "reference"),
     "dense_s8_deep": lambda: int8_dense(2, 70, 9, "micro"),
     "conv_f32_3x3_same_stride2": lambda: float_conv(5, 19, (3, 3), SAME2),
     "conv_f32_1x1": lambda: float_conv(7, 18, (1, 1), Window2D("SAME", 1, 1)),
     "dense_f32": lambda: float_dense(5, 23, 37),
+    # windows read in place (tl_gemm_direct.h): two tiles of six columns, im2col'ed borders, a
+    # block of 5 outputs; window rows above and below the input (stride 2, dilated rows)
+    "conv_f32_3x3_direct": lambda: float_conv(3, 21, (3, 3), Window2D("SAME", 1, 1), shape=(2, 5, 17)),
+    "conv_f32_5x3_direct_dilated": lambda: float_conv(4, 9, (5, 3), Window2D("SAME", 2, 1, 2, 1), shape=(1, 7, 13)),
     # the float kernel's edges: row tails of 4, 2 and 1 after the 6-row tiles, depths over one
     # 256-deep pass (the later passes start from the partial sums in y), im2col chunks of 12 rows
     "conv_f32_1x1_deep": lambda: float_conv_deep(300, 21, (1, 1), shape=(1, 5, 7)),
@@ -98,7 +105,7 @@ MODELS = {
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
 }
 KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
-           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_host_s8",)}
+           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_host_s8", "tl_conv_gemm_s8")}
 
 #: the host build's instruction sets on x86-64 (flags after -march=native), by what they select;
 #: "native" is the machine's own (AVX-512 VNNI or AVX-VNNI where present; tested only there)
@@ -244,7 +251,7 @@ int main(void) {
 def test_vector_requantization_equals_tflites_recipe(tmp_path):
     from tractile.compile import kernel_header
 
-    for header in ("tl_common.h", "tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h"):
+    for header in ("tl_common.h", *HEADERS):
         (tmp_path / header).write_text(kernel_header(header))
     (tmp_path / "requant.c").write_text(REQUANT_PROGRAM)
     build = subprocess.run(["gcc", "-std=c99", "-O2", "-mavx2", "-mfma", "-Wall", "-Wextra", "-Werror", "-o", "requant",

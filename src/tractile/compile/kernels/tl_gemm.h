@@ -13,7 +13,9 @@
  *   float: a block is kp rows of 16 floats.
  * The micro-kernel of a block (tl_gemm_s8_tile / tl_gemm_f32_tile) is chosen at build time from
  * the compiler's target macros: tl_gemm_x86.h (AVX2, AVX-512, VNNI), tl_gemm_neon.h (AArch64
- * NEON, dot product); the portable loops below are the fallback. The input zero point is
+ * NEON, dot product); the portable loops below are the fallback. On AVX2 without VNNI, int8
+ * convolutions run over int16 pairs (tl_gemm_s16.h, `wide` non-NULL) and float k x k ones read
+ * their windows in place where they can (tl_gemm_direct.h). The input zero point is
  * folded into the bias on the host and padding taps hold the zero point, so they add nothing.
  * int32 sums wrap modulo 2^32 as TFLite's do; the requantization is tl_mbqm per output.
  *
@@ -108,13 +110,17 @@ static inline void tl_copy_bytes(void *to, const void *from, int32_t bytes) {
                           int32_t in_c, int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w, int32_t stride_h, \
                           int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,      \
                           type pad, int32_t kp) {                                                                \
-    int32_t i, ky, kx, c;                                                                                        \
+    int32_t i, ky, kx, c, ox = first % out_w, oy = (first / out_w) % out_h, b = first / (out_w * out_h);         \
     for (i = 0; i < count; ++i) {                                                                                \
-      const int32_t p = first + i, ox = p % out_w, oy = (p / out_w) % out_h, b = p / (out_w * out_h);            \
       const int32_t top = oy * stride_h - pad_top, left = ox * stride_w - pad_left;                              \
       type *row = col + i * kp;                                                                                  \
       for (ky = 0; ky < k_h; ++ky) {                                                                             \
         const int32_t iy = top + ky * dil_h;                                                                     \
+        if (iy >= 0 && iy < in_h && dil_w == 1 && left >= 0 && left + k_w <= in_w) {                            \
+          tl_copy_bytes(row + ky * k_w * in_c, x + ((b * in_h + iy) * in_w + left) * in_c,                       \
+                        k_w * in_c * (int32_t)sizeof(type));                                                     \
+          continue;                                                                                              \
+        }                                                                                                        \
         for (kx = 0; kx < k_w; ++kx) {                                                                           \
           const int32_t ix = left + kx * dil_w;                                                                  \
           type *dst = row + (ky * k_w + kx) * in_c;                                                              \
@@ -125,6 +131,13 @@ static inline void tl_copy_bytes(void *to, const void *from, int32_t bytes) {
         }                                                                                                        \
       }                                                                                                          \
       for (c = k_h * k_w * in_c; c < kp; ++c) row[c] = 0;                                                        \
+      if (++ox == out_w) {                                                                                       \
+        ox = 0;                                                                                                  \
+        if (++oy == out_h) {                                                                                     \
+          oy = 0;                                                                                                \
+          ++b;                                                                                                   \
+        }                                                                                                        \
+      }                                                                                                          \
     }                                                                                                            \
   }
 TL_IM2COL(tl_im2col_s8, int8_t)
@@ -207,8 +220,25 @@ typedef struct {
   const int32_t *bias, *multiplier, *shift;
   const double *scale;
   int8_t *y;
+  const int16_t *wide;
   int32_t depth, kp, units, per_channel, zero, low, high, copy;
 } tl_dense_s8_args;
+
+/* the geometry of an NHWC convolution (one group) */
+typedef struct {
+  int32_t in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+} tl_conv_geometry;
+
+typedef struct {
+  const int8_t *x, *packed;
+  const int32_t *bias, *multiplier, *shift;
+  int8_t *y;
+  const int16_t *wide;
+  tl_conv_geometry g;
+  int32_t x_zero, kp, per_channel, zero, low, high;
+} tl_conv_s8_args;
+
+#include "tl_gemm_s16.h"
 
 static inline void tl_dense_gemm_s8_range(const void *args, int32_t begin, int32_t end, void *scratch) {
   const tl_dense_s8_args *a = (const tl_dense_s8_args *)args;
@@ -236,7 +266,8 @@ static inline void tl_dense_gemm_s8_range(const void *args, int32_t begin, int32
 static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const int32_t *bias, int8_t *y,
                                     int8_t *col, int32_t rows, int32_t depth, int32_t kp, int32_t units,
                                     const int32_t *multiplier, const int32_t *shift, const double *scale,
-                                    int32_t per_channel, int32_t zero, int32_t low, int32_t high, int32_t threads) {
+                                    int32_t per_channel, int32_t zero, int32_t low, int32_t high,
+                                    const int16_t *wide, int32_t threads) {
   int8_t local[TL_GEMM_BLOCK * TL_GEMM_LOCAL];
   tl_dense_s8_args a;
   a.x = x;
@@ -256,6 +287,15 @@ static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const
   a.copy = col != NULL || kp != depth;
   if (!col) col = local;
   if (!tl_disjoint(x, (size_t)rows * (size_t)depth, y, (size_t)rows * (size_t)units)) threads = 1;
+#ifdef TL_GEMM_S16_TILE
+  if (wide && col != local && !scale) {
+    a.wide = wide;
+    tl_parallel_rows(tl_dense_gemm_s16_range, &a, rows, TL_GEMM_S16_ROWS, threads, col,
+                     (size_t)TL_GEMM_S16_ROWS * (size_t)kp * 2u, (int64_t)rows * kp * units);
+    return;
+  }
+#endif
+  (void)wide;
   tl_parallel_rows(tl_dense_gemm_s8_range, &a, rows, TL_GEMM_BLOCK, threads, col, (size_t)(TL_GEMM_BLOCK * kp),
                    (int64_t)rows * kp * units);
 }
@@ -296,18 +336,6 @@ static inline void tl_dense_gemm_f32(const float *x, const float *packed, const 
                    (int64_t)rows * depth * units);
 }
 
-/* the geometry of an NHWC convolution (one group) */
-typedef struct {
-  int32_t in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
-} tl_conv_geometry;
-
-typedef struct {
-  const int8_t *x, *packed;
-  const int32_t *bias, *multiplier, *shift;
-  int8_t *y;
-  tl_conv_geometry g;
-  int32_t x_zero, kp, per_channel, zero, low, high;
-} tl_conv_s8_args;
 
 static inline void tl_conv_gemm_s8_range(const void *args, int32_t begin, int32_t end, void *scratch) {
   const tl_conv_s8_args *a = (const tl_conv_s8_args *)args;
@@ -348,7 +376,7 @@ static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const 
                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
                                    int32_t pad_left, int32_t x_zero, int32_t kp, const int32_t *multiplier,
                                    const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
-                                   int32_t high, int32_t threads) {
+                                   int32_t high, const int16_t *wide, int32_t threads) {
   const int32_t pixels = batches * out_h * out_w;
   tl_conv_s8_args a;
   a.x = x;
@@ -365,6 +393,15 @@ static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const 
   a.low = low;
   a.high = high;
   if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c, y, (size_t)pixels * filters)) threads = 1;
+#ifdef TL_GEMM_S16_TILE
+  if (wide) {
+    a.wide = wide;
+    tl_parallel_rows(tl_conv_gemm_s16_range, &a, pixels, TL_GEMM_S16_ROWS, threads, col,
+                     (size_t)TL_GEMM_S16_ROWS * (size_t)kp * 2u, (int64_t)pixels * kp * filters);
+    return;
+  }
+#endif
+  (void)wide;
   tl_parallel_rows(tl_conv_gemm_s8_range, &a, pixels, TL_GEMM_BLOCK, threads, col, (size_t)(TL_GEMM_BLOCK * kp),
                    (int64_t)pixels * kp * filters);
 }
@@ -391,6 +428,8 @@ static inline void tl_conv_gemm_f32_range(const void *args, int32_t begin, int32
   }
 }
 
+#include "tl_gemm_direct.h"
+
 static inline void tl_conv_gemm_f32(const float *x, const float *packed, const float *bias, float *y, float *col,
                                     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
                                     int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
@@ -407,6 +446,13 @@ static inline void tl_conv_gemm_f32(const float *x, const float *packed, const f
   a.high = high;
   a.chunk = chunk;
   if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c * 4u, y, (size_t)pixels * filters * 4u)) threads = 1;
+#ifdef TL_GEMM_F32_SEGMENTS
+  if (dil_w == 1 && kp <= TL_GEMM_F32_KC && tl_conv_inside_end(&a.g) - tl_conv_inside_first(&a.g) >= 6) {
+    tl_parallel_rows(tl_conv_direct_f32_range, &a, batches * out_h, 1, threads, col, (size_t)chunk * (size_t)kp * 4u,
+                     (int64_t)pixels * kp * filters);
+    return;
+  }
+#endif
   tl_parallel_rows(tl_conv_gemm_f32_range, &a, pixels, chunk, threads, col, (size_t)chunk * (size_t)kp * 4u,
                    (int64_t)pixels * kp * filters);
 }

@@ -141,6 +141,66 @@ static inline void tl_gemm_s8_tile(const int8_t *col, int32_t rows, int32_t kp, 
     _mm256_storeu_si256((__m256i *)(acc + r * TL_GEMM_NR + 8), tl_x86_pairs(s02, s03));
   }
 }
+
+/* AVX2 without VNNI, k x k convolutions: tl_gemm.h's tl_conv_gemm_s8 widens the packed weights
+ * once per call into pairs of int16 (per pair of depths 16 outputs x 2 weights, one vpmaddwd
+ * giving 8 outputs' sums of two products, nothing to add across lanes at the end) and im2cols
+ * the pixels as int16, so a row's pair of activations is one 32-bit broadcast from memory. */
+#define TL_GEMM_S16_TILE
+#define TL_GEMM_S16_MR 6
+
+/* n int8 values sign-extended to int16 */
+static inline void tl_x86_widen_bytes(int16_t *d, const int8_t *s, int32_t n) {
+  int32_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(d + i), tl_x86_widen(s + i));
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128((__m128i *)(d + i), _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(s + i))));
+  for (; i < n; ++i) d[i] = s[i];
+}
+
+/* six rows of a (int16, row stride lda) by one block of 16 outputs (w: pairs x 16 x 2 int16):
+ * acc[r][j], 12 ymm accumulators spelled out in a function of its own (no spill in the loop) */
+#define TL_X86_S16_ROW(i, r0, r1)                                                                      \
+  do {                                                                                                 \
+    int32_t word;                                                                                      \
+    memcpy(&word, a + (i) * lda + 2 * q, 4);                                                           \
+    {                                                                                                  \
+      const __m256i x = _mm256_set1_epi32(word);                                                       \
+      r0 = _mm256_add_epi32(r0, _mm256_madd_epi16(x, w0));                                             \
+      r1 = _mm256_add_epi32(r1, _mm256_madd_epi16(x, w1));                                             \
+    }                                                                                                  \
+  } while (0)
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void tl_gemm_s16_six(const int16_t *a, int32_t lda, int32_t pairs, const int16_t *w, int32_t *acc) {
+  __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00;
+  __m256i s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+  int32_t q;
+  for (q = 0; q < pairs; ++q) {
+    const __m256i w0 = _mm256_loadu_si256((const __m256i *)(w + 32 * q));
+    const __m256i w1 = _mm256_loadu_si256((const __m256i *)(w + 32 * q + 16));
+    TL_X86_S16_ROW(0, s00, s01);
+    TL_X86_S16_ROW(1, s10, s11);
+    TL_X86_S16_ROW(2, s20, s21);
+    TL_X86_S16_ROW(3, s30, s31);
+    TL_X86_S16_ROW(4, s40, s41);
+    TL_X86_S16_ROW(5, s50, s51);
+  }
+  _mm256_storeu_si256((__m256i *)acc, s00);
+  _mm256_storeu_si256((__m256i *)(acc + 8), s01);
+  _mm256_storeu_si256((__m256i *)(acc + 16), s10);
+  _mm256_storeu_si256((__m256i *)(acc + 24), s11);
+  _mm256_storeu_si256((__m256i *)(acc + 32), s20);
+  _mm256_storeu_si256((__m256i *)(acc + 40), s21);
+  _mm256_storeu_si256((__m256i *)(acc + 48), s30);
+  _mm256_storeu_si256((__m256i *)(acc + 56), s31);
+  _mm256_storeu_si256((__m256i *)(acc + 64), s40);
+  _mm256_storeu_si256((__m256i *)(acc + 72), s41);
+  _mm256_storeu_si256((__m256i *)(acc + 80), s50);
+  _mm256_storeu_si256((__m256i *)(acc + 88), s51);
+}
+#undef TL_X86_S16_ROW
 #endif
 
 /* 16 requantized int8 outputs of acc + bias (TFLite's MultiplyByQuantizedMultiplier per lane, as
@@ -329,6 +389,37 @@ static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float 
   tl_x86_f32_finish(s30, s31, init, y + 3 * ldy, width, last, low, high);
   tl_x86_f32_finish(s40, s41, init, y + 4 * ldy, width, last, low, high);
   tl_x86_f32_finish(s50, s51, init, y + 5 * ldy, width, last, low, high);
+}
+
+/* tl_x86_f32_six over `segs` segments of kc depths, segment t reading a + t * a_step (the rows of
+ * a convolution's window in the input, read in place) and w + t * w_step; the bias added and
+ * the outputs clamped and stored at the end (tl_gemm.h's tl_conv_direct_f32_range) */
+#define TL_GEMM_F32_SEGMENTS
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void tl_x86_f32_six_segments(const float *a, int32_t lda, int32_t kc, int32_t segs, int32_t a_step,
+                                    const float *w, int32_t w_step, const float *init, float *y, int32_t ldy,
+                                    int32_t width, float low, float high) {
+  __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+  int32_t k, t;
+  for (t = 0; t < segs; ++t, a += a_step, w += w_step)
+    for (k = 0; k < kc; ++k) {
+      const __m256 w0 = _mm256_loadu_ps(w + k * TL_GEMM_NR), w1 = _mm256_loadu_ps(w + k * TL_GEMM_NR + 8);
+      TL_X86_F32_ROW(0, s00, s01);
+      TL_X86_F32_ROW(1, s10, s11);
+      TL_X86_F32_ROW(2, s20, s21);
+      TL_X86_F32_ROW(3, s30, s31);
+      TL_X86_F32_ROW(4, s40, s41);
+      TL_X86_F32_ROW(5, s50, s51);
+    }
+  tl_x86_f32_finish(s00, s01, init, y, width, 1, low, high);
+  tl_x86_f32_finish(s10, s11, init, y + ldy, width, 1, low, high);
+  tl_x86_f32_finish(s20, s21, init, y + 2 * ldy, width, 1, low, high);
+  tl_x86_f32_finish(s30, s31, init, y + 3 * ldy, width, 1, low, high);
+  tl_x86_f32_finish(s40, s41, init, y + 4 * ldy, width, 1, low, high);
+  tl_x86_f32_finish(s50, s51, init, y + 5 * ldy, width, 1, low, high);
 }
 #undef TL_X86_F32_ROW
 

@@ -192,6 +192,9 @@ def depthwise_conv2d(e: Emit) -> None:
     batches, in_h, in_w, in_c = x.shape
     multiplier_c = out_c // in_c
     window, out_h, out_w, top, left = geometry(op, x.shape, k_h, k_w)
+    if in_c == 1 and (op.quant is None or not np.any(recipe_of(op).w_zero)) and host_gemm.conv2d(
+            e, x, y, np.ascontiguousarray(taps.transpose(2, 0, 1)[..., None]), bias, window, out_h, out_w, top, left):
+        return  # one input channel: an ordinary convolution of out_c filters (micro_speech's)
     if (host_gemm.depthwise(e, x, y, taps, bias, window, out_h, out_w, top, left)
             or host_dw.depthwise_f32(e, x, y, taps, bias, window, out_h, out_w, top, left)):
         return

@@ -13,16 +13,24 @@ from ...datum import DatumType
 from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 
-HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h")
+HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h", "tl_gemm_s16.h",
+           "tl_gemm_direct.h")
 #: multiply-adds from which a layer may be split across threads (tl_threads.h's TL_THREADS_MIN_WORK):
 #: its output gets memory of its own, not overlapping its input, so that rows can be computed out of order
 THREAD_WORK = 1 << 22
+#: bytes of scratch a thread other than the caller has for its rows (tl_threads.h's TL_THREAD_COL_BYTES)
+TL_THREAD_COL_BYTES = 256 * 1024
 #: the thread count of the context, the GEMM kernels' last argument (tl_threads.h splits rows by it)
 THREADS = "ctx->threads"
 #: output channels per packed block (one zmm of int32 or float; tl_gemm.h's TL_GEMM_NR)
 NR = 16
 #: int8 rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
 BLOCK = 8
+#: int8 pixels copied as int16 at a time where the AVX2 pair kernel runs (tl_gemm_s16.h's
+#: TL_GEMM_S16_ROWS: one 6-row tile), and the most bytes of its int16 weights (a second copy of
+#: the layer's weights, in the constants) for which a layer takes it
+S16_ROWS = 6
+S16_WIDE_BYTES = 1 << 20
 #: the longest int8 rows of a dense layer copied through the stack rather than the arena (TL_GEMM_LOCAL)
 LOCAL = 64
 #: bytes of im2col'ed float rows a convolution copies at a time (they stay in L2 while every block of
@@ -66,6 +74,17 @@ def pack_s8(w: np.ndarray) -> np.ndarray:
     sums = wrap32(128 * padded.sum(axis=1)).astype("<i4").reshape(blocks, NR)
     groups = padded.reshape(blocks, NR, kp // 4, 4).transpose(0, 2, 1, 3).reshape(blocks, -1)
     return np.concatenate([sums.view(np.int8).reshape(blocks, -1), groups.astype(np.int8)], axis=1).reshape(-1)
+
+
+def pack_s16(w: np.ndarray) -> np.ndarray:
+    """[units][depth] int8 weights as int16 pairs for AVX2's ``vpmaddwd`` (tl_gemm_s16.h): blocks
+    of 16 outputs, per pair of depths q, output j's weights 2q and 2q + 1; units and depth (to
+    a multiple of 4) zero-padded."""
+    units, depth = w.shape
+    kp, blocks = padded_depth(depth), -(-units // NR)
+    padded = np.zeros((blocks * NR, kp), np.int16)
+    padded[:units, :depth] = w
+    return np.ascontiguousarray(padded.reshape(blocks, NR, kp // 2, 2).transpose(0, 2, 1, 3)).reshape(-1)
 
 
 def pack_f32(w: np.ndarray) -> np.ndarray:
@@ -116,13 +135,17 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         folded = e.constant("bias", wrap32(raw_bias + x_offset * offset.sum(axis=1)), DatumType.I32)
         packed = e.constant("weights", pack_s8(offset), DatumType.I8)
         kp = padded_depth(taps)
-        col = e.scratch("col", DatumType.I8, BLOCK * kp)
+        wide_bytes = -(-filters // NR) * NR * kp * 2
+        wide = (wide_bytes <= S16_WIDE_BYTES and S16_ROWS * kp * 2 <= TL_THREAD_COL_BYTES
+                and batches * out_h * out_w >= S16_ROWS)
+        col = e.scratch("col", DatumType.I8, max(BLOCK, 2 * S16_ROWS if wide else 0) * kp)
+        wide_name = e.constant("wide", pack_s16(offset), DatumType.I16) if wide else "NULL"
         if pointwise:
             e.call("tl_dense_gemm_s8", x, packed, folded, y, col, batches * in_h * in_w, depth, kp, filters,
-                   multiplier, shift, "NULL", per_channel, zero, low, high, THREADS)
+                   multiplier, shift, "NULL", per_channel, zero, low, high, wide_name, THREADS)
         else:
             e.call("tl_conv_gemm_s8", x, packed, folded, y, col, *geometry, -x_offset, kp, multiplier, shift,
-                   per_channel, zero, low, high, THREADS)
+                   per_channel, zero, low, high, wide_name, THREADS)
     if batches * out_h * out_w * taps * filters >= THREAD_WORK:
         return True
     if pointwise and batches * in_h * in_w > 0:
@@ -170,7 +193,7 @@ def dense_s8(e: Emit, kernel, weight_offset: np.ndarray, batches: int, flavour: 
         multiplier, shift, per_channel = requant_constants(e, kernel.rescale.multiplier, kernel.rescale.shift, units)
         requant = (multiplier, shift, "NULL", per_channel)
     e.call("tl_dense_gemm_s8", x, e.constant("weights", pack_s8(weight_offset), DatumType.I8), bias, y, col,
-           batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high, THREADS)
+           batches, depth, kp, units, *requant, kernel.zero, kernel.low, kernel.high, "NULL", THREADS)
     return True
 
 
