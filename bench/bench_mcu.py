@@ -32,6 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
@@ -61,6 +63,20 @@ def kind_of(typed, layer: dict) -> str:
         return "dense"
     kernel = getattr(getattr(typed.nodes[layer["node"]].op, "window", None), "kernel", None)
     return "pointwise" if kernel is not None and all(int(k) == 1 for k in kernel) else "general"
+
+
+def work_of(typed, layer: dict, kind: str) -> tuple[int, str]:
+    """What a layer's instructions are counted against: its MACs for convolutions and dense
+    layers, its output elements for the others (an ADD's cost counts one flop, half a MAC, per
+    element)."""
+    if kind != "other":
+        return layer["macs"], "MAC"
+    from tractile.graph import OutletId
+
+    shape = typed.outlet_fact(OutletId(layer["node"], 0)).shape
+    return int(np.prod([int(d) for d in shape])), "elem"
+
+
 #: (board, MicroFlow's MCU with the same core)
 BOARDS = (("lm3s6965evb", "LM3S6965 (Cortex-M3)"), ("mps2-an386", "nRF52840 (Cortex-M4F)"),
           ("mps2-an500", "ATSAMV71 (Cortex-M7F)"), ("atmega328p", "ATmega328 (AVR)"))
@@ -136,16 +152,18 @@ def per_layer(models: list[str], runs: int, opt: str = "speed") -> int:
             _, xcube, tflm = MLPERF[short]
             print(f"  published cycles on a Cortex-M4: X-CUBE-AI {xcube / 1e6:.2f} M, TFLite Micro + CMSIS-NN "
                   f"{tflm / 1e6:.2f} M (instructions are not cycles)")
-        print(f"{'node':>5} {'kernel':24} {'MACs':>8} {'instructions':>12} {'per MAC':>8}  name")
-        kinds: dict[str, list[int]] = {}
+        print(f"{'node':>5} {'kernel':24} {'MACs/elems':>10} {'instructions':>12} {'per unit':>9}  name")
+        kinds: dict[tuple[str, str], list[int]] = {}
         for layer in report["layers"]:
             if layer["macs"]:
-                print(f"{layer['node']:5} {layer['kernel']:24} {layer['macs']:8} {layer['count']:12} "
-                      f"{layer['per_mac']:8.2f}  {layer['name'][:60]}")
-                sums = kinds.setdefault(kind_of(typed, layer), [0, 0])
-                sums[0], sums[1] = sums[0] + layer["macs"], sums[1] + layer["count"]
-        for kind, (macs, count) in sorted(kinds.items()):
-            print(f"  {kind:10} {macs:9} MACs {count:11} instructions {count / macs:6.2f} per MAC")
+                kind = kind_of(typed, layer)
+                work, unit = work_of(typed, layer, kind)
+                print(f"{layer['node']:5} {layer['kernel']:24} {work:10} {layer['count']:12} "
+                      f"{layer['count'] / work:6.2f}/{unit:4}  {layer['name'][:60]}")
+                sums = kinds.setdefault((kind, unit), [0, 0])
+                sums[0], sums[1] = sums[0] + work, sums[1] + layer["count"]
+        for (kind, unit), (work, count) in sorted(kinds.items()):
+            print(f"  {kind:10} {work:9} {unit}s {count:11} instructions {count / work:6.2f} per {unit}")
     return 0
 
 
