@@ -38,14 +38,19 @@ def conv_layer(shape, filters: int, kernel, window: Window2D, seed: int, widen: 
     return g.model
 
 
-def depthwise_layer(shape, multiplier: int, window: Window2D, seed: int):
+def depthwise_layer(shape, multiplier: int, window: Window2D, seed: int, spread: int = 0):
+    """An int8 3x3 DEPTHWISE_CONV_2D quantized per channel (RELU6); with ``spread``, channel i's
+    weight scale also divided and its integer bias multiplied by 2^(i % spread), as in VWW's last
+    layers: requantization shifts up to spread - 1 apart, the channels of the larger ones
+    dominated by their bias (few distinct outputs)."""
     rng = np.random.default_rng(seed)
     g = GraphBuilder()
     x = g.input("x", "i8", (1, *shape), q(0.03, -9))
     out_c = shape[2] * multiplier
-    scales = _scales(out_c, 0.004)
+    powers = [2 ** (i % spread if spread else 0) for i in range(out_c)]
+    scales = [s / p for s, p in zip(_scales(out_c, 0.004), powers)]
     w = g.const("w", rng.integers(-127, 128, (1, 3, 3, out_c)), "i8", qc(scales, 3))
-    b = g.const("b", rng.integers(-3000, 3000, (out_c,)), "i32", qc([0.03 * s for s in scales], 0))
+    b = g.const("b", rng.integers(-3000, 3000, (out_c,)) * np.array(powers), "i32", qc([0.03 * s for s in scales], 0))
     g.model.outputs = [g.depthwise("dw", [x, w, b], window, q(6 / 255, -128), "RELU6")]
     return g.model
 
@@ -158,6 +163,9 @@ LAYERS = [
      "tl_dwconv3x3_s8_rows", 2.5),
     ("depthwise 3x3 stride 1, 8x8", lambda: depthwise_layer((8, 8, 16), 1, Window2D("SAME"), 6), "dw",
      "tl_dwconv3x3_s8_rows", 2.55),
+    # VWW's node 72: every output at the bottom or right border, shifts 12 apart (pre-shifted)
+    ("depthwise 3x3 stride 2, 6x6x27", lambda: depthwise_layer((6, 6, 27), 1, Window2D("SAME", 2, 2), 14, 13), "dw",
+     "tl_dwconv3x3_s8_rows", 2.5),
     ("depthwise 3x3, 19 channels (a tail of 3)", lambda: depthwise_layer((6, 6, 19), 1, Window2D("SAME"), 9), "dw",
      "tl_dwconv3x3_s8_rows", 2.55),
     ("depthwise multiplier 2", lambda: depthwise_layer((8, 8, 16), 2, Window2D("SAME"), 8), "dw",
@@ -365,6 +373,38 @@ def test_shared_shift_requantization_equals_tflites_recipe():
                 assert min(max(ours, low), 127) == min(max(theirs, low), 127), (channel, x, zero, low)
                 checked += 1
     assert checked > 100000
+
+
+def test_pre_shifted_channels_requantize_as_tflite_for_every_reachable_accumulator():
+    """shared_shift over shifts 6 to 19 in one layer (VWW's last depthwise layers: 7 to 19), too far
+    apart for every channel's weights to be scaled up to one shift: the channels whose shift
+    reaches the common one take a smaller multiplier instead; each channel's output equals the
+    interpreter's MultiplyByQuantizedMultiplier plus the zero point, both clamped, for every
+    accumulator its bias, weights and int8 inputs can produce."""
+    from tractile.compile.ops.conv_dsp import doubled_requant, shared_shift
+    from tractile.ops.quantized.fixedpoint import multiply_by_quantized_multiplier
+
+    rng = np.random.default_rng(0)
+    channels, zero, low, high, x_offset = 27, -128, -128, 127, 9
+    power = np.arange(channels) % 14
+    shifts = -(6 + power)
+    multipliers = rng.integers(1 << 30, (1 << 31) - 1, channels)
+    taps = rng.integers(-127, 128, (9, channels)).astype(np.int64)
+    raw_bias = rng.integers(-3000, 3000, channels) << power
+    rq, mixed = doubled_requant(multipliers, shifts, zero, channels)
+    found = shared_shift(rq, mixed, zero, low, raw_bias, x_offset, taps, high)
+    assert found is not None
+    big, scale, words = found
+    assert big < -shifts.min() + 1 and (scale == 2).sum() > 0  # some channels pre-shifted
+    for channel in range(channels):
+        m, k = int(words[3 * channel]), int(words[3 * channel + 1])
+        w = taps[:, channel]
+        base = int(raw_bias[channel]) + x_offset * int(w.sum())
+        x = np.arange(base + int(np.minimum(-128 * w, 127 * w).sum()),
+                      base + int(np.maximum(-128 * w, 127 * w).sum()) + 1)
+        ours = np.clip(((x * int(scale[channel]) * m + (k << 32)) >> 32) >> big, low, high)
+        theirs = multiply_by_quantized_multiplier(x, int(multipliers[channel]), int(shifts[channel])) + zero
+        assert np.array_equal(ours, np.clip(theirs, low, high)), channel
 
 
 def wide_dense_model():

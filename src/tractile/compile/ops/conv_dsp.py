@@ -102,25 +102,86 @@ def doubled_requant(multipliers, shifts, zero: int, channels: int) -> tuple[np.n
 
 
 def shared_shift(rq: np.ndarray, mixed: int, zero: int, low: int, raw_bias: np.ndarray, x_offset: int,
-                 taps: np.ndarray) -> tuple[int, np.ndarray, np.ndarray] | None:
+                 taps: np.ndarray, high: int = 127) -> tuple[int, np.ndarray, np.ndarray] | None:
     """One shift R for every channel of tl_dwconv3x3_s8_rows (its argument ``shared``): R = the
     largest shift + 1, d = R - r per channel, (R, each channel's scale 2^(1+d) of its weights and
-    bias in place of 2, the requantization words {m, K 2^d + 2^(d-1), 1 + d}); None when some
-    channel takes TFLite's recipe, the output's lower bound is below its zero point (the form has
-    no sign term), or a scaled weight, accumulator or K would leave its range."""
+    bias in place of 2, the requantization words {m, K 2^d + 2^(d-1), 1 + d}); when the shifts
+    differ too much for that (a scaled weight past int16), a smaller R with the channels whose
+    shift reaches it pre-shifted (see _pre_shifted). None when some channel takes TFLite's recipe,
+    the output's lower bound is below its zero point (the form has no sign term), or a scaled
+    weight, accumulator or K would leave its range."""
     if mixed or low < zero:
         return None
     m, k, r = rq.astype(np.int64).reshape(-1, 3).T
     big = int(r.max(initial=0)) + 1
-    d = big - r
-    scale = np.int64(1) << (1 + d)
     magnitude = np.abs(taps).astype(np.int64)
-    bound = (np.abs(raw_bias.astype(np.int64)) + (abs(int(x_offset)) + 128) * magnitude.sum(axis=0)) * scale
-    words = np.stack([m, k * (np.int64(1) << d) + (np.int64(1) << (d - 1)), 1 + d], axis=1)
-    if big > 31 or (magnitude.max(axis=0, initial=0) * scale).max(initial=0) > 32767 or \
-            bound.max(initial=0) >= 1 << 31 or np.abs(words[:, 1]).max(initial=0) >= 1 << 30:
+    reach = (np.abs(raw_bias.astype(np.int64)) + (abs(int(x_offset)) + 128) * magnitude.sum(axis=0))
+    for shift in range(big, 0, -1):
+        d = np.maximum(shift - r, 0)
+        scale = np.int64(1) << (1 + d)
+        words = np.stack([m, k * (np.int64(1) << d) + np.where(d > 0, np.int64(1) << np.maximum(d - 1, 0), 0), 1 + d],
+                         axis=1)
+        if shift > 31 or (magnitude.max(axis=0, initial=0) * scale).max(initial=0) > 32767 or \
+                (reach * scale).max(initial=0) >= 1 << 31 or np.abs(words[:, 1]).max(initial=0) >= 1 << 30:
+            continue
+        if shift == big:
+            return big, scale, words.reshape(-1).astype(np.int32)
+        found = _pre_shifted(words, r, shift, zero, low, high, raw_bias, x_offset, taps)
+        if found is not None:
+            return shift, scale, found.reshape(-1).astype(np.int32)
+    return None
+
+
+def _tflite_out(x: np.ndarray, m: int, r: int, zero: int, low: int, high: int) -> np.ndarray:
+    """TFLite's MultiplyByQuantizedMultiplier(x, m, -r) + zero, clamped to [low, high]."""
+    y = (x * m + (1 << 30)) >> 31
+    mask = (1 << r) - 1
+    y = (y >> r) + ((y & mask) > (mask >> 1) + (y < 0))
+    return np.clip(y + zero, low, high)
+
+
+def _pre_shifted(words: np.ndarray, r: np.ndarray, shift: int, zero: int, low: int, high: int,
+                 raw_bias: np.ndarray, x_offset: int, taps: np.ndarray) -> np.ndarray | None:
+    """``words`` with each channel whose shift r is at least ``shift`` requantized as
+    floor((2x M + K 2^32) / 2^(32 + shift)) (its accumulator stays 2x): M next to m 2^(shift - r)
+    and K such that the steps of the output fall on TFLite's (_fitted), kept only when they give
+    TFLite's output for every accumulator x the channel can reach (bias plus each weight times an
+    input from -128 to 127 less the zero point, padding taps zero: all of them checked); None when
+    some channel has no such M and K."""
+    words = words.copy()
+    for ch in np.flatnonzero(r >= shift):
+        w = taps[:, ch].astype(np.int64)
+        base = int(raw_bias[ch]) + int(x_offset) * int(w.sum())
+        x = np.arange(base + int(np.minimum(w * -128, w * 127).sum()),
+                      base + int(np.maximum(w * -128, w * 127).sum()) + 1, dtype=np.int64)
+        want = _tflite_out(x, int(words[ch, 0]), int(r[ch]), zero, low, high)
+        fit = _fitted(x, want, int(words[ch, 0]) / 2.0 ** (int(r[ch]) - shift), shift, low, high)
+        if fit is None:
+            return None
+        if not np.array_equal(np.clip((2 * x * fit[0] + (fit[1] << 32)) >> (32 + shift), low, high), want):
+            return None
+        words[ch] = (fit[0], fit[1], 1)
+    return words
+
+
+def _fitted(x: np.ndarray, want: np.ndarray, exact: float, shift: int, low: int, high: int) -> tuple[int, int] | None:
+    """(M, K), M >= 0 the nearest to ``exact`` with some K, such that
+    clamp(floor((x M + K 2^31) / 2^(31 + shift))) is ``want`` at both ends of each of its steps
+    and of x's range (then everywhere between, both being monotonic); None when none within 2^16."""
+    edges = np.flatnonzero(np.diff(want)) if want.size > 1 else np.zeros(0, np.int64)
+    at = np.unique(np.concatenate([[0, want.size - 1], edges, edges + 1]))
+    xs, ys = x[at][:, None], want[at][:, None].astype(np.int64)
+    m = np.arange(max(0, int(exact) - (1 << 16)), int(exact) + (1 << 16) + 1, dtype=np.int64)[None, :]
+    unit = np.int64(1) << (31 + shift)
+    lower = np.where(ys <= low, np.int64(-1) << 60, ys * unit) - xs * m  # K 2^31 at least this
+    upper = np.where(ys >= high, np.int64(1) << 60, (ys + 1) * unit - 1) - xs * m  # and at most this
+    k_low = -((-lower.max(axis=0)) >> 31)
+    k_high = upper.min(axis=0) >> 31
+    ok = np.flatnonzero((k_low <= k_high) & (m[0] < 1 << 31))
+    if not ok.size:
         return None
-    return big, scale, words.reshape(-1).astype(np.int32)
+    best = ok[np.argmin(np.abs(m[0, ok] - exact))]
+    return int(m[0, best]), int(k_low[best])
 
 
 def _usable(e: Emit, dtype: DatumType) -> bool:
@@ -174,7 +235,7 @@ def _emit_rows(e: Emit, x, y, taps: np.ndarray, raw_bias: np.ndarray, rq: np.nda
     found = [b for b in kind_bias if b is not None]
     if total is None or len(found) != len(kind_bias):
         return False
-    shared = shared_shift(rq, mixed, zero, low, raw_bias, x_offset, taps)
+    shared = shared_shift(rq, mixed, zero, low, raw_bias, x_offset, taps, high)
     shift, scale = 0, np.full(in_c, 2, np.int64)
     if shared is not None:
         shift, scale, rq = shared
