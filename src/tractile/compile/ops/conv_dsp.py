@@ -148,6 +148,8 @@ def _pre_shifted(words: np.ndarray, r: np.ndarray, shift: int, zero: int, low: i
     TFLite's output for every accumulator x the channel can reach (bias plus each weight times an
     input from -128 to 127 less the zero point, padding taps zero: all of them checked); None when
     some channel has no such M and K."""
+    if shift > 24:  # keeps _fitted's products and bounds (at most 2^(38 + shift)) inside int64
+        return None
     words = words.copy()
     for ch in np.flatnonzero(r >= shift):
         w = taps[:, ch].astype(np.int64)
@@ -156,7 +158,7 @@ def _pre_shifted(words: np.ndarray, r: np.ndarray, shift: int, zero: int, low: i
                       base + int(np.maximum(w * -128, w * 127).sum()) + 1, dtype=np.int64)
         want = _tflite_out(x, int(words[ch, 0]), int(r[ch]), zero, low, high)
         fit = _fitted(x, want, int(words[ch, 0]) / 2.0 ** (int(r[ch]) - shift), shift, low, high)
-        if fit is None:
+        if fit is None or not (0 <= fit[0] < 1 << 31 and -(1 << 31) <= fit[1] < 1 << 31):  # int32 words
             return None
         if not np.array_equal(np.clip((2 * x * fit[0] + (fit[1] << 32)) >> (32 + shift), low, high), want):
             return None
