@@ -277,23 +277,30 @@ def test_kernels_build_without_warnings_for_the_cortex_m4(compiler, tmp_path):
             assert instruction in listing, f"{compiler}: no {instruction} in {name}"
 
 
+def pointwise_chain(seed: int, shape: tuple, filters: tuple):
+    """Three 1x1 convolutions of ``filters`` output channels: SAME with RELU6 (output zero point
+    -128), VALID stride 2 without activation (zero point 3: the requantization's sign term kept),
+    SAME with RELU; per-channel scales."""
+    rng = np.random.default_rng(seed)
+    g = GraphBuilder()
+    h = g.input("x", "i8", shape, q(0.03, -9))
+    layers = [(Window2D("SAME"), q(6 / 255, -128), "RELU6"), (Window2D("VALID", 2, 2), q(0.1, 3), "NONE"),
+              (Window2D("SAME"), q(0.05, -20), "RELU")]
+    for index, (count, (window, out_q, activation)) in enumerate(zip(filters, layers)):
+        depth = int(g.model.outlet_fact(h).shape[3])
+        scales = _scales(count, 0.004)
+        w = g.const(f"w{index}", rng.integers(-127, 128, (count, 1, 1, depth)), "i8", qc(scales, 0))
+        b = g.const(f"b{index}", rng.integers(-3000, 3000, (count,)), "i32", qc([0.03 * s for s in scales], 0))
+        h = g.conv(f"p{index}", [h, w, b], window, out_q, activation)
+    g.model.outputs = [h]
+    return g.model
+
+
 def shallow_model():
     """tl_pointwise_s8_shallow over every path: depths 4 (two pixels a pass, an odd count of
     pixels and of filters), 12 (one pixel a pass) and 8 at stride 2 over an odd row width, an
     output range below the zero point (the requantization's sign term kept), per-channel scales."""
-    rng = np.random.default_rng(14)
-    g = GraphBuilder()
-    h = g.input("x", "i8", (1, 7, 5, 4), q(0.03, -9))
-    layers = [(12, Window2D("SAME"), q(6 / 255, -128), "RELU6"), (8, Window2D("VALID", 2, 2), q(0.1, 3), "NONE"),
-              (9, Window2D("SAME"), q(0.05, -20), "RELU")]
-    for index, (filters, window, out_q, activation) in enumerate(layers):
-        depth = int(g.model.outlet_fact(h).shape[3])
-        scales = _scales(filters, 0.004)
-        w = g.const(f"w{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", qc(scales, 0))
-        b = g.const(f"b{index}", rng.integers(-3000, 3000, (filters,)), "i32", qc([0.03 * s for s in scales], 0))
-        h = g.conv(f"p{index}", [h, w, b], window, out_q, activation)
-    g.model.outputs = [h]
-    return g.model
+    return pointwise_chain(14, (1, 7, 5, 4), (12, 8, 9))
 
 
 def test_shallow_pointwise_is_bit_exact_on_the_cortex_m4(tmp_path):
@@ -513,19 +520,7 @@ def cols_model():
     counts of channels and of pixels (an odd last pixel run as a pair with itself), stride 2,
     the common shift (RELU6, RELU) and a shift per channel with the requantization's sign term
     (no activation, zero point 3), per-channel scales."""
-    rng = np.random.default_rng(23)
-    g = GraphBuilder()
-    h = g.input("x", "i8", (1, 5, 7, 22), q(0.03, -9))
-    layers = [(15, Window2D("SAME"), q(6 / 255, -128), "RELU6"), (10, Window2D("VALID", 2, 2), q(0.1, 3), "NONE"),
-              (9, Window2D("SAME"), q(0.05, -20), "RELU")]
-    for index, (filters, window, out_q, activation) in enumerate(layers):
-        depth = int(g.model.outlet_fact(h).shape[3])
-        scales = _scales(filters, 0.004)
-        w = g.const(f"w{index}", rng.integers(-127, 128, (filters, 1, 1, depth)), "i8", qc(scales, 0))
-        b = g.const(f"b{index}", rng.integers(-3000, 3000, (filters,)), "i32", qc([0.03 * s for s in scales], 0))
-        h = g.conv(f"p{index}", [h, w, b], window, out_q, activation)
-    g.model.outputs = [h]
-    return g.model
+    return pointwise_chain(23, (1, 5, 7, 22), (15, 10, 9))
 
 
 def test_small_pointwise_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
