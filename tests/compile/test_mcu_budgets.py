@@ -414,6 +414,37 @@ def test_pre_shifted_channels_requantize_as_tflite_for_every_reachable_accumulat
         assert np.array_equal(ours, np.clip(theirs, low, high)), channel
 
 
+def assert_portable_and_strict(model, shape: tuple, seed: int, name: str, tmp_path) -> None:
+    """The DSP kernels' portable form on the host equals the interpreter on three random inputs,
+    and the Cortex-M4 source builds under strict C99 warnings with gcc and clang at -Os and -O2."""
+    import shutil
+    import subprocess
+    from dataclasses import replace
+
+    from tractile.compile import compile_model, generate
+    from tractile.compile.target import HOST, find_target
+
+    from .harness import WARNING_FLAGS
+    from .test_dsp_kernels import M4_FLAGS
+
+    compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        values = [rng.integers(-128, 128, shape).astype(np.int8)]
+        assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
+    source = generate(model, name=name, target=find_target("cortex-m4"))
+    source.write(tmp_path)
+    for compiler in ("arm-none-eabi-gcc", "clang"):
+        if shutil.which(compiler) is None:
+            continue
+        flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
+                                                      "/usr/lib/arm-none-eabi/include"]
+        for opt in ("-Os", "-O2"):
+            built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", f"{name}.c", "-o", f"{name}.o"],
+                                   cwd=tmp_path, capture_output=True, text=True)
+            assert built.returncode == 0, built.stderr
+
+
 def wide_dense_model():
     """tl_fc_s8_row_wide over its paths: depth 7 (four groups a pass, a tail of 3 inputs) with
     ReLU (the common shift, the lower bound clamped four outputs at a time), per-channel scales
@@ -438,15 +469,7 @@ def wide_dense_model():
 def test_wide_dense_row_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
     """tl_fc_s8_row_wide on the emulated Cortex-M4 (the SSUB8/SEL clamps), in its portable form on
     the host, and under strict C99 warnings for the Cortex-M4 with gcc and clang at -O2 and -Os."""
-    import shutil
-    import subprocess
-    from dataclasses import replace
-
-    from tractile.compile import compile_model, generate
-    from tractile.compile.target import HOST, find_target
-
-    from .harness import WARNING_FLAGS, needs_cc
-    from .test_dsp_kernels import M4_FLAGS
+    from .harness import needs_cc
 
     needs_board("cortex-m4")
     report = verify(wide_dense_model(), "cortex-m4", runs=3, opt="speed", folder=tmp_path / "m4")
@@ -454,22 +477,7 @@ def test_wide_dense_row_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
     assert [entry["kernel"] for entry in report["layers"] if entry["macs"]] == ["tl_fc_s8_row_wide"] * 3
     needs_cc()
     model = wide_dense_model()
-    compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
-    rng = np.random.default_rng(1)
-    for _ in range(3):
-        values = [rng.integers(-128, 128, (1, 7)).astype(np.int8)]
-        assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
-    source = generate(model, name="wide", target=find_target("cortex-m4"))
-    source.write(tmp_path)
-    for compiler in ("arm-none-eabi-gcc", "clang"):
-        if shutil.which(compiler) is None:
-            continue
-        flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
-                                                      "/usr/lib/arm-none-eabi/include"]
-        for opt in ("-Os", "-O2"):
-            built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "wide.c", "-o", "wide.o"],
-                                   cwd=tmp_path, capture_output=True, text=True)
-            assert built.returncode == 0, built.stderr
+    assert_portable_and_strict(model, (1, 7), 1, "wide", tmp_path)
 
 
 def direct_model():
@@ -526,15 +534,7 @@ def cols_model():
 def test_small_pointwise_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
     """tl_pointwise_s8_cols on the emulated Cortex-M4 (-O2 and -Os), in its portable form on the
     host, and under strict C99 warnings for the Cortex-M4 with gcc and clang at -O2 and -Os."""
-    import shutil
-    import subprocess
-    from dataclasses import replace
-
-    from tractile.compile import compile_model, generate
-    from tractile.compile.target import HOST, find_target
-
-    from .harness import WARNING_FLAGS, needs_cc
-    from .test_dsp_kernels import M4_FLAGS
+    from .harness import needs_cc
 
     needs_board("cortex-m4")
     for opt in ("speed", "size"):
@@ -543,19 +543,4 @@ def test_small_pointwise_is_bit_exact_on_the_cortex_m4_and_the_host(tmp_path):
         assert [entry["kernel"] for entry in report["layers"] if entry["macs"]] == ["tl_pointwise_s8_cols"] * 3
     needs_cc()
     model = cols_model()
-    compiled = compile_model(model, cache_dir=tmp_path / "cache", target=replace(HOST, dsp=True))
-    rng = np.random.default_rng(4)
-    for _ in range(3):
-        values = [rng.integers(-128, 128, (1, 5, 7, 22)).astype(np.int8)]
-        assert np.array_equal(compiled.run(values)[0], model.run(values)[0])
-    source = generate(model, name="cols", target=find_target("cortex-m4"))
-    source.write(tmp_path)
-    for compiler in ("arm-none-eabi-gcc", "clang"):
-        if shutil.which(compiler) is None:
-            continue
-        flags = M4_FLAGS if compiler != "clang" else ["--target=arm-none-eabi", *M4_FLAGS, "-isystem",
-                                                      "/usr/lib/arm-none-eabi/include"]
-        for opt in ("-Os", "-O2"):
-            built = subprocess.run([compiler, *flags, *WARNING_FLAGS, opt, "-c", "cols.c", "-o", "cols.o"],
-                                   cwd=tmp_path, capture_output=True, text=True)
-            assert built.returncode == 0, built.stderr
+    assert_portable_and_strict(model, (1, 5, 7, 22), 4, "cols", tmp_path)
