@@ -75,7 +75,7 @@ def test_band_rows_cover_what_each_layer_reads():
     assert list(table[2]) == [5, 4, 3, 2, 0, 3, 2, 4, 1, 0]
 
 
-def test_person_detect_fits_below_the_smallest_unbanded_ram(compile_cache):
+def test_person_detect_fits_below_the_smallest_unbanded_ram():
     model = tractile.load(shared_model("tflite/person_detect.tflite"))
     typed = prepare(model)
     unbanded = planned_ram(generate(typed, "pd", "cortex-m4", optimize=False).report)
@@ -84,12 +84,7 @@ def test_person_detect_fits_below_the_smallest_unbanded_ram(compile_cache):
     assert planned_ram(source.report) <= budget < unbanded
     split = [*source.program.chains, *source.program.regions]
     assert split and split[0].nodes[0] in chains_of(typed)[0][:2]
-    # the same schedule on this machine: bit for bit
-    cm = compiled(typed, compile_cache, name="pd", chains=source.program.chains, regions=source.program.regions)
-    rng = np.random.default_rng(3)
-    for _ in range(2):
-        x = random_input(cm.input_facts[0], rng)
-        assert_same_outputs(typed.run([x]), cm.run([x]))
+    # bit for bit: test_person_detect_in_bands_verifies_on_the_cortex_m4 runs a banded schedule
 
 
 def test_an_unreachable_budget_is_refused_with_the_smallest_ram_reached():

@@ -94,12 +94,13 @@ EDGE_CHAINS = [
 def test_depthwise_rows_kernel_is_bit_exact_at_every_edge(index, tmp_path):
     needs_board("cortex-m4")
     shape, layers = EDGE_CHAINS[index]
-    for opt in ("speed", "size"):
-        report = verify(depthwise_chain(shape, layers, 20 + index), "cortex-m4", runs=2, opt=opt,
-                        folder=tmp_path / opt)
-        assert report["verified"], report["first_difference"]
-        kernels = [entry["kernel"] for entry in report["layers"] if entry["macs"]]
-        assert kernels == ["tl_dwconv3x3_s8_rows"] * len(layers), kernels
+    # the kernel's C is the same in both builds (size keeps one out-of-line copy with run-time
+    # sizes, speed inlines it per layer): the chains take turns
+    opt = ("speed", "size")[index % 2]
+    report = verify(depthwise_chain(shape, layers, 20 + index), "cortex-m4", runs=2, opt=opt, folder=tmp_path)
+    assert report["verified"], report["first_difference"]
+    kernels = [entry["kernel"] for entry in report["layers"] if entry["macs"]]
+    assert kernels == ["tl_dwconv3x3_s8_rows"] * len(layers), kernels
 
 
 def dense_layer(rows: int, depth: int, units: int, seed: int, activation: str = "RELU"):
