@@ -122,9 +122,10 @@ def _chain(model, node: Node) -> list[Node] | None:
         chain.pop(0)
     if sum(isinstance(n.op, Transpose) for n in chain) < 2:
         return None
-    shapes = [model.outlet_fact(chain[0].inputs[0]).shape] + [n.outputs[0].fact.shape for n in chain]
-    if not all(isinstance(d, int) for shape in shapes for d in shape):
-        return None
+    facts = [model.outlet_fact(chain[0].inputs[0])] + [n.outputs[0].fact for n in chain]
+    if not all(isinstance(d, int) for fact in facts for d in fact.shape) \
+            or any(fact.qparams is not None and fact.qparams.axis is not None for fact in facts):
+        return None  # symbolic dims, or a quantization per channel of an axis the reshapes would cut
     return chain
 
 
