@@ -144,7 +144,7 @@ def crnn_head(reader: str):
     return _model(nodes, inits, [1, 2, 4, 7], f"crnn_{reader or 'output'}")
 
 
-@pytest.mark.parametrize("reader", ["gru", "matmul", ""])
+@pytest.mark.parametrize("reader", ["gru", ""])  # a MatMul reading: tests/unit/test_passes.py
 def test_layout_exit_flatten_and_transpose_are_one_copy(reader, compile_cache):
     """The NHWC exit after the pool, the flatten and the transpose to time-major compose into one
     Transpose (``passes/compose_layout.py``); before a product over the features, the features keep

@@ -175,3 +175,22 @@ def test_transposes_and_reshapes_compose_into_one_copy(shape, steps, copies):
     assert sum(isinstance(n.op, Transpose) for n in composed.nodes) == copies
     x = rand(*shape)
     np.testing.assert_array_equal(composed.run([x])[0], typed.run([x])[0])
+
+
+def test_a_product_over_the_composed_features_reads_them_in_the_input_order():
+    """Before a MatMul with constant weights, the flattened features keep the order of the chain's
+    input (channels innermost: a copy of whole pixels) and the weights' rows are permuted instead."""
+    from tractile.ops.array import Transpose
+    from tractile.passes.compose_layout import compose_layout
+
+    b = rand(12, 5)
+    proto = model([node("Transpose", ["x"], ["a"], perm=[0, 3, 1, 2]), node("Reshape", ["a", "flat"], ["r"]),
+                   node("Transpose", ["r"], ["t"], perm=[0, 2, 1]), node("MatMul", ["t", "b"], ["y"])],
+                  [value("x", "f32", [1, 2, 7, 6])], [value("y", None)],
+                  {"flat": np.asarray([1, 12, 7], np.int64), "b": b})
+    typed = tractile.load(proto)
+    composed = run_passes(typed, [("compose-layout", compose_layout)])
+    perms = [n.op.perm for n in composed.nodes if isinstance(n.op, Transpose)]
+    assert perms == [(1, 0, 2)]  # (h, w, c) -> (w, h, c): only h and w swap
+    x = rand(1, 2, 7, 6)
+    np.testing.assert_allclose(composed.run([x])[0], typed.run([x])[0], rtol=1e-5, atol=1e-6)
