@@ -120,3 +120,41 @@ def test_quantized_onnx_islands_join_through_the_same_mechanism(tmp_path):
     formats, transposes = _layouts(model)
     assert formats and set(formats) == {"NHWC"}
     assert transposes == 1
+
+
+def crnn_head(reader: str):
+    """conv -> max pool (NHWC when compiled) -> flatten of channels and height -> transpose to
+    time-major, read by a GRU, a MatMul, or the model's output (nothing summing over the features)."""
+    rng = np.random.default_rng(5)
+    nodes, inits = [], []
+    x = _conv(rng, nodes, inits, "c1", "x", 2, 6, 2)
+    inits.append(numpy_helper.from_array(np.asarray([1, 6 * 2, 7], np.int64), "flat"))
+    nodes += [helper.make_node("MaxPool", [x], ["p"], kernel_shape=[2, 1], strides=[2, 1]),
+              helper.make_node("Reshape", ["p", "flat"], ["f"]),
+              helper.make_node("Transpose", ["f"], ["t" if reader else "y"], perm=[2, 0, 1])]  # 7 steps, 12 features
+    if reader == "gru":
+        hidden = 5
+        for name, shape in (("W", (2, 3 * hidden, 12)), ("R", (2, 3 * hidden, hidden)), ("B", (2, 6 * hidden))):
+            inits.append(numpy_helper.from_array((rng.standard_normal(shape) / 3).astype(np.float32), name))
+        nodes.append(helper.make_node("GRU", ["t", "W", "R", "B"], ["y"], hidden_size=hidden,
+                                      direction="bidirectional"))
+    elif reader == "matmul":
+        inits.append(numpy_helper.from_array(rng.standard_normal((12, 3)).astype(np.float32), "m"))
+        nodes.append(helper.make_node("MatMul", ["t", "m"], ["y"]))
+    return _model(nodes, inits, [1, 2, 4, 7], f"crnn_{reader or 'output'}")
+
+
+@pytest.mark.parametrize("reader", ["gru", ""])  # a MatMul reading: tests/unit/test_passes.py
+def test_layout_exit_flatten_and_transpose_are_one_copy(reader, compile_cache):
+    """The NHWC exit after the pool, the flatten and the transpose to time-major compose into one
+    Transpose (``passes/compose_layout.py``); before a product over the features, the features keep
+    the NHWC order (channels innermost: whole pixels copied) and the weights are permuted instead."""
+    model = crnn_head(reader)
+    prepared = prepare(model)
+    perms = [node.op.perm for node in prepared.nodes if isinstance(node.op, Transpose)]
+    assert len(perms) == 2  # the input's entrance, and the one copy left of the three steps after the pool
+    # the pooled NHWC tensor (h 2, w 7, c 6) to (w, c, h), w and c merged; with a product after it, to (w, h, c)
+    assert perms[1] == ((1, 0, 2) if reader else (1, 0))
+    name = f"crnn_{reader or 'output'}"
+    cm = check_against_interpreter(model, compile_cache, runs=2, rtol=1e-5, atol=1e-5, name=name)
+    assert cm.source.files[f"{name}.c"].count("tl_copy_blocks(") == 2

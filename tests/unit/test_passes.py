@@ -147,3 +147,50 @@ def test_generated_weights_fold_but_generated_activations_do_not():
     assert "BatchNorm" not in op_names(typed) and "Transpose" not in op_names(typed)
     x = rand(1, 3, 40, 40)
     np.testing.assert_allclose(typed.run([x])[0], run_onnxruntime(proto, [x])[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,steps,copies", [
+    ((2, 3, 4, 5), [("T", [0, 3, 1, 2]), ("R", [2, 15, 4]), ("T", [2, 0, 1])], 1),  # a CRNN's exit and time-major
+    ((6, 10), [("T", [1, 0]), ("R", [5, 2, 6]), ("T", [2, 1, 0]), ("R", [60])], 1),  # a dim cut in two
+    ((6, 10), [("T", [1, 0]), ("R", [5, 2, 6]), ("T", [2, 0, 1])], 0),  # the input again, reshaped
+    ((4, 6), [("T", [1, 0]), ("R", [3, 8]), ("T", [1, 0])], 1),  # 6 x 4 as 3 x 8: 6 and 8 cut as 3 x 2, 2 x 4
+    ((4, 6), [("T", [1, 0]), ("R", [4, 6]), ("T", [1, 0])], 2),  # 6 x 4 regrouped as 4 x 6: no common axes
+])
+def test_transposes_and_reshapes_compose_into_one_copy(shape, steps, copies):
+    """``compose_layout`` (the compiler's) keeps the values exactly: it only moves them."""
+    from tractile.ops.array import Transpose
+    from tractile.passes.compose_layout import compose_layout
+
+    nodes, inits, source = [], {}, "x"
+    for index, (kind, value_) in enumerate(steps):
+        out = "y" if index == len(steps) - 1 else f"s{index}"
+        if kind == "T":
+            nodes.append(node("Transpose", [source], [out], perm=value_))
+        else:
+            inits[f"shape{index}"] = np.asarray(value_, np.int64)
+            nodes.append(node("Reshape", [source, f"shape{index}"], [out]))
+        source = out
+    typed = tractile.load(model(nodes, [value("x", "f32", list(shape))], [value("y", None)], inits))
+    composed = run_passes(typed, [("compose-layout", compose_layout)])
+    assert sum(isinstance(n.op, Transpose) for n in composed.nodes) == copies
+    x = rand(*shape)
+    np.testing.assert_array_equal(composed.run([x])[0], typed.run([x])[0])
+
+
+def test_a_product_over_the_composed_features_reads_them_in_the_input_order():
+    """Before a MatMul with constant weights, the flattened features keep the order of the chain's
+    input (channels innermost: a copy of whole pixels) and the weights' rows are permuted instead."""
+    from tractile.ops.array import Transpose
+    from tractile.passes.compose_layout import compose_layout
+
+    b = rand(12, 5)
+    proto = model([node("Transpose", ["x"], ["a"], perm=[0, 3, 1, 2]), node("Reshape", ["a", "flat"], ["r"]),
+                   node("Transpose", ["r"], ["t"], perm=[0, 2, 1]), node("MatMul", ["t", "b"], ["y"])],
+                  [value("x", "f32", [1, 2, 7, 6])], [value("y", None)],
+                  {"flat": np.asarray([1, 12, 7], np.int64), "b": b})
+    typed = tractile.load(proto)
+    composed = run_passes(typed, [("compose-layout", compose_layout)])
+    perms = [n.op.perm for n in composed.nodes if isinstance(n.op, Transpose)]
+    assert perms == [(1, 0, 2)]  # (h, w, c) -> (w, h, c): only h and w swap
+    x = rand(1, 2, 7, 6)
+    np.testing.assert_allclose(composed.run([x])[0], typed.run([x])[0], rtol=1e-5, atol=1e-6)

@@ -23,6 +23,7 @@ from ..ops.conv import Conv
 from ..ops.pool import AveragePool, MaxPool
 from ..ops.stream import EdgeAveragePool
 from ..ops.window import Window
+from ..passes.compose_layout import compose_layout
 from ..passes.driver import run_passes
 from ..passes.layout import axes_const, cancel_layout, enter, leave, sink_layout
 from ..patch import ModelPatch
@@ -34,7 +35,8 @@ def channels_last(model):
     if not any(_windowed(model, node) is not None for node in model.nodes):
         return model
     model = run_passes(model, [("channels-last", _convert)])
-    return run_passes(model, [("cancel-layout", cancel_layout), ("sink-layout", sink_layout)])
+    model = run_passes(model, [("cancel-layout", cancel_layout), ("sink-layout", sink_layout)])
+    return run_passes(model, [("compose-layout", compose_layout)])
 
 
 # the convolutions and pools ---------------------------------------------------------------------
