@@ -109,7 +109,7 @@ MODELS = {
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
 }
 KERNELS = {"conv": ("tl_conv_few_s8", "tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
-           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_host_s8", "tl_conv_gemm_s8")}
+           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_pairs_s8", "tl_conv_gemm_s8")}
 
 #: the host build's instruction sets on x86-64 (flags after -march=native), by what they select;
 #: "native" is the machine's own (AVX-512 VNNI or AVX-VNNI where present; tested only there)
@@ -152,6 +152,7 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
     source = generate(model, name=case, optimize=False)
     assert any(kernel in source.source for kernel in KERNELS[case.split("_")[0]]), "the GEMM kernels are not used"
     assert ("tl_conv_few_s8(" in source.source) == ("_few_" in case)
+    assert ("tl_dwconv_pairs_s8(" in source.source) == (case.startswith("depthwise") and "one_channel" not in case)
     library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
     compiled = CompiledModel(source, library, model)
     for index, inputs in enumerate(run_inputs(model, nonnegative=case.endswith("_deep"))):
@@ -161,9 +162,11 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
 def test_generated_gemm_code_builds_without_warnings(tmp_path):
     source = generate(MODELS["conv_s8_3x3_same_stride2"](), name="gemm_warnings")
     assert_builds_without_warnings(source, tmp_path)
-    # the AVX2 int16 kernels (tl_gemm_s16.h, tl_conv_few_x86.h) as the host build selects them
-    few = generate(MODELS["conv_s8_few_odd"](), name="gemm_few_warnings")
-    assert_builds_without_warnings(few, tmp_path / "avx2", extra_flags=("-march=haswell",))
+    # the AVX2 int16 kernels as the host build selects them
+    # (tl_gemm_s16.h, tl_conv_few_x86.h, tl_dw_pairs_x86.h)
+    for case in ("conv_s8_few_odd", "depthwise_s8_same_stride2"):
+        assert_builds_without_warnings(generate(MODELS[case](), name=case), tmp_path / case,
+                                       extra_flags=("-march=haswell",))
 
 
 def test_microcontroller_targets_keep_their_kernels():

@@ -88,22 +88,6 @@ static void tl_conv_few_sums(const int16_t *a, int32_t step, int32_t row_step, i
   sums[0] = s0;
 }
 
-/* the first `width` of 8 requantized outputs of sum + bias */
-static inline void tl_conv_few_store(__m256i sum, __m256i bias, __m256i m, __m256i left, __m256i right, __m256i z,
-                                     __m256i lo, __m256i hi, int8_t *y, int32_t width) {
-  const __m256i q = tl_x86_mbqm(_mm256_add_epi32(sum, bias), m, left, right);
-  const __m256i v = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, z), lo), hi);
-  const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i bytes = _mm_packs_epi16(words, words);
-  if (width == 8) {
-    _mm_storel_epi64((__m128i *)(void *)y, bytes);
-  } else {
-    int8_t all[16];
-    _mm_storeu_si128((__m128i *)(void *)all, bytes);
-    memcpy(y, all, (size_t)width);
-  }
-}
-
 /* output rows begin .. end - 1 (over batches and rows) */
 static inline void tl_conv_few_range(const void *args, int32_t begin, int32_t end, void *scratch) {
   const tl_conv_few_args *a = (const tl_conv_few_args *)args;
@@ -134,7 +118,7 @@ static inline void tl_conv_few_range(const void *args, int32_t begin, int32_t en
     for (ox = 0; ox < g->out_w; ox += 4) {
       const int32_t n = g->out_w - ox >= 4 ? 4 : 1;
       tl_conv_few_sums(band + ox * step, step, row_step, g->k_h, pairs, a->few, n, sums);
-      for (i = 0; i < n; ++i) tl_conv_few_store(sums[i], vb, vm, vl, vr, z, lo, hi, out + (ox + i) * f, f);
+      for (i = 0; i < n; ++i) tl_x86_store8(sums[i], vb, vm, vl, vr, z, lo, hi, out + (ox + i) * f, f);
       if (n == 1) ox -= 3;
     }
   }
