@@ -85,20 +85,34 @@ static inline void tl_dwconv_pairs_s8(const int8_t *x, const int8_t *w, const in
   int32_t b, oy, ox, ky, kx, c;
   (void)w;
   (void)bias;
+  int32_t offset[TL_DW_PAIRS_TAPS];
   memset(zeros, (int8_t)(-x_offset), (size_t)in_c);
   tap[taps] = zeros;
+  for (ky = 0; ky < k_h; ++ky)
+    for (kx = 0; kx < k_w; ++kx) offset[ky * k_w + kx] = (ky * dil_h * in_w + kx * dil_w) * in_c;
   for (b = 0; b < batches; ++b)
-    for (oy = 0; oy < out_h; ++oy)
+    for (oy = 0; oy < out_h; ++oy) {
+      const int8_t *rows[TL_DW_PAIRS_TAPS];
+      int all_rows = 1;
+      for (ky = 0; ky < k_h; ++ky) {
+        const int32_t iy = oy * stride_h - pad_top + ky * dil_h;
+        rows[ky] = iy >= 0 && iy < in_h ? x + (b * in_h + iy) * in_w * in_c : NULL;
+        all_rows &= rows[ky] != NULL;
+      }
       for (ox = 0; ox < out_w; ++ox) {
-        const int32_t top = oy * stride_h - pad_top, start = ox * stride_w - pad_left;
+        const int32_t start = ox * stride_w - pad_left;
+        const int inside = start >= 0 && start + (k_w - 1) * dil_w < in_w;
         int8_t *out = y + ((b * out_h + oy) * out_w + ox) * in_c;
-        for (ky = 0; ky < k_h; ++ky) {
-          const int32_t iy = top + ky * dil_h;
-          for (kx = 0; kx < k_w; ++kx) {
-            const int32_t ix = start + kx * dil_w;
-            tap[ky * k_w + kx] =
-                iy >= 0 && iy < in_h && ix >= 0 && ix < in_w ? x + ((b * in_h + iy) * in_w + ix) * in_c : zeros;
-          }
+        if (all_rows && inside) {
+          const int8_t *origin = rows[0] + start * in_c;
+          int32_t t;
+          for (t = 0; t < taps; ++t) tap[t] = origin + offset[t];
+        } else {
+          for (ky = 0; ky < k_h; ++ky)
+            for (kx = 0; kx < k_w; ++kx) {
+              const int32_t ix = start + kx * dil_w;
+              tap[ky * k_w + kx] = rows[ky] && ix >= 0 && ix < in_w ? rows[ky] + ix * in_c : zeros;
+            }
         }
         for (c = 0; c + 16 <= in_c; c += 16) {
           __m256i s0, s1;
@@ -122,6 +136,7 @@ static inline void tl_dwconv_pairs_s8(const int8_t *x, const int8_t *w, const in
                         _mm256_loadu_si256((const __m256i *)(const void *)(right + c)), z, lo, hi, out + c, width);
         }
       }
+    }
 #else
   (void)pairs;
   (void)folded;
