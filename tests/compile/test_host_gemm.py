@@ -88,6 +88,10 @@ MODELS = {
     "depthwise_s8_valid_dilated": lambda: int8_depthwise(8, Window2D("VALID", 1, 1, 2, 2)),
     # one input channel, 9 outputs: an ordinary convolution (tl_conv_gemm_s8), as micro_speech's
     "depthwise_s8_one_channel": lambda: int8_depthwise(1, SAME2, shape=(1, 13, 10), multiplier=9),
+    # at most 8 filters: windows read in place from the widened input (tl_conv_few_x86.h), as
+    # person_detect's stem and micro_speech's convolution; odd rows of taps, 4 + 1 columns
+    "conv_s8_few_stem": lambda: int8_conv(1, 8, (3, 3), SAME2, shape=(2, 9, 11)),
+    "conv_s8_few_odd": lambda: int8_conv(3, 5, (4, 3), Window2D("SAME", 1, 2, 2, 1), shape=(1, 10, 13)),
     "dense_s8_micro": lambda: int8_dense(3, 13, 21, "micro"),
     "dense_s8_reference": lambda: int8_dense(9, 40, 7, "reference"),
     "dense_s8_deep": lambda: int8_dense(2, 70, 9, "micro"),
@@ -104,8 +108,8 @@ MODELS = {
     "conv_f32_3x3_deep": lambda: float_conv_deep(200, 19, (3, 3), shape=(1, 5, 7)),
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
 }
-KERNELS = {"conv": ("tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
-           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_host_s8", "tl_conv_gemm_s8")}
+KERNELS = {"conv": ("tl_conv_few_s8", "tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
+           "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_pairs_s8", "tl_conv_gemm_s8")}
 
 #: the host build's instruction sets on x86-64 (flags after -march=native), by what they select;
 #: "native" is the machine's own (AVX-512 VNNI or AVX-VNNI where present; tested only there)
@@ -147,6 +151,8 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)
     assert any(kernel in source.source for kernel in KERNELS[case.split("_")[0]]), "the GEMM kernels are not used"
+    assert ("tl_conv_few_s8(" in source.source) == ("_few_" in case)
+    assert ("tl_dwconv_pairs_s8(" in source.source) == (case.startswith("depthwise") and "one_channel" not in case)
     library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
     compiled = CompiledModel(source, library, model)
     for index, inputs in enumerate(run_inputs(model, nonnegative=case.endswith("_deep"))):
@@ -156,6 +162,11 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
 def test_generated_gemm_code_builds_without_warnings(tmp_path):
     source = generate(MODELS["conv_s8_3x3_same_stride2"](), name="gemm_warnings")
     assert_builds_without_warnings(source, tmp_path)
+    # the AVX2 int16 kernels as the host build selects them
+    # (tl_gemm_s16.h, tl_conv_few_x86.h, tl_dw_pairs_x86.h)
+    for case in ("conv_s8_few_odd", "depthwise_s8_same_stride2"):
+        assert_builds_without_warnings(generate(MODELS[case](), name=case), tmp_path / case,
+                                       extra_flags=("-march=haswell",))
 
 
 def test_microcontroller_targets_keep_their_kernels():

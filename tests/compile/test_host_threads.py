@@ -27,6 +27,8 @@ SAME = Window2D("SAME", 1, 1)
 MODELS = {
     "conv_s8_3x3": lambda: int8_conv(16, 35, (3, 3), SAME, shape=(1, 31, 33)),
     "conv_s8_1x1": lambda: int8_conv(40, 41, (1, 1), SAME, shape=(2, 45, 47)),
+    # 7 filters: windows read in place (tl_conv_few_x86.h), split by output rows
+    "conv_s8_few": lambda: int8_conv(3, 7, (5, 5), SAME, shape=(1, 101, 83)),
     "dense_s8": lambda: int8_dense(403, 300, 37, "micro"),
     "conv_f32_3x3": lambda: float_conv(16, 35, (3, 3), SAME, shape=(1, 31, 33)),
     "dense_f32": lambda: float_dense(403, 300, 37),

@@ -246,6 +246,22 @@ static inline void tl_gemm_s8_store(const int32_t *acc, const int32_t *bias, con
   }
 }
 
+/* the first `width` of 8 requantized outputs of sum + bias (tl_gemm_s8_store on one ymm) */
+static inline void tl_x86_store8(__m256i sum, __m256i bias, __m256i m, __m256i left, __m256i right, __m256i z,
+                                 __m256i lo, __m256i hi, int8_t *y, int32_t width) {
+  const __m256i q = tl_x86_mbqm(_mm256_add_epi32(sum, bias), m, left, right);
+  const __m256i v = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, z), lo), hi);
+  const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i bytes = _mm_packs_epi16(words, words);
+  if (width == 8) {
+    _mm_storel_epi64((__m128i *)(void *)y, bytes);
+  } else {
+    int8_t all[16];
+    _mm_storeu_si128((__m128i *)(void *)all, bytes);
+    memcpy(y, all, (size_t)width);
+  }
+}
+
 /* depthwise int8: the sums of the first channels of a pixel, 16 at a time in registers over the
  * valid taps ((x + x_offset) * w fits int16: |x + x_offset| <= 255, |w| <= 128); the count done */
 #define TL_GEMM_DW_S8

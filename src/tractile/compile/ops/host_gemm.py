@@ -14,7 +14,7 @@ from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
 
 HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h", "tl_gemm_s16.h",
-           "tl_gemm_direct.h")
+           "tl_gemm_direct.h", "tl_conv_few_x86.h", "tl_dw_pairs_x86.h")
 #: multiply-adds from which a layer may be split across threads (tl_threads.h's TL_THREADS_MIN_WORK):
 #: its output gets memory of its own, not overlapping its input, so that rows can be computed out of order
 THREAD_WORK = 1 << 22
@@ -31,6 +31,12 @@ BLOCK = 8
 #: the layer's weights, in the constants) for which a layer takes it
 S16_ROWS = 6
 S16_WIDE_BYTES = 1 << 20
+#: the most filters of an int8 convolution read in place over int16 pairs (tl_conv_few_x86.h: one
+#: ymm of 8 filters x 2 taps), and the most bytes of the input rows it widens to int16 at a time
+FEW_FILTERS = 8
+#: the most taps of a depthwise window taken in pairs over channels in lanes (tl_dw_pairs_x86.h)
+DW_PAIRS_TAPS = 64
+FEW_BAND_BYTES = 64 * 1024
 #: the longest int8 rows of a dense layer copied through the stack rather than the arena (TL_GEMM_LOCAL)
 LOCAL = 64
 #: bytes of im2col'ed float rows a convolution copies at a time (they stay in L2 while every block of
@@ -87,6 +93,43 @@ def pack_s16(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(blocks, NR, kp // 2, 2).transpose(0, 2, 1, 3)).reshape(-1)
 
 
+def pack_few(w: np.ndarray) -> np.ndarray:
+    """OHWI int8 weights (at most 8 filters) for tl_conv_few_x86.h: per window row, per pair q of
+    its ``k_w * in_c`` taps, 8 filters x taps 2q and 2q + 1 as int16; filters and the last pair
+    zero-padded."""
+    filters, k_h, k_w, in_c = w.shape
+    row = k_w * in_c
+    pairs = -(-row // 2)
+    padded = np.zeros((k_h, 2 * pairs, FEW_FILTERS), np.int16)
+    padded[:, :row, :filters] = w.reshape(filters, k_h, row).transpose(1, 2, 0)
+    return np.ascontiguousarray(padded.reshape(k_h, pairs, 2, FEW_FILTERS).transpose(0, 1, 3, 2)).reshape(-1)
+
+
+def pack_dw_pairs(taps: np.ndarray) -> np.ndarray:
+    """[kh][kw][channels] int8 depthwise weights for tl_dw_pairs_x86.h: per pair p of the window's
+    taps, per channel c, taps 2p and 2p + 1 as int16; channels to a multiple of 16 and the last
+    pair zero-padded."""
+    k_h, k_w, channels = taps.shape
+    count, padded = -(-(k_h * k_w) // 2), -(-channels // NR) * NR
+    out = np.zeros((2 * count, padded), np.int16)
+    out[:k_h * k_w, :channels] = taps.reshape(k_h * k_w, channels)
+    return np.ascontiguousarray(out.reshape(count, 2, padded).transpose(0, 2, 1)).reshape(-1)
+
+
+def few_width(in_w: int, in_c: int, out_w: int, k_h: int, k_w: int, stride_w: int, left: int) -> int | None:
+    """The padded input's width (pixels) for tl_conv_few_s8, or None when its band of ``k_h``
+    int16 rows would not fit a thread's scratch (or the padding is negative)."""
+    image_w = max(left + in_w, (out_w - 1) * stride_w + k_w)
+    if left < 0 or few_band_bytes(image_w, in_c, k_h) > FEW_BAND_BYTES:
+        return None
+    return image_w
+
+
+def few_band_bytes(image_w: int, in_c: int, k_h: int) -> int:
+    """Bytes of tl_conv_few_s8's scratch: ``k_h`` padded input rows as int16, and 2 more values."""
+    return 2 * (k_h * image_w * in_c + 2)
+
+
 def pack_f32(w: np.ndarray) -> np.ndarray:
     """[units][depth] float weights as blocks of 16 outputs, each [depth][16]; units zero-padded."""
     units, depth = w.shape
@@ -135,17 +178,26 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         folded = e.constant("bias", wrap32(raw_bias + x_offset * offset.sum(axis=1)), DatumType.I32)
         packed = e.constant("weights", pack_s8(offset), DatumType.I8)
         kp = padded_depth(taps)
-        wide_bytes = -(-filters // NR) * NR * kp * 2
-        wide = (wide_bytes <= S16_WIDE_BYTES and S16_ROWS * kp * 2 <= TL_THREAD_COL_BYTES
-                and batches * out_h * out_w >= S16_ROWS)
-        col = e.scratch("col", DatumType.I8, max(BLOCK, 2 * S16_ROWS if wide else 0) * kp)
-        wide_name = e.constant("wide", pack_s16(offset), DatumType.I16) if wide else "NULL"
-        if pointwise:
-            e.call("tl_dense_gemm_s8", x, packed, folded, y, col, batches * in_h * in_w, depth, kp, filters,
-                   multiplier, shift, "NULL", per_channel, zero, low, high, wide_name, THREADS)
+        image_w = None
+        if not pointwise and filters <= FEW_FILTERS and window.dilations[1] == 1:
+            image_w = few_width(in_w, in_c, out_w, k_h, k_w, window.strides[1], left)
+        if image_w is not None:
+            band = few_band_bytes(image_w, in_c, k_h)
+            few = e.constant("few", pack_few(offset.reshape(w.shape)), DatumType.I16)
+            e.call("tl_conv_few_s8", x, packed, folded, y, e.scratch("col", DatumType.I8, max(BLOCK * kp, band)),
+                   *geometry, -x_offset, kp, multiplier, shift, per_channel, zero, low, high, few, image_w, THREADS)
         else:
-            e.call("tl_conv_gemm_s8", x, packed, folded, y, col, *geometry, -x_offset, kp, multiplier, shift,
-                   per_channel, zero, low, high, wide_name, THREADS)
+            wide_bytes = -(-filters // NR) * NR * kp * 2
+            wide = (wide_bytes <= S16_WIDE_BYTES and S16_ROWS * kp * 2 <= TL_THREAD_COL_BYTES
+                    and batches * out_h * out_w >= S16_ROWS)
+            col = e.scratch("col", DatumType.I8, max(BLOCK, 2 * S16_ROWS if wide else 0) * kp)
+            wide_name = e.constant("wide", pack_s16(offset), DatumType.I16) if wide else "NULL"
+            if pointwise:
+                e.call("tl_dense_gemm_s8", x, packed, folded, y, col, batches * in_h * in_w, depth, kp, filters,
+                       multiplier, shift, "NULL", per_channel, zero, low, high, wide_name, THREADS)
+            else:
+                e.call("tl_conv_gemm_s8", x, packed, folded, y, col, *geometry, -x_offset, kp, multiplier, shift,
+                       per_channel, zero, low, high, wide_name, THREADS)
     if batches * out_h * out_w * taps * filters >= THREAD_WORK:
         return True
     if pointwise and batches * in_h * in_w > 0:
@@ -219,11 +271,17 @@ def depthwise(e: Emit, x, y, taps: np.ndarray, bias: np.ndarray | None, window, 
 
     shift = per_channel(shifts)
     raw_bias = per_channel(0 if bias is None else bias)
-    e.call("tl_dwconv_host_s8", x, e.constant("weights", offset_weights(e, taps), DatumType.I8),
-           e.constant("bias", wrap32(raw_bias), DatumType.I32), y, e.scratch("acc", DatumType.I32, padded),
-           batches, in_h, in_w, in_c, out_h, out_w, *window_args(window, top, left), x_offset,
-           e.constant("multiplier", per_channel(multipliers), DatumType.I32),
+    offset = offset_weights(e, taps)
+    pairs: tuple = ()
+    if k_h * k_w <= DW_PAIRS_TAPS:
+        folded = raw_bias + x_offset * per_channel(offset.sum(axis=(0, 1)))
+        pairs = (e.constant("pairs", pack_dw_pairs(offset), DatumType.I16),
+                 e.constant("folded", wrap32(folded), DatumType.I32))
+    e.call("tl_dwconv_pairs_s8" if pairs else "tl_dwconv_host_s8", x,
+           e.constant("weights", offset, DatumType.I8), e.constant("bias", wrap32(raw_bias), DatumType.I32), y,
+           e.scratch("acc", DatumType.I32, padded), batches, in_h, in_w, in_c, out_h, out_w,
+           *window_args(window, top, left), x_offset, e.constant("multiplier", per_channel(multipliers), DatumType.I32),
            e.constant("left", np.maximum(shift, 0), DatumType.I32),
-           e.constant("right", np.maximum(-shift, 0), DatumType.I32), zero, low, high)
+           e.constant("right", np.maximum(-shift, 0), DatumType.I32), zero, low, high, *pairs)
     _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * in_c, window.strides[0], top, batches)
     return True
