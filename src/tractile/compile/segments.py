@@ -69,6 +69,9 @@ class SegmentState:
     def __init__(self, context):
         self.context = context
         self._checkers = context.model._checkers
+        #: the context's quick call (inputs exactly of its facts, else None without running), for
+        #: a plan made of this node alone, whose inputs and outputs are the segment's in order
+        self.fast_run = context.fast_run
 
     def eval(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         bindings: dict[str, int] = {}
