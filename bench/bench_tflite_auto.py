@@ -5,8 +5,8 @@
 The models and inputs of ``bench_host.py``, and every other shared TFLite model; tractile's model
 goes through ``compile_segments(by="cost")`` (what ``compile="auto"`` does: each segment the C
 compiler supports kept compiled where it was measured faster, the timing cached with the build),
-then the median and the fastest of ``--runs`` runs, taken in turns (the first of each turn
-rotating) with ``compile_model``'s model and the peer engine on one thread, are compared with the
+then the median and the fastest of ``--runs`` runs, taken in turns (in an order shuffled each
+turn) with ``compile_model``'s model and the peer engine on one thread, are compared with the
 peer's (issue 28's goal: at most 1.2x LiteRT), with ``compile_model``'s (the call path's overhead)
 and with the interpreter's. The segments kept compiled are counted, and the peer's first outputs
 compared with tractile's.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import time
@@ -35,18 +36,19 @@ from peers import litert_in_child, max_difference, tflm_runner  # noqa: E402
 from timing import load_average  # noqa: E402
 
 
-def rotated_samples(fns: list, runs: int, warmup: int, clock) -> list[list[float]]:
+def shuffled_samples(fns: list, runs: int, warmup: int, clock) -> list[list[float]]:
     """The times of ``runs`` calls of each function after ``warmup`` untimed ones, taking turns call
-    after call, the first of each turn rotating: on the tiny models whichever call follows the peer's
-    pays ~6% for the caches it left (hello_world: `auto` 1.07x `compile_model` in one order, 0.95x
-    in the other)."""
+    after call in an order shuffled each turn (seeded): on the tiny models a call that follows the
+    peer's pays for the caches it left, ~6% (hello_world: `auto` 1.07x `compile_model` when it
+    always came after LiteRT, 0.95x when `compile_model` did), so no engine may always follow the same one."""
     for fn in fns:
         for _ in range(warmup):
             fn()
     samples: list[list[float]] = [[] for _ in fns]
-    for run in range(runs):
-        for offset in range(len(fns)):
-            index = (run + offset) % len(fns)
+    order, shuffle = list(range(len(fns))), random.Random(28).shuffle
+    for _ in range(runs):
+        shuffle(order)
+        for index in order:
             start = clock()
             fns[index]()
             samples[index].append(clock() - start)
@@ -84,7 +86,7 @@ def bench(name: str, runs: int, clock=time.perf_counter) -> dict:
     difference = max_difference(auto.state().run(values), [np.asarray(o) for o in peer_run()])
     state, interpreted = auto.state(), model.state()
     direct = compile_model(model, name=name)
-    samples = rotated_samples([lambda: state.run(values), lambda: direct.run(values), peer_run], runs, 10, clock)
+    samples = shuffled_samples([lambda: state.run(values), lambda: direct.run(values), peer_run], runs, 10, clock)
     auto_t, direct_t, peer_t = [(statistics.median(times), min(times)) for times in samples]
     return {"auto": auto_t, "compiled": direct_t, "peer": peer_t, "peer_name": peer, "note": note,
             "difference": difference,
