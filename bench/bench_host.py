@@ -32,7 +32,10 @@ SHARED = ROOT.parent / "shared" / "models"
 SCRATCH = Path("/tmp") / "tractile_bench_host"
 MLPERF = ("kws_dscnn_int8", "resnet8_int8", "vww_96_int8", "ad01_int8")
 SHARED_TFLITE = ("person_detect", "micro_speech_quantized", "hello_world_int8", "hello_world_float",
-                 "mnist_lstm_int8", "mnist_lstm_float")
+                 "microflow_sine", "mnist_lstm_int8", "mnist_lstm_float")
+#: the other shared TFLite models: LiteRT corrupts its heap on keyword_scrambled_8bit and lacks the audio
+#: preprocessors' custom Signal ops (bench_tflite_auto.py times them against TFLite Micro instead)
+NOT_LITERT = ("keyword_scrambled_8bit", "audio_preprocessor_int8", "audio_preprocessor_float")
 FLOAT = ("resnet8_float", "kws_dscnn_float", "vww_96_float")
 
 

@@ -6,11 +6,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import tractile
+from tractile.compile.host import CompiledState
 from tractile.compile.segments import compile_segments
 from tractile.errors import RunError
 from tractile.runtime.state import SimpleState
 
-from .harness import needs_cc
+from .harness import compiled, needs_cc
+from .test_array import onnx_model, vi
 from .test_framework import mlp_proto
 
 
@@ -124,3 +126,38 @@ def test_plans_that_are_not_the_segment_alone_still_run(compile_cache, plan_runs
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     if passthrough:
         assert got[-1] is not x
+
+
+def test_exact_inputs_take_the_quick_call(compile_cache, monkeypatch):
+    """Arrays of the inputs' datum types and shapes go straight to the library (``fast_run``), in
+    a whole-model segment and in ``compile_model``'s model alike; other inputs take the general
+    checks (``call_checked``); every call gives a new array."""
+    needs_cc()
+    reference, auto = whole(mlp_proto(1), compile_cache)
+    checked: list = []
+    general = CompiledState.call_checked
+    monkeypatch.setattr(CompiledState, "call_checked",
+                        lambda self, arrays: checked.append(self) or general(self, arrays))
+    x = np.random.default_rng(5).standard_normal((1, 1)).astype(np.float32)
+    expected = reference.run([x])[0]
+    for runner in (auto.state(), compiled(reference, compile_cache, name="quick_mlp")):
+        first = runner.run([x])[0]
+        first += 100
+        second = runner.run([x])[0]
+        assert not checked
+        np.testing.assert_allclose(second, expected, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(runner.run([x.tolist()])[0], expected, rtol=1e-6, atol=1e-6)
+        assert len(checked) == 1
+        checked.clear()
+
+
+def test_a_failing_call_names_the_node(compile_cache):
+    needs_cc()
+    proto = onnx_model([helper.make_node("Gather", ["x", "i"], ["y"], axis=1, name="lookup")],
+                       [vi("x", TensorProto.FLOAT, [2, 6, 3]), vi("i", TensorProto.INT64, [4])],
+                       [vi("y", TensorProto.FLOAT, None)])
+    _, auto = whole(proto, compile_cache)
+    x = np.zeros((2, 6, 3), np.float32)
+    assert auto.run([x, np.array([0, 5, 1, 2])])[0].shape == (2, 4, 3)
+    with pytest.raises(RunError, match=r'"lookup" \(Gather\): an index is out of range'):
+        auto.run([x, np.array([0, 6, 0, 0])])
