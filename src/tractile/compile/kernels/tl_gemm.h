@@ -15,7 +15,8 @@
  * the compiler's target macros: tl_gemm_x86.h (AVX2, AVX-512, VNNI), tl_gemm_neon.h (AArch64
  * NEON, dot product); the portable loops below are the fallback. On AVX2 without VNNI, int8
  * convolutions run over int16 pairs (tl_gemm_s16.h, `wide` non-NULL) and float k x k ones read
- * their windows in place where they can (tl_gemm_direct.h). The input zero point is
+ * their windows in place where they can (tl_gemm_direct.h); the `_pitched` float kernels write a
+ * pixel every `ldy` floats (their channels of a Concat's output, in place). The input zero point is
  * folded into the bias on the host and padding taps hold the zero point, so they add nothing.
  * int32 sums wrap modulo 2^32 as TFLite's do; the requantization is tl_mbqm per output.
  *
