@@ -51,6 +51,27 @@ def float_conv_deep(channels: int, filters: int, kernel: tuple, shape: tuple):
     return g.outputs(g.conv("y", [x, w, b], Window2D("SAME", 1, 1), None, "RELU6"))
 
 
+def float_fire(channels: int = 8, shape: tuple = (1, 6, 13)):
+    """SqueezeNet's fire module: a 1x1 and a 3x3 convolution of one input concatenated on the
+    channels (each writes its channels of the concatenation in place), then a 1x1 convolution;
+    weights and biases nonnegative (with run_inputs' nonnegative inputs, 1e-5 relative holds)."""
+    from tractile.ops.array import Concat
+
+    g = GraphBuilder()
+    x = g.input("x", "f32", (*shape, channels))
+
+    def conv(name: str, source, filters: int, kernel: tuple, depth: int):  # sums that do not cancel
+        taps = depth * kernel[0] * kernel[1]
+        w = g.const(f"{name}_w", np.abs(RNG.standard_normal((filters, *kernel, depth))) / taps, "f32")
+        b = g.const(f"{name}_b", RNG.uniform(0, 1, filters), "f32")
+        return g.conv(name, [source, w, b], Window2D("SAME", 1, 1), None, "RELU")
+
+    squeeze = conv("squeeze", x, 5, (1, 1), channels)
+    joined = g.op("joined", Concat(axis=3), [conv("expand1", squeeze, 7, (1, 1), 5),
+                                              conv("expand3", squeeze, 19, (3, 3), 5)])
+    return g.outputs(conv("next", joined, 6, (1, 1), 26))
+
+
 def int8_depthwise(channels: int, window: Window2D, shape=(2, 9, 8), multiplier: int = 1):
     g = GraphBuilder()
     x = g.input("x", "i8", (*shape, channels), q(2 ** -6, -9))
@@ -107,6 +128,8 @@ MODELS = {
     "conv_f32_1x1_deep": lambda: float_conv_deep(300, 21, (1, 1), shape=(1, 5, 7)),
     "conv_f32_3x3_deep": lambda: float_conv_deep(200, 19, (3, 3), shape=(1, 5, 7)),
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
+    # a channel Concat written in place by its two producers (1x1 and 3x3: rows ldy apart)
+    "conv_f32_concat": float_fire,
 }
 KERNELS = {"conv": ("tl_conv_few_s8", "tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
            "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_pairs_s8", "tl_conv_gemm_s8")}
@@ -155,12 +178,25 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
     assert ("tl_dwconv_pairs_s8(" in source.source) == (case.startswith("depthwise") and "one_channel" not in case)
     library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
     compiled = CompiledModel(source, library, model)
-    for index, inputs in enumerate(run_inputs(model, nonnegative=case.endswith("_deep"))):
+    for index, inputs in enumerate(run_inputs(model, nonnegative=case.endswith(("_deep", "_concat")))):
         assert_matches(model, compiled.run(list(inputs)), inputs, f"{case} on {isa}, run {index}")
 
 
-def test_generated_gemm_code_builds_without_warnings(tmp_path):
-    source = generate(MODELS["conv_s8_3x3_same_stride2"](), name="gemm_warnings")
+def test_a_channel_concat_of_convolutions_copies_nothing():
+    """Both producers of the fire module's Concat write their channels of its output (a pixel
+    every 26 floats); the Concat emits no copy, and the arena holds no bytes for the halves."""
+    model = MODELS["conv_f32_concat"]().into_optimized()
+    source = generate(model, name="fire", optimize=False)
+    assert "tl_copy_blocks" not in source.source
+    assert source.source.count("_pitched(") == 2
+    live = 4 * 6 * 13 * (5 + 26)  # the squeezed input and the concatenation (its halves not apart)
+    im2col = 4 * 9 * 5 * 96  # the 3x3 convolution's scratch: 96 rows of 45 taps
+    assert source.plan.arena_bytes <= live + im2col + 64, source.plan.arena_bytes
+
+
+@pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_f32_concat"])
+def test_generated_gemm_code_builds_without_warnings(case, tmp_path):
+    source = generate(MODELS[case](), name="gemm_warnings")
     assert_builds_without_warnings(source, tmp_path)
     # the AVX2 int16 kernels as the host build selects them
     # (tl_gemm_s16.h, tl_conv_few_x86.h, tl_dw_pairs_x86.h)
@@ -207,11 +243,11 @@ def neon_program(source, inputs: list[np.ndarray], out_count: int, out_type: str
 @pytest.mark.parametrize("march", ["armv8-a", "armv8.2-a+dotprod"])
 @pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_s8_1x1", "dense_s8_reference",
                                   "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32",
-                                  "conv_f32_3x3_deep", "conv_f32_1x1_deep"])
+                                  "conv_f32_3x3_deep", "conv_f32_1x1_deep", "conv_f32_concat"])
 def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)
-    inputs = run_inputs(model, 1, nonnegative=case.endswith("_deep"))[0]
+    inputs = run_inputs(model, 1, nonnegative=case.endswith(("_deep", "_concat")))[0]
     fact = model.output_facts[0]
     out_type = "float" if fact.dtype.is_float else "int8_t"
     for filename, text in source.files.items():

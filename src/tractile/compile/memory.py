@@ -6,6 +6,8 @@ program runs. The plan is built in three steps:
 1. **Aliases** (Reshape and kin) share their source's bytes: tensors are grouped, a group
    lives from its first definition to its last read. A group holds at most one pinned
    storage (a model input, output or constant); aliases that would join two are copies.
+   *Views* (a convolution writing its channels of a Concat's output in place) join the
+   Concat's output first, spanning all of its bytes from their own definition on.
 2. **Overlaps**: an op that can write its output over an input that dies at the op
    (element-wise ops, activations, depthwise convolutions channel by channel, 1×1
    convolutions pixel by pixel) merges the two groups into one *block* with the input at a
@@ -32,12 +34,13 @@ class Group:
 
     @property
     def size(self) -> int:
-        return max((offset + t.nbytes for t, offset in self.members.values()), default=0)
+        return max((offset + span(t) for t, offset in self.members.values()), default=0)
 
     @property
     def anchored(self) -> bool:
-        """Bound to one storage: pinned, or holding a model input planned in the arena."""
-        return self.pinned is not None or any(t.arena_input for t, _ in self.members.values())
+        """Bound to one storage: pinned, holding a model input planned in the arena, or views (which
+        need the arena: the C names a view by its offset)."""
+        return self.pinned is not None or any(t.arena_input or t.view for t, _ in self.members.values())
 
     @property
     def first(self) -> int:
@@ -98,9 +101,20 @@ def align_up(value: int, alignment: int) -> int:
     return -(-value // alignment) * alignment
 
 
+def span(tensor: CTensor) -> int:
+    """The bytes a tensor occupies from its place in its group (a view: all of its Concat's)."""
+    return tensor.view[1] if tensor.view else tensor.nbytes
+
+
 def share_aliases(program: Program) -> Groups:
     """Step 1: group aliases; those that would join two pinned storages stay copies."""
     groups = Groups(program.tensors)
+    for code in program.nodes:
+        for view in code.views:
+            target, source = groups.of(view.target), groups.of(view.source)
+            assert target is not source and target.pinned is None and source.pinned is None, view.target.var
+            groups.merge(source, target, groups.offset_in_group(view.source) - groups.offset_in_group(view.target))
+            view.shared = True
     for code in program.nodes:
         for alias in code.aliases:
             target, source = groups.of(alias.target), groups.of(alias.source)
@@ -125,6 +139,8 @@ def apply_overlaps(program: Program, groups: Groups, alignment: int, chosen: set
                 continue
             out_group, in_group = groups.of(overlap.output), groups.of(overlap.input)
             if out_group is in_group or out_group.storage != ARENA or in_group.storage != ARENA:
+                continue
+            if overlap.output.view or overlap.input.view:
                 continue
             if in_group.last > step or out_group.first < step:
                 continue
@@ -202,7 +218,7 @@ def plan_memory(program: Program, alignment: int) -> MemoryPlan:
     total, blocks, offsets, used, strategy = best
     for group, offset in zip(blocks, offsets):
         for tensor, relative in group.members.values():
-            tensor.offset = offset + relative
+            tensor.offset = offset + relative + (tensor.view[0] if tensor.view else 0)
     for group in share_aliases(program).distinct():
         if group.pinned is not None:
             for tensor, _ in group.members.values():
@@ -221,7 +237,7 @@ def _placement(program: Program, alignment: int, chosen: set[int]) -> tuple:
     groups = share_aliases(program)
     used = apply_overlaps(program, groups, alignment, chosen) if chosen else set()
     blocks = [g for g in groups.distinct() if g.storage == ARENA and g.members]
-    shapes = [[(rel, align_up(t.nbytes, alignment), t.first, t.last) for t, rel in g.members.values()]
+    shapes = [[(rel, align_up(span(t), alignment), t.first, t.last) for t, rel in g.members.values()]
               for g in blocks]
     best: tuple | None = None
     for order in ("size", "area", "first"):

@@ -53,6 +53,9 @@ class CTensor:
     used: bool = False
     home: CTensor | None = None
     param: str | None = None
+    #: (byte offset, bytes spanned) when its producer writes it straight into the channels of the
+    #: Concat that reads it (a view of that output: :class:`NodeCode`'s ``views``), else None
+    view: tuple[int, int] | None = None
 
     @property
     def arena_input(self) -> bool:
@@ -118,6 +121,8 @@ class NodeCode:
     kernel: str = ""
     constants_bytes: int = 0
     aliases: list[Alias] = field(default_factory=list)
+    #: inputs already written in place into the output (target: the input, source: the output)
+    views: list[Alias] = field(default_factory=list)
     overlaps: list[Overlap] = field(default_factory=list)
     scratch: list[CTensor] = field(default_factory=list)
     outputs: list[CTensor] = field(default_factory=list)

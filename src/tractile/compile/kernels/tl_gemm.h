@@ -15,7 +15,8 @@
  * the compiler's target macros: tl_gemm_x86.h (AVX2, AVX-512, VNNI), tl_gemm_neon.h (AArch64
  * NEON, dot product); the portable loops below are the fallback. On AVX2 without VNNI, int8
  * convolutions run over int16 pairs (tl_gemm_s16.h, `wide` non-NULL) and float k x k ones read
- * their windows in place where they can (tl_gemm_direct.h). The input zero point is
+ * their windows in place where they can (tl_gemm_direct.h); the `_pitched` float kernels write a
+ * pixel every `ldy` floats (their channels of a Concat's output, in place). The input zero point is
  * folded into the bias on the host and padding taps hold the zero point, so they add nothing.
  * int32 sums wrap modulo 2^32 as TFLite's do; the requantization is tl_mbqm per output.
  *
@@ -189,12 +190,12 @@ static inline void tl_gemm_s8_rows(const int8_t *col, int32_t rows, int32_t kp, 
   }
 }
 
-/* y[m][u] (row stride units) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
+/* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
  * stride lda): per block of 16 outputs, per pass over TL_GEMM_F32_KC depths (16 KB of weights, kept
  * in L1), the rows TL_GEMM_F32_MR at a time (a is read TL_GEMM_F32_ROWS rows at a time, from L2);
  * bias may be NULL */
 static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, int32_t depth, const float *packed,
-                                    const float *bias, float *y, int32_t units, float low, float high) {
+                                    const float *bias, float *y, int32_t ldy, int32_t units, float low, float high) {
   float init[TL_GEMM_NR];
   int32_t n, k, r, j;
   for (n = 0; n < units; n += TL_GEMM_NR) {
@@ -205,7 +206,7 @@ static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, i
       const int32_t kc = depth - k < TL_GEMM_F32_KC ? depth - k : TL_GEMM_F32_KC;
       for (r = 0; r < rows; r += TL_GEMM_F32_MR)
         tl_gemm_f32_kernel(a + r * lda + k, lda, rows - r < TL_GEMM_F32_MR ? rows - r : TL_GEMM_F32_MR, kc,
-                           block + k * TL_GEMM_NR, k ? NULL : init, y + r * units + n, units, width,
+                           block + k * TL_GEMM_NR, k ? NULL : init, y + r * ldy + n, ldy, width,
                            k + kc >= depth, low, high);
     }
   }
@@ -303,7 +304,7 @@ static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const
 typedef struct {
   const float *x, *packed, *bias;
   float *y;
-  int32_t depth, units;
+  int32_t depth, units, ldy;
   float low, high;
 } tl_dense_f32_args;
 
@@ -313,15 +314,20 @@ static inline void tl_dense_gemm_f32_range(const void *args, int32_t begin, int3
   (void)scratch;
   for (m = begin; m < end; m += TL_GEMM_F32_ROWS) {
     const int32_t count = end - m < TL_GEMM_F32_ROWS ? end - m : TL_GEMM_F32_ROWS;
-    tl_gemm_f32_rows(a->x + m * a->depth, a->depth, count, a->depth, a->packed, a->bias, a->y + m * a->units,
+    tl_gemm_f32_rows(a->x + m * a->depth, a->depth, count, a->depth, a->packed, a->bias, a->y + m * a->ldy, a->ldy,
                      a->units, a->low, a->high);
   }
 }
 
-/* y[m][u] = clamp(bias[u] + sum_d x[m][d] * w[u][d]) (dense layers and 1x1 convolutions, x read in
- * place: y must not overlap x); bias may be NULL */
-static inline void tl_dense_gemm_f32(const float *x, const float *packed, const float *bias, float *y, int32_t rows,
-                                     int32_t depth, int32_t units, float low, float high, int32_t threads) {
+/* the bytes of `rows` rows of `units` floats `ldy` floats apart */
+static inline size_t tl_f32_span(int32_t rows, int32_t units, int32_t ldy) {
+  return rows ? ((size_t)(rows - 1) * (size_t)ldy + (size_t)units) * 4u : 0u;
+}
+
+/* tl_dense_gemm_f32 with y's rows ldy floats apart (a slice of the channels of a Concat's output) */
+static inline void tl_dense_gemm_f32_pitched(const float *x, const float *packed, const float *bias, float *y,
+                                             int32_t rows, int32_t depth, int32_t units, int32_t ldy, float low,
+                                             float high, int32_t threads) {
   tl_dense_f32_args a;
   a.x = x;
   a.packed = packed;
@@ -329,13 +335,20 @@ static inline void tl_dense_gemm_f32(const float *x, const float *packed, const 
   a.y = y;
   a.depth = depth;
   a.units = units;
+  a.ldy = ldy;
   a.low = low;
   a.high = high;
-  if (!tl_disjoint(x, (size_t)rows * (size_t)depth * 4u, y, (size_t)rows * (size_t)units * 4u)) threads = 1;
+  if (!tl_disjoint(x, (size_t)rows * (size_t)depth * 4u, y, tl_f32_span(rows, units, ldy))) threads = 1;
   tl_parallel_rows(tl_dense_gemm_f32_range, &a, rows, TL_GEMM_F32_ROWS, threads, NULL, 0,
                    (int64_t)rows * depth * units);
 }
 
+/* y[m][u] = clamp(bias[u] + sum_d x[m][d] * w[u][d]) (dense layers and 1x1 convolutions, x read in
+ * place: y must not overlap x); bias may be NULL */
+static inline void tl_dense_gemm_f32(const float *x, const float *packed, const float *bias, float *y, int32_t rows,
+                                     int32_t depth, int32_t units, float low, float high, int32_t threads) {
+  tl_dense_gemm_f32_pitched(x, packed, bias, y, rows, depth, units, units, low, high, threads);
+}
 
 static inline void tl_conv_gemm_s8_range(const void *args, int32_t begin, int32_t end, void *scratch) {
   const tl_conv_s8_args *a = (const tl_conv_s8_args *)args;
@@ -411,7 +424,7 @@ typedef struct {
   float *y;
   tl_conv_geometry g;
   float low, high;
-  int32_t chunk;
+  int32_t chunk, ldy;
 } tl_conv_f32_args;
 
 static inline void tl_conv_gemm_f32_range(const void *args, int32_t begin, int32_t end, void *scratch) {
@@ -424,17 +437,19 @@ static inline void tl_conv_gemm_f32_range(const void *args, int32_t begin, int32
     const int32_t count = end - p < a->chunk ? end - p : a->chunk;
     tl_im2col_f32(col, a->x, p, count, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_h, g->k_w, g->stride_h,
                   g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, 0.0f, kp);
-    tl_gemm_f32_rows(col, kp, count, kp, a->packed, a->bias, a->y + p * g->filters, g->filters, a->low, a->high);
+    tl_gemm_f32_rows(col, kp, count, kp, a->packed, a->bias, a->y + p * a->ldy, a->ldy, g->filters, a->low, a->high);
   }
 }
 
 #include "tl_gemm_direct.h"
 
-static inline void tl_conv_gemm_f32(const float *x, const float *packed, const float *bias, float *y, float *col,
-                                    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
-                                    int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
-                                    int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
-                                    int32_t pad_left, float low, float high, int32_t chunk, int32_t threads) {
+/* tl_conv_gemm_f32 with y's pixels ldy floats apart (a slice of the channels of a Concat's output) */
+static inline void tl_conv_gemm_f32_pitched(const float *x, const float *packed, const float *bias, float *y,
+                                            float *col, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
+                                            int32_t out_h, int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w,
+                                            int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+                                            int32_t pad_top, int32_t pad_left, float low, float high, int32_t chunk,
+                                            int32_t ldy, int32_t threads) {
   const int32_t pixels = batches * out_h * out_w, kp = k_h * k_w * in_c;
   tl_conv_f32_args a;
   a.x = x;
@@ -445,7 +460,8 @@ static inline void tl_conv_gemm_f32(const float *x, const float *packed, const f
   a.low = low;
   a.high = high;
   a.chunk = chunk;
-  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c * 4u, y, (size_t)pixels * filters * 4u)) threads = 1;
+  a.ldy = ldy;
+  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c * 4u, y, tl_f32_span(pixels, filters, ldy))) threads = 1;
 #ifdef TL_GEMM_F32_SEGMENTS
   if (dil_w == 1 && kp <= TL_GEMM_F32_KC && tl_conv_inside_end(&a.g) - tl_conv_inside_first(&a.g) >= 6) {
     tl_parallel_rows(tl_conv_direct_f32_range, &a, batches * out_h, 1, threads, col, (size_t)chunk * (size_t)kp * 4u,
@@ -455,6 +471,15 @@ static inline void tl_conv_gemm_f32(const float *x, const float *packed, const f
 #endif
   tl_parallel_rows(tl_conv_gemm_f32_range, &a, pixels, chunk, threads, col, (size_t)chunk * (size_t)kp * 4u,
                    (int64_t)pixels * kp * filters);
+}
+
+static inline void tl_conv_gemm_f32(const float *x, const float *packed, const float *bias, float *y, float *col,
+                                    int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
+                                    int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                    int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                    int32_t pad_left, float low, float high, int32_t chunk, int32_t threads) {
+  tl_conv_gemm_f32_pitched(x, packed, bias, y, col, batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w,
+                           stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, low, high, chunk, filters, threads);
 }
 
 /* an int8 depthwise convolution with one filter per channel, on the host: per output pixel the

@@ -9,10 +9,12 @@ import numpy as np
 
 from ...datum import DatumType
 from ...errors import AnalysisError, RunError
+from ...graph import OutletId
 from ...ops import array as core
 from ...ops import indexing, layout
 from ...ops.image import Resize
 from ..emit import Emit
+from ..program import Alias
 from ..registry import Unsupported, emitter
 from .datamove import BASE, MAX_BLOCKS, block_table, copy_blocks, trace
 
@@ -39,6 +41,45 @@ def _fill_values(op, inputs: list, maps: list[np.ndarray]) -> list:
             raise Unsupported("the filled elements do not all hold one value")
         fills.append(values.flat[0])
     return fills
+
+
+def channel_slice(e: Emit) -> tuple[int, int] | None:
+    """(first channel, channels) of the channel Concat of 4-D tensors that alone reads the node's
+    only output, when that output may be written straight into the Concat's (a view: the
+    Concat copies nothing of it; the producer writes its pixels that many channels apart); None
+    when it may not (the Concat's output is the model's, or either node is computed in bands)."""
+    lowering, node = e.lowering, e.node
+    if len(node.outputs) != 1 or len(e.outputs) != 1 or len(e.output().shape) != 4:
+        return None
+    outlet = OutletId(node.id, 0)
+    readers = lowering.model.outlet_successors(outlet)
+    if len(readers) != 1:
+        return None
+    concat = lowering.model.nodes[readers[0].node]
+    banded = lowering._banded
+    if (not isinstance(concat.op, core.Concat) or concat.op.quant is not None or concat.op.axis % 4 != 3
+            or node.id in banded or concat.id in banded or len(concat.outputs) != 1
+            or OutletId(concat.id, 0) in lowering._output_ports or OutletId(concat.id, 0) in lowering.bound
+            or concat.outputs[0].fact.dtype != e.output().dtype):
+        return None
+    facts = [lowering.model.outlet_fact(i) for i in concat.inputs]
+    channels = [int(f.shape[3]) for f in facts]
+    first = sum(channels[:readers[0].slot])
+    return first, sum(channels)
+
+
+def _in_place_inputs(e: Emit, element: int) -> set[int]:
+    """The inputs of a channel Concat their producers wrote in place (:func:`channel_slice`)."""
+    found, first = set(), 0
+    for slot, tensor in enumerate(e.inputs):
+        if tensor.view is not None:
+            if tensor.view != (first * element, e.output().nbytes):
+                raise Unsupported(f"{e.node.name}: input {slot} was written at byte {tensor.view[0]} of the "
+                               f"concatenation, not {first * element}")
+            e.code.views.append(Alias(tensor, e.output()))
+            found.add(slot)
+        first += int(tensor.shape[-1]) if tensor.shape else 0
+    return found
 
 
 @emitter(core.Transpose, core.Slice, core.Pad, core.Split, core.Concat, layout.Tile, layout.Expand,
@@ -82,11 +123,23 @@ def data_movement(e: Emit) -> None:
     e.use(HEADER)
     element = np.dtype(e.output(0).dtype.np).itemsize
     sources = [e.input(slot) for slot in data_slots]
+    in_place = _in_place_inputs(e, element) if isinstance(op, core.Concat) else set()
+    if in_place:
+        e.line(f"/* {', '.join(e.input(slot).var for slot in sorted(in_place))}: written in place by "
+               f"{'their' if len(in_place) > 1 else 'its'} producer */")
+    copied = False
     for index, (positions, output) in enumerate(zip(maps, e.outputs)):
         fill = "NULL"
         if fills[index] is not None:
             fill = f"(const uint8_t *){e.constant(f'fill{index}', np.asarray([fills[index]], output.dtype.np))}"
         blocks = copy_blocks(positions, starts)
+        if in_place:
+            if blocks is None:
+                raise Unsupported("a concatenation of more blocks than tl_copy_blocks takes")
+            blocks = [block for block in blocks if block[1] not in in_place]
+            if not blocks:
+                continue
+        copied = True
         if blocks is None:
             if len(sources) != 1:
                 raise Unsupported(f"a move of more than {MAX_BLOCKS} blocks from several inputs")
@@ -105,7 +158,7 @@ def data_movement(e: Emit) -> None:
         e.call("  tl_copy_blocks", f"(uint8_t *){e.arg(output)}", source_list, fill, element,
                e.constant(f"blocks{index}", table.reshape(-1)), len(blocks), rank)
         e.line("}")
-    e.set_kernel("tl_copy_blocks")
+    e.set_kernel("tl_copy_blocks" if copied else "(in place)")
 
 
 @emitter(indexing.Gather, indexing.GatherND)

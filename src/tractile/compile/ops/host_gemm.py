@@ -161,16 +161,21 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         low, high = fused_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
         packed_f32 = e.constant("weights", pack_f32(w.reshape(filters, taps)))
+        into = concat_slice(e, y)
         if pointwise:
             # the pixels are the GEMM's rows, read in place: no overlap of the output with the input
-            e.call("tl_dense_gemm_f32", x, packed_f32, bias_name, y, batches * in_h * in_w, depth, filters,
-                   np.float32(low), np.float32(high), THREADS)
+            e.call(f"tl_dense_gemm_f32{'_pitched' if into else ''}", x, packed_f32, bias_name, y,
+                   batches * in_h * in_w, depth, filters, *([into] if into else []), np.float32(low),
+                   np.float32(high), THREADS)
             finish_activation(e, op.activation, y)
             return True
         chunk = f32_chunk_rows(taps)
-        e.call("tl_conv_gemm_f32", x, packed_f32, bias_name, y, e.scratch("col", DatumType.F32, chunk * taps),
-               *geometry, np.float32(low), np.float32(high), chunk, THREADS)
+        e.call(f"tl_conv_gemm_f32{'_pitched' if into else ''}", x, packed_f32, bias_name, y,
+               e.scratch("col", DatumType.F32, chunk * taps), *geometry, np.float32(low), np.float32(high), chunk,
+               *([into] if into else []), THREADS)
         finish_activation(e, op.activation, y)
+        if into:
+            return True
     else:
         offset = offset_weights(e, w).reshape(filters, taps)
         multiplier, shift, per_channel, x_offset, zero, low, high = quantized_args(e, x.dtype, filters)
@@ -206,6 +211,21 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
     elif not pointwise:
         _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, window.strides[0], top, batches)
     return True
+
+
+def concat_slice(e: Emit, y) -> int:
+    """The pixel stride (in floats) of the channel Concat's output a float convolution writes its
+    channels into in place (``y`` becomes a view of it: :func:`.array.channel_slice`), or 0 when
+    ``y`` is a tensor of its own. Only for activations the kernel clamps (no later pass over y)."""
+    from .array import channel_slice
+    from .fused import clamp_bounds
+
+    found = channel_slice(e) if clamp_bounds(e.op.activation) is not None else None
+    if found is None:
+        return 0
+    first, channels = found
+    y.view = (4 * first, 4 * channels * (y.count // int(y.shape[-1])))
+    return channels
 
 
 def dense_f32(e: Emit, a, y, weights: np.ndarray, bias_name: str, batches: int, low: float, high: float) -> bool:
