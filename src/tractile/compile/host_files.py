@@ -51,14 +51,14 @@ class ConstantBlob:
     def assembler_name(self) -> str:
         return f"{self.name}_const.S"
 
-    def takes(self, tensor: CTensor) -> bool:
-        return tensor.nbytes >= self.min_bytes
+    def takes(self, tensor: CTensor, values: np.ndarray) -> bool:
+        """Whether ``tensor`` goes into the binary: large, and ``values`` exactly its elements
+        (an initializer shorter than its array, zeros after it, stays C text)."""
+        return tensor.nbytes >= self.min_bytes and np.size(values) == tensor.count
 
     def add(self, tensor: CTensor, values: np.ndarray) -> int:
         """Append ``values`` as ``tensor``'s C type (native byte order: the host's); its offset."""
         data = np.ascontiguousarray(np.asarray(values).reshape(-1).astype(tensor.dtype.np, copy=False)).tobytes()
-        if len(data) != tensor.nbytes:
-            raise ValueError(f"{tensor.var}: {len(data)} bytes of values for a constant of {tensor.nbytes}")
         offset = -(-self._size // EXTERNAL_ALIGN) * EXTERNAL_ALIGN
         if offset > self._size:
             self._parts.append(bytes(offset - self._size))

@@ -147,11 +147,11 @@ def render_source(program: Program, plan: MemoryPlan, source: str, target: Targe
                   and all(t is not c for c, _ in program.constants)]
     if constants:
         lines.append("/* constants, pre-processed on the host (flash on a microcontroller) */")
-        if blob is not None and any(blob.takes(tensor) for tensor, _ in constants):
+        if blob is not None and any(blob.takes(tensor, values) for tensor, values in constants):
             lines.append(f"/* those of {blob.min_bytes} bytes or more are in {blob.binary_name} "
                          f"(defined by {blob.assembler_name}) */")
         for tensor, values in constants:
-            if blob is not None and blob.takes(tensor):
+            if blob is not None and blob.takes(tensor, values):
                 lines.append(blob.declaration(tensor, blob.add(tensor, values)))
             else:
                 lines.append(f"static const {tensor.ctype} {tensor.var}[{max(tensor.count, 1)}] TL_CONST = "
