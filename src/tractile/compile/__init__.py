@@ -11,20 +11,20 @@ See docs/COMPILE.md.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from ..errors import TractileError
 from .ctext import program_name
-from .files import write_file
+from .files import GeneratedFiles, write_file
 from .layout import channels_last
 from .lower import lower
 from .memory import MemoryPlan
 from .ops.conv_gemm import lower_within_arena
 from .program import Program
-from .render import render_header, render_source
+from .render import mark_used, render_header, render_source
 from .report import build_report
 from .target import Target, find_target
 
@@ -36,11 +36,13 @@ class CSource:
     """The generated C of one model: file name -> text, with what produced it."""
 
     name: str
-    files: dict[str, str]
+    files: MutableMapping[str, str]
     program: Program
     plan: MemoryPlan
     target: Target
     report: dict = field(default_factory=dict)
+    #: what the model was made from, as the files' first comments say
+    origin: str = "a tractile model"
 
     def write(self, directory: str | os.PathLike) -> list[Path]:
         """Write every file into ``directory`` (created if needed; links in it are replaced, not
@@ -127,11 +129,12 @@ def generate(model, name: str = "model", target: str | Target = "host", inputs: 
                                        target.alignment)
     program.profile = profile
     program.macros = dict(macros or {})
-    files = {f"{c_name}.h": render_header(program, plan, origin)}
-    files[f"{c_name}.c"] = render_source(program, plan, origin, target)
+    files = GeneratedFiles({f"{c_name}.h": render_header(program, plan, origin)})
+    files.defer(f"{c_name}.c", lambda: render_source(program, plan, origin, target))
     for header in ["tl_common.h", *program.headers]:
         files[header] = kernel_header(header)
-    source = CSource(c_name, files, program, plan, target)
+    source = CSource(c_name, files, program, plan, target, origin=origin)
+    mark_used(program)  # what rendering NAME.c marks, for the report made before it
     source.report = build_report(source, typed)
     return source
 
@@ -146,6 +149,7 @@ def compile_model(model, name: str = "model", opt: str = "speed", inputs: Sequen
     ``profile`` builds it with per-node timers (:meth:`CompiledState.node_seconds`); ``max_ram``
     is a budget of planned RAM (:func:`~tractile.compile.budget.fit_ram_budget`)."""
     from .host import CompiledModel, build_shared_library
+    from .host_files import host_build_files
 
     target = find_target(target)
     if target.name != "host":
@@ -161,5 +165,5 @@ def compile_model(model, name: str = "model", opt: str = "speed", inputs: Sequen
         source = generate(typed, name, target, optimize=False, origin=origin, profile=profile, macros=macros,
                           chains=chains, inputs_in_arena=inputs_in_arena, regions=regions, order=order)
     defines = ("-DTL_PROFILE", "-D_POSIX_C_SOURCE=199309L") if profile else ()
-    library = build_shared_library(source.files, source.name, opt, cache_dir, defines)
+    library = build_shared_library(host_build_files(source), source.name, opt, cache_dir, defines)
     return CompiledModel(source, library, typed)

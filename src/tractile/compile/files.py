@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
 
 from ..errors import TractileError
@@ -45,3 +46,36 @@ def write_file(folder: str | os.PathLike, filename: str, text: str) -> Path:
         if temporary and os.path.exists(temporary):
             os.unlink(temporary)
     return target
+
+
+class GeneratedFiles(MutableMapping[str, str]):
+    """File name -> text, where a text may be made only when first read (a model's C, whose
+    constants as text take long to render and a host build does not need)."""
+
+    def __init__(self, texts: dict[str, str] | None = None):
+        self._texts: dict[str, str | Callable[[], str]] = dict(texts or {})
+
+    def defer(self, filename: str, render: Callable[[], str]) -> None:
+        """``filename``'s text is ``render()``, called once, when first read."""
+        self._texts[filename] = render
+
+    def __getitem__(self, filename: str) -> str:
+        text = self._texts[filename]
+        if not isinstance(text, str):
+            text = self._texts[filename] = text()
+        return text
+
+    def __setitem__(self, filename: str, text: str) -> None:
+        self._texts[filename] = text
+
+    def __delitem__(self, filename: str) -> None:
+        del self._texts[filename]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __repr__(self) -> str:
+        return f"GeneratedFiles({list(self._texts)})"

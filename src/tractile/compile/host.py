@@ -58,9 +58,10 @@ def _compiler_identity(cc: str) -> str:
         return cc
 
 
-def build_shared_library(files: Mapping[str, str], name: str, opt: str = "speed",
+def build_shared_library(files: Mapping[str, str | bytes], name: str, opt: str = "speed",
                          cache_dir: str | os.PathLike | None = None, defines: Sequence[str] = ()) -> Path:
-    """Build ``files`` (the generated sources) into a shared library, or reuse the cached one."""
+    """Build ``files`` (the generated sources: texts, and binary files as bytes) into a shared
+    library, or reuse the cached one; the ``.c`` and ``.S`` files are compiled."""
     if opt not in OPT_FLAGS:
         raise TractileError(f"--opt must be 'speed' or 'size', got {opt!r}")
     cc = find_c_compiler()
@@ -70,7 +71,8 @@ def build_shared_library(files: Mapping[str, str], name: str, opt: str = "speed"
         digest.update(part.encode())
     for filename in sorted(files):
         digest.update(filename.encode())
-        digest.update(files[filename].encode())
+        content = files[filename]
+        digest.update(content if isinstance(content, bytes) else content.encode())
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     folder = root / f"{name}-{digest.hexdigest()[:20]}"
     library = folder / f"lib{name}{'.dylib' if platform.system() == 'Darwin' else '.so'}"
@@ -79,9 +81,12 @@ def build_shared_library(files: Mapping[str, str], name: str, opt: str = "speed"
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
     try:
-        for filename, text in files.items():
-            (work / filename).write_text(text)
-        sources = [filename for filename in files if filename.endswith(".c")]
+        for filename, content in files.items():
+            if isinstance(content, bytes):
+                (work / filename).write_bytes(content)
+            else:
+                (work / filename).write_text(content)
+        sources = [filename for filename in files if filename.endswith((".c", ".S"))]
         command = [*cc.split(), *flags, "-o", library.name, *sources, "-lm"]
         done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
