@@ -147,8 +147,9 @@ def run(args) -> int:
         written.append(write_report_page(source, args))
     if args.build:
         from ..compile.host import build_shared_library
+        from ..compile.host_files import host_build_files
 
-        library = build_shared_library(source.files, source.name, args.opt)
+        library = build_shared_library(host_build_files(source), source.name, args.opt)
         source.report["library"] = str(library)
     if args.json:
         print(json.dumps({**source.report, "files": [str(p) for p in written]}, indent=2))
