@@ -13,10 +13,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import tractile
 from tractile.compile import generate
-from tractile.compile.host import CompiledModel, build_shared_library
 
 from .harness import assert_builds_without_warnings, needs_cc
-from .test_host_gemm import X86_FLAGS, _cpu_has, assert_matches, neon_program, run_inputs
+from .test_host_gemm import _cpu_has, assert_isa_build_matches, assert_matches, neon_program, run_inputs
 
 RNG = np.random.default_rng(29)
 
@@ -56,10 +55,7 @@ def test_one_channel_convolution_matches_the_interpreter(case, isa, compile_cach
     if isa == "avx2" and not _cpu_has("avx2"):
         pytest.skip("this CPU lacks AVX2")
     model, source = _generate(case)
-    library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
-    compiled = CompiledModel(source, library, model)
-    for index, inputs in enumerate(run_inputs(model)):
-        assert_matches(model, compiled.run(list(inputs)), inputs, f"{case} on {isa}, run {index}")
+    assert_isa_build_matches(model, source, isa, compile_cache, case)
 
 
 @pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")),

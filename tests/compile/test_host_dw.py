@@ -16,7 +16,7 @@ from tractile.compile.target import find_target
 
 from ..tflite.builder import GraphBuilder, Window2D, q
 from .harness import assert_builds_without_warnings, needs_cc
-from .test_host_gemm import X86_FLAGS, _cpu_has, assert_matches, neon_program, run_inputs
+from .test_host_gemm import _cpu_has, assert_isa_build_matches, assert_matches, neon_program, run_inputs
 
 RNG = np.random.default_rng(283)
 
@@ -65,10 +65,7 @@ def test_host_depthwise_and_pooling_match_the_interpreter(case, isa, compile_cac
     if isa == "avx2" and not _cpu_has("avx2"):
         pytest.skip("this CPU lacks AVX2")
     model, source = _generate(case)
-    library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
-    compiled = CompiledModel(source, library, model)
-    for index, inputs in enumerate(run_inputs(model)):
-        assert_matches(model, compiled.run(list(inputs)), inputs, f"{case} on {isa}, run {index}")
+    assert_isa_build_matches(model, source, isa, compile_cache, case)
 
 
 def test_max_pool_lets_nan_win_as_the_portable_kernel(compile_cache):

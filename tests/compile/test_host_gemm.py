@@ -176,9 +176,14 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
     assert any(kernel in source.source for kernel in KERNELS[case.split("_")[0]]), "the GEMM kernels are not used"
     assert ("tl_conv_few_s8(" in source.source) == ("_few_" in case)
     assert ("tl_dwconv_pairs_s8(" in source.source) == (case.startswith("depthwise") and "one_channel" not in case)
-    library = build_shared_library(source.files, source.name, cache_dir=compile_cache, defines=X86_FLAGS[isa])
+    assert_isa_build_matches(model, source, isa, compile_cache, case, nonnegative=case.endswith(("_deep", "_concat")))
+
+
+def assert_isa_build_matches(model, source, isa: str, cache, case: str, nonnegative: bool = False) -> None:
+    """``source`` built with ``isa``'s flags (X86_FLAGS) gives the interpreter's outputs on random inputs."""
+    library = build_shared_library(source.files, source.name, cache_dir=cache, defines=X86_FLAGS[isa])
     compiled = CompiledModel(source, library, model)
-    for index, inputs in enumerate(run_inputs(model, nonnegative=case.endswith(("_deep", "_concat")))):
+    for index, inputs in enumerate(run_inputs(model, nonnegative=nonnegative)):
         assert_matches(model, compiled.run(list(inputs)), inputs, f"{case} on {isa}, run {index}")
 
 
