@@ -48,8 +48,7 @@ def _generate(case: str):
     return model, source
 
 
-@pytest.mark.parametrize("isa", ["avx2", "portable"])
-@pytest.mark.parametrize("case", sorted(MODELS))
+@pytest.mark.parametrize("case,isa", [*((case, "avx2") for case in sorted(MODELS)), (sorted(MODELS)[0], "portable")])
 def test_one_channel_convolution_matches_the_interpreter(case, isa, compile_cache):
     needs_cc()
     if isa == "avx2" and not _cpu_has("avx2"):

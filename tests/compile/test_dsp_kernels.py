@@ -240,7 +240,7 @@ def test_repacked_weights_pair_the_taps_of_one_output():
     assert pairs(np.array([-1]), np.array([-128])).item() == (-128 << 16) | 0xFFFF
 
 
-@pytest.mark.parametrize("window", WINDOWS, ids=str)
+@pytest.mark.parametrize("window", [WINDOWS[1], WINDOWS[2]], ids=str)  # the row kernel at stride 2, the packed one
 def test_repacked_depthwise_kernels_run_portably_on_the_host(window, tmp_path):
     """The same kernels built without the DSP extension (their portable SXTB16, PKHBT, SMLAD)
     for a host target that asks for the repacked weights: the packing against the interpreter."""

@@ -86,7 +86,7 @@ def test_a_project_links_the_measured_stack_and_reports_an_overflow(tmp_path):
     # reports the overflow: never a wrong output (below RAM, MPS2's bus reads zeros and drops
     # writes without faulting; only the MPU's guard there catches the first word past the stack)
     outcomes = []
-    for stack in range(32, used, 16):
+    for stack in range(32, used, 32):
         write_project(source, board, tmp_path / f"small{stack}", sample, stack=stack)
         done = subprocess.run(["make", "run"], cwd=tmp_path / f"small{stack}", capture_output=True, text=True,
                               timeout=120)

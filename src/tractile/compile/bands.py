@@ -40,6 +40,7 @@ ROW_ARGS: dict[str, tuple[int, ...]] = {
     "tl_fc_s8": (0, 3, 4), "tl_fc_s8_gemm": (0, 3, 4), "tl_pointwise_s8": (0, 3, 5), "tl_pointwise_s8_wide": (0, 3, 4),
     "tl_pointwise_s8_shallow": (0, 2, 4),
     "tl_conv_gemm_s8": (0, 3, 6, 9, 18), "tl_conv_gemm_f32": (0, 3, 6, 9, 18), "tl_dwconv_host_s8": (0, 3, 6, 9, 17),
+    "tl_conv_few_s8": (0, 3, 6, 9, 18), "tl_dwconv_pairs_s8": (0, 3, 6, 9, 17),
     "tl_dense_gemm_s8": (0, 3, 5), "tl_dense_gemm_f32": (0, 3, 4), "tl_dwconv_host_f32": (0, 3, 5, 8, 16),
     **{f"tl_{kind}_pool_host_{suffix}": (0, 1, 3, 6, 12) for kind, suffix in (("avg", "f32"), ("max", "f32"),
                                                                             ("max", "s8"))},
