@@ -5,7 +5,6 @@ loops on this machine through compiler flags, AArch64 NEON cross-built and run u
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from tractile.compile.target import find_target
 
 from ..tflite.builder import GraphBuilder, Window2D, q
 from .harness import assert_builds_without_warnings, needs_cc
-from .test_host_gemm import _cpu_has, assert_isa_build_matches, assert_matches, neon_program, run_inputs
+from .test_host_gemm import _cpu_has, aarch64_output, assert_isa_build_matches, assert_matches, run_inputs
 
 RNG = np.random.default_rng(283)
 
@@ -92,20 +91,7 @@ def test_microcontroller_targets_keep_their_pooling_and_depthwise():
 def test_neon_depthwise_and_pooling_under_qemu_match_the_interpreter(case, tmp_path):
     model, source = _generate(case)
     inputs = run_inputs(model, 1)[0]
-    fact = model.output_facts[0]
-    for filename, text in source.files.items():
-        (tmp_path / filename).write_text(text)
-    out_type = "float" if fact.dtype.is_float else "int8_t"
-    (tmp_path / "main.c").write_text(neon_program(source, inputs, int(np.prod(fact.shape)), out_type))
-    build = ["aarch64-linux-gnu-gcc", "-std=c99", "-O2", "-march=armv8-a", "-Wall", "-Wextra", "-Werror", "-static",
-             "-o", "prog", "main.c", f"{source.name}.c", "-lm"]
-    done = subprocess.run(build, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ran = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(tmp_path / "prog")],
-                         capture_output=True, text=True, timeout=120)
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    output = np.frombuffer(bytes.fromhex(ran.stdout.strip()), fact.dtype.np).reshape(tuple(fact.shape))
-    assert_matches(model, [output], inputs, f"{case} on AArch64")
+    assert_matches(model, [aarch64_output(model, source, inputs, tmp_path)], inputs, f"{case} on AArch64")
 
 
 @pytest.mark.parametrize("flags", [("-march=native",), ("-march=x86-64",)])

@@ -253,20 +253,26 @@ def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)
     inputs = run_inputs(model, 1, nonnegative=case.endswith(("_deep", "_concat")))[0]
+    assert_matches(model, [aarch64_output(model, source, inputs, tmp_path, march)], inputs,
+                   f"{case} on AArch64 {march}")
+
+
+def aarch64_output(model, source, inputs: list[np.ndarray], folder, march: str = "armv8-a") -> np.ndarray:
+    """``source`` cross-built for AArch64 (-Werror) with a main running ``inputs``, run under
+    qemu-aarch64: the model's first output."""
     fact = model.output_facts[0]
     out_type = "float" if fact.dtype.is_float else "int8_t"
     for filename, text in source.files.items():
-        (tmp_path / filename).write_text(text)
-    (tmp_path / "main.c").write_text(neon_program(source, inputs, int(np.prod(fact.shape)), out_type))
+        (folder / filename).write_text(text)
+    (folder / "main.c").write_text(neon_program(source, inputs, int(np.prod(fact.shape)), out_type))
     build = ["aarch64-linux-gnu-gcc", "-std=c99", "-O2", f"-march={march}", "-Wall", "-Wextra", "-Werror", "-static",
              "-o", "prog", "main.c", f"{source.name}.c", "-lm"]
-    done = subprocess.run(build, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(build, cwd=folder, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    ran = subprocess.run(["qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu", str(tmp_path / "prog")],
+    ran = subprocess.run(["qemu-aarch64", "-cpu", "max", "-L", "/usr/aarch64-linux-gnu", str(folder / "prog")],
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr[-2000:]
-    output = np.frombuffer(bytes.fromhex(ran.stdout.strip()), fact.dtype.np).reshape(tuple(fact.shape))
-    assert_matches(model, [output], inputs, f"{case} on AArch64 {march}")
+    return np.frombuffer(bytes.fromhex(ran.stdout.strip()), fact.dtype.np).reshape(tuple(fact.shape))
 
 
 REQUANT_PROGRAM = r"""
