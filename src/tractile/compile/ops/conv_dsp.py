@@ -7,6 +7,8 @@ convolutions of depth 4 to 16 (deeper ones already reach two MACs per SMLAD thro
 ``tl_fc_s8``)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...datum import DatumType
@@ -15,6 +17,8 @@ from ..emit import Emit
 HEADER = "tl_conv_dsp.h"
 #: depths of the 1x1 convolutions whose weights are stored widened
 WIDE_DEPTHS = (4, 8, 12, 16)
+#: points of an output's steps checked at once by _fitted before its candidates are narrowed
+_FIT_POINTS = 16
 
 
 def pairs(low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -103,6 +107,26 @@ def doubled_requant(multipliers, shifts, zero: int, channels: int) -> tuple[np.n
 
 def shared_shift(rq: np.ndarray, mixed: int, zero: int, low: int, raw_bias: np.ndarray, x_offset: int,
                  taps: np.ndarray, high: int = 127) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """_shared_shift, remembered for the last layers asked about (a RAM budget's search lowers
+    each layer many times); the arrays returned are read-only."""
+    arrays = tuple((a.dtype.str, a.shape, a.tobytes()) for a in (np.asarray(rq), np.asarray(raw_bias),
+                                                                  np.asarray(taps)))
+    return _remembered_shift(arrays, int(mixed), int(zero), int(low), int(x_offset), int(high))
+
+
+@functools.lru_cache(maxsize=64)
+def _remembered_shift(arrays: tuple, mixed: int, zero: int, low: int, x_offset: int,
+                      high: int) -> tuple[int, np.ndarray, np.ndarray] | None:
+    rq, raw_bias, taps = (np.frombuffer(data, np.dtype(kind)).reshape(shape) for kind, shape, data in arrays)
+    found = _shared_shift(rq, mixed, zero, low, raw_bias, x_offset, taps, high)
+    if found is not None:
+        for array in found[1:]:
+            array.setflags(write=False)
+    return found
+
+
+def _shared_shift(rq: np.ndarray, mixed: int, zero: int, low: int, raw_bias: np.ndarray, x_offset: int,
+                  taps: np.ndarray, high: int = 127) -> tuple[int, np.ndarray, np.ndarray] | None:
     """One shift R for every channel of tl_dwconv3x3_s8_rows (its argument ``shared``): R = the
     largest shift + 1, d = R - r per channel, (R, each channel's scale 2^(1+d) of its weights and
     bias in place of 2, the requantization words {m, K 2^d + 2^(d-1), 1 + d}); when the shifts
@@ -172,18 +196,24 @@ def _fitted(x: np.ndarray, want: np.ndarray, exact: float, shift: int, low: int,
     and of x's range (then everywhere between, both being monotonic); None when none within 2^16."""
     edges = np.flatnonzero(np.diff(want)) if want.size > 1 else np.zeros(0, np.int64)
     at = np.unique(np.concatenate([[0, want.size - 1], edges, edges + 1]))
-    xs, ys = x[at][:, None], want[at][:, None].astype(np.int64)
-    m = np.arange(max(0, int(exact) - (1 << 16)), int(exact) + (1 << 16) + 1, dtype=np.int64)[None, :]
+    m = np.arange(max(0, int(exact) - (1 << 16)), int(exact) + (1 << 16) + 1, dtype=np.int64)
+    m = m[m < 1 << 31]
     unit = np.int64(1) << (31 + shift)
-    lower = np.where(ys <= low, np.int64(-1) << 60, ys * unit) - xs * m  # K 2^31 at least this
-    upper = np.where(ys >= high, np.int64(1) << 60, (ys + 1) * unit - 1) - xs * m  # and at most this
-    k_low = -((-lower.max(axis=0)) >> 31)
-    k_high = upper.min(axis=0) >> 31
-    ok = np.flatnonzero((k_low <= k_high) & (m[0] < 1 << 31))
-    if not ok.size:
-        return None
-    best = ok[np.argmin(np.abs(m[0, ok] - exact))]
-    return int(m[0, best]), int(k_low[best])
+    k_low = np.full(m.size, np.int64(-1) << 62)
+    k_high = np.full(m.size, np.int64(1) << 62)
+    for start in range(0, at.size, _FIT_POINTS):  # the candidates left after each group of points
+        xs = x[at[start:start + _FIT_POINTS]][:, None]
+        ys = want[at[start:start + _FIT_POINTS]][:, None].astype(np.int64)
+        lower = np.where(ys <= low, np.int64(-1) << 60, ys * unit) - xs * m[None, :]  # K 2^31 at least this
+        upper = np.where(ys >= high, np.int64(1) << 60, (ys + 1) * unit - 1) - xs * m[None, :]  # at most this
+        k_low = np.maximum(k_low, -((-lower.max(axis=0)) >> 31))
+        k_high = np.minimum(k_high, upper.min(axis=0) >> 31)
+        keep = k_low <= k_high
+        if not keep.any():
+            return None
+        m, k_low, k_high = m[keep], k_low[keep], k_high[keep]
+    best = int(np.argmin(np.abs(m - exact)))
+    return int(m[best]), int(k_low[best])
 
 
 def _usable(e: Emit, dtype: DatumType) -> bool:
