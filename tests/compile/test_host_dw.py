@@ -44,8 +44,7 @@ MODELS = {
     "dw_f32_3x3_wide": lambda: float_depthwise(45, (3, 3), Window2D("SAME", 1, 1), shape=(1, 6, 5)),
     # rows wide enough for runs of six pixels (the last run overlapping the one before it), two
     # registers of channels at a time, then the channels left over pixel by pixel
-    "dw_f32_3x3_runs": lambda: float_depthwise(45, (3, 3), Window2D("SAME", 1, 1), shape=(1, 5, 11)),
-    "dw_f32_3x3_runs_stride2": lambda: float_depthwise(19, (3, 3), SAME2, shape=(1, 5, 17)),
+    "dw_f32_3x3_runs": lambda: float_depthwise(77, (3, 3), Window2D("SAME", 1, 1), shape=(1, 5, 11)),
     "avg_f32_3x3_same_stride2": lambda: pooled("average", "f32", 13, SAME2, (3, 3)),
     "max_f32_2x2_valid": lambda: pooled("max", "f32", 19, Window2D("VALID", 2, 2), (2, 2)),
     "max_s8_3x3_same_stride2": lambda: pooled("max", "i8", 37, SAME2, (3, 3)),

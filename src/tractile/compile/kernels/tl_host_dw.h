@@ -112,12 +112,14 @@ static inline void tl_hdw_pixel_f32(const float *px, const float *w, const float
 }
 
 #if TL_HDW_F32
-/* a 3x3 float depthwise's interior (windows wholly in the input, no column dilation) runs
- * TL_HDW_RUN output pixels of a row by TL_HDW_REGS registers of channels at a time: that many
+/* a 3x3 float depthwise's interior at stride 1 (windows wholly in the input, no column dilation)
+ * runs TL_HDW_RUN output pixels of a row by TL_HDW_REGS registers of channels at a time: that many
  * independent sums in flight hide the fused multiply-adds' latency, which one pixel's four
- * registers do not. Taken where the input a run reads over its channels (3 rows of its columns)
- * stays within TL_HDW_RUN_BYTES; on wider layers (many channels, stride 2) it was measured
- * slower than a pixel at a time, which walks the rows in order. */
+ * registers do not. Taken on four groups of registers of channels or more, where the input a
+ * run reads over its channels (3 rows of 8 pixels) stays within TL_HDW_RUN_BYTES: elsewhere it
+ * was measured slower than a pixel at a time, which walks the rows in order (MobileNet's layers
+ * in the model, AVX2: 56 x 56 x 128 215-223 -> 169-210 us; 112 x 112 x 32 226-241 -> 246-266;
+ * 112 x 112 x 64 at stride 2 124 -> 139; 28 x 28 x 256 slower by 30% outside the model). */
 #define TL_HDW_RUN 6
 #define TL_HDW_REGS 2
 #define TL_HDW_RUN_BYTES 12288
@@ -125,10 +127,6 @@ static inline void tl_hdw_pixel_f32(const float *px, const float *w, const float
 /* TL_HDW_RUN output pixels of one row, their windows' corners `step` floats apart from `px`:
  * channels [0, full) (full a multiple of TL_HDW_REGS registers), each pixel's sum taken as
  * tl_hdw_pixel_f32 takes it (bias, then the taps row by row) */
-#if defined(__GNUC__) && !defined(__clang__)
-/* GCC's induction variables, one per address of the 108 loads, spill; its plain addressing does not */
-__attribute__((optimize("no-ivopts")))
-#endif
 static inline void tl_hdw_run3x3_f32(const float *px, const float *w, const float *bias, float *out, int32_t full,
                                      int32_t channels, int32_t row_step, int32_t step, float low, float high) {
   const tl_hdw_f32 lo = tl_hdw_set(low), hi = tl_hdw_set(high);
@@ -196,8 +194,8 @@ static inline void tl_dwconv_host_f32(const float *x, const float *w, const floa
 #if TL_HDW_F32
   /* the output columns of a 3x3 interior taken in runs: [inner0, inner1), else none */
   int32_t inner0 = out_w, inner1 = out_w;
-  if (k_h == 3 && k_w == 3 && dil_w == 1 && channels >= TL_HDW_REGS * TL_HDW_F32 &&
-      (int64_t)3 * ((TL_HDW_RUN - 1) * stride_w + 3) * channels * 4 <= TL_HDW_RUN_BYTES) {
+  if (k_h == 3 && k_w == 3 && dil_w == 1 && stride_w == 1 && channels >= 4 * TL_HDW_REGS * TL_HDW_F32 &&
+      (int64_t)3 * (TL_HDW_RUN + 2) * channels * 4 <= TL_HDW_RUN_BYTES) {
     inner0 = (pad_left + stride_w - 1) / stride_w;
     inner1 = in_w - 3 + pad_left < 0 ? 0 : (in_w - 3 + pad_left) / stride_w + 1;
     if (inner1 > out_w) inner1 = out_w;
