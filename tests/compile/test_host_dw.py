@@ -90,7 +90,7 @@ def test_microcontroller_targets_keep_their_pooling_and_depthwise():
 @pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")),
                     reason="no AArch64 cross compiler or qemu-aarch64 (make toolchains)")
 @pytest.mark.parametrize("case", ["dw_f32_3x3_same_stride2", "dw_f32_3x3_runs", "avg_f32_3x3_same_stride2",
-                                  "max_s8_3x3_same_stride2"])
+                                  "max_f32_2x2_valid", "max_s8_3x3_same_stride2"])
 def test_neon_depthwise_and_pooling_under_qemu_match_the_interpreter(case, tmp_path):
     model, source = _generate(case)
     inputs = run_inputs(model, 1)[0]

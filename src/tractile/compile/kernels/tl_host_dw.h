@@ -31,6 +31,9 @@ typedef __m256i tl_hdw_s8;
 /* value where value > best or value is NaN, else best (tl_pool.h's rule) */
 #define tl_hdw_take(best, v) \
   _mm256_blendv_ps((best), (v), _mm256_or_ps(_mm256_cmp_ps((v), (best), _CMP_GT_OQ), _mm256_cmp_ps((v), (v), _CMP_UNORD_Q)))
+/* value where value > best, else best: MAXPS's rule (NaN never taken: max pools sum the taps too, to see one) */
+#define tl_hdw_max_first(v, best) _mm256_max_ps((v), (best))
+#define tl_hdw_any_nan(v) (_mm256_movemask_ps(_mm256_cmp_ps((v), (v), _CMP_UNORD_Q)) != 0)
 #define tl_hdw_load8(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define tl_hdw_store8(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
 #define tl_hdw_set8(v) _mm256_set1_epi8(v)
@@ -52,6 +55,8 @@ typedef int8x16_t tl_hdw_s8;
 #define tl_hdw_clamp(v, lo, hi) vminq_f32((hi), vmaxq_f32((lo), (v)))
 #define tl_hdw_take(best, v) \
   vbslq_f32(vorrq_u32(vcgtq_f32((v), (best)), vmvnq_u32(vceqq_f32((v), (v)))), (v), (best))
+#define tl_hdw_max_first(v, best) vbslq_f32(vcgtq_f32((v), (best)), (v), (best))
+#define tl_hdw_any_nan(v) (vmaxvq_u32(vmvnq_u32(vceqq_f32((v), (v)))) != 0)
 #define tl_hdw_load8(p) vld1q_s8(p)
 #define tl_hdw_store8(p, v) vst1q_s8((p), (v))
 #define tl_hdw_set8(v) vdupq_n_s8(v)
@@ -286,9 +291,20 @@ static inline void tl_max_pool_host_f32(const float *x, float *y, int32_t batche
 #if TL_HDW_F32
     const tl_hdw_f32 lo = tl_hdw_set(low), hi = tl_hdw_set(high);
     for (; c + TL_HDW_F32 <= channels; c += TL_HDW_F32) {
-      tl_hdw_f32 best = tl_hdw_set(-INFINITY);
+      /* the largest by the plain rule, and the sum of the taps, NaN when one is: then the taps again by
+       * tl_pool.h's rule (the last NaN taken), rarely */
+      tl_hdw_f32 best = tl_hdw_set(-INFINITY), total = tl_hdw_set(0.0f);
       for (ky = 0; ky < rows; ++ky)
-        for (kx = 0; kx < cols; ++kx) best = tl_hdw_take(best, tl_hdw_load(first + ky * row_step + kx * col_step + c));
+        for (kx = 0; kx < cols; ++kx) {
+          const tl_hdw_f32 v = tl_hdw_load(first + ky * row_step + kx * col_step + c);
+          best = tl_hdw_max_first(v, best);
+          total = tl_hdw_add(total, v);
+        }
+      if (tl_hdw_any_nan(total)) {
+        best = tl_hdw_set(-INFINITY);
+        for (ky = 0; ky < rows; ++ky)
+          for (kx = 0; kx < cols; ++kx) best = tl_hdw_take(best, tl_hdw_load(first + ky * row_step + kx * col_step + c));
+      }
       tl_hdw_store(out + c, tl_hdw_clamp(best, lo, hi));
     }
 #endif
