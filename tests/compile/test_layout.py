@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import tractile
-from tractile.compile import prepare
+from tractile.compile import generate, prepare
 from tractile.ops.array import Transpose
 from tractile.ops.conv import Conv
 from tractile.ops.pool import AveragePool, MaxPool
@@ -84,6 +84,8 @@ def test_nchw_models_run_nhwc_with_transposes_only_at_the_edges(build, compile_c
     formats, transposes = _layouts(prepared)
     assert formats and set(formats) == {"NHWC"}
     assert transposes == (1 if build is cnn_2d else 2)  # 2-D: in (the global pool's exit reshapes); 1-D: in, out
+    # the entrance copied by the host's NCHW -> NHWC kernel (three channels interleaved; six in blocks)
+    assert "tl_nchw_to_nhwc_u32(" in generate(model, name=build.__name__).source
     check_against_interpreter(model, compile_cache, runs=2, rtol=1e-5, atol=1e-5, name=build.__name__)
 
 
@@ -157,4 +159,6 @@ def test_layout_exit_flatten_and_transpose_are_one_copy(reader, compile_cache):
     assert perms[1] == ((1, 0, 2) if reader else (1, 0))
     name = f"crnn_{reader or 'output'}"
     cm = check_against_interpreter(model, compile_cache, runs=2, rtol=1e-5, atol=1e-5, name=name)
-    assert cm.source.files[f"{name}.c"].count("tl_copy_blocks(") == 2
+    source = cm.source.files[f"{name}.c"]  # two copies; the entrance by the host's NCHW -> NHWC kernel
+    assert source.count("tl_copy_blocks(") + source.count("tl_nchw_to_nhwc_u32(") == 2
+    assert source.count("tl_nchw_to_nhwc_u32(") >= 1

@@ -175,7 +175,14 @@ static inline void tl_gemm_s8_rows(const int8_t *col, int32_t rows, int32_t kp, 
   for (n = 0; n < units; n += TL_GEMM_NR) {
     const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
     tl_gemm_s8_tile(col, rows, kp, packed + (n / TL_GEMM_NR) * block_bytes, acc);
-    for (r = 0; r < rows; ++r)
+    for (r = 0; r < rows; ++r) {
+#ifdef TL_GEMM_S8_STORE_SCALED
+      if (scale && width == TL_GEMM_NR) {
+        tl_gemm_s8_store_scaled(acc + r * TL_GEMM_NR, bias + n, scale + n * per_channel, per_channel, zero, low, high,
+                                y + r * units + n);
+        continue;
+      }
+#endif
       for (j = 0; j < width; ++j) {
         const int32_t u = n + j;
         const int32_t sum = (int32_t)((uint32_t)acc[r * TL_GEMM_NR + j] + (uint32_t)bias[u]);
@@ -187,6 +194,7 @@ static inline void tl_gemm_s8_rows(const int8_t *col, int32_t rows, int32_t kp, 
           y[r * units + u] = (int8_t)tl_clamp_i32(v + zero, low, high);
         }
       }
+    }
   }
 }
 

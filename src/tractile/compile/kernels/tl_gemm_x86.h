@@ -246,6 +246,31 @@ static inline void tl_gemm_s8_store(const int32_t *acc, const int32_t *bias, con
   }
 }
 
+/* 16 int8 outputs of TFLite's reference rescale in double precision, tl_gemm_s8_rows's scalar loop
+ * four lanes at a time: clamp(tl_round_half_away((double)(acc + bias) * scale) + zero, low, high),
+ * the scale one per output (per_channel) or one for all; the clamp on the rounded doubles (integers)
+ * before they are converted, so every lane converts exactly */
+#define TL_GEMM_S8_STORE_SCALED
+static inline void tl_gemm_s8_store_scaled(const int32_t *acc, const int32_t *bias, const double *scale,
+                                           int32_t per_channel, int32_t zero, int32_t low, int32_t high, int8_t *y) {
+  const __m256d half = _mm256_set1_pd(0.49999999999999994), nothing = _mm256_setzero_pd();
+  const __m256d lo = _mm256_set1_pd((double)low - zero), hi = _mm256_set1_pd((double)high - zero);
+  const __m128i z = _mm_set1_epi32(zero);
+  __m128i q[4];
+  int i;
+  for (i = 0; i < 4; ++i) {
+    const __m128i sum = _mm_add_epi32(_mm_loadu_si128((const __m128i *)(const void *)(acc + 4 * i)),
+                                      _mm_loadu_si128((const __m128i *)(const void *)(bias + 4 * i)));
+    const __m256d s = per_channel ? _mm256_loadu_pd(scale + 4 * i) : _mm256_broadcast_sd(scale);
+    const __m256d x = _mm256_mul_pd(_mm256_cvtepi32_pd(sum), s);
+    /* +half where x >= 0, else -half (the sign bit of -half set by xor) */
+    const __m256d sign = _mm256_andnot_pd(_mm256_cmp_pd(x, nothing, _CMP_GE_OQ), _mm256_set1_pd(-0.0));
+    const __m256d t = _mm256_round_pd(_mm256_add_pd(x, _mm256_xor_pd(half, sign)), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    q[i] = _mm_add_epi32(_mm256_cvttpd_epi32(_mm256_min_pd(_mm256_max_pd(t, lo), hi)), z);
+  }
+  _mm_storeu_si128((__m128i *)(void *)y, _mm_packs_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3])));
+}
+
 /* the first `width` of 8 requantized outputs of sum + bias (tl_gemm_s8_store on one ymm) */
 static inline void tl_x86_store8(__m256i sum, __m256i bias, __m256i m, __m256i left, __m256i right, __m256i z,
                                  __m256i lo, __m256i hi, int8_t *y, int32_t width) {

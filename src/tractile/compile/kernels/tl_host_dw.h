@@ -31,6 +31,9 @@ typedef __m256i tl_hdw_s8;
 /* value where value > best or value is NaN, else best (tl_pool.h's rule) */
 #define tl_hdw_take(best, v) \
   _mm256_blendv_ps((best), (v), _mm256_or_ps(_mm256_cmp_ps((v), (best), _CMP_GT_OQ), _mm256_cmp_ps((v), (v), _CMP_UNORD_Q)))
+/* value where value > best, else best: MAXPS's rule (NaN never taken: max pools sum the taps too, to see one) */
+#define tl_hdw_max_first(v, best) _mm256_max_ps((v), (best))
+#define tl_hdw_any_nan(v) (_mm256_movemask_ps(_mm256_cmp_ps((v), (v), _CMP_UNORD_Q)) != 0)
 #define tl_hdw_load8(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define tl_hdw_store8(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
 #define tl_hdw_set8(v) _mm256_set1_epi8(v)
@@ -52,6 +55,8 @@ typedef int8x16_t tl_hdw_s8;
 #define tl_hdw_clamp(v, lo, hi) vminq_f32((hi), vmaxq_f32((lo), (v)))
 #define tl_hdw_take(best, v) \
   vbslq_f32(vorrq_u32(vcgtq_f32((v), (best)), vmvnq_u32(vceqq_f32((v), (v)))), (v), (best))
+#define tl_hdw_max_first(v, best) vbslq_f32(vcgtq_f32((v), (best)), (v), (best))
+#define tl_hdw_any_nan(v) (vmaxvq_u32(vmvnq_u32(vceqq_f32((v), (v)))) != 0)
 #define tl_hdw_load8(p) vld1q_s8(p)
 #define tl_hdw_store8(p, v) vst1q_s8((p), (v))
 #define tl_hdw_set8(v) vdupq_n_s8(v)
@@ -111,25 +116,119 @@ static inline void tl_hdw_pixel_f32(const float *px, const float *w, const float
   }
 }
 
+#if TL_HDW_F32
+/* a 3x3 float depthwise's interior at stride 1 (windows wholly in the input, no column dilation)
+ * runs TL_HDW_RUN output pixels of a row by TL_HDW_REGS registers of channels at a time: that many
+ * independent sums in flight hide the fused multiply-adds' latency, which one pixel's four
+ * registers do not. Taken on four groups of registers of channels or more, where the input a
+ * run reads over its channels (3 rows of 8 pixels) stays within TL_HDW_RUN_BYTES: elsewhere it
+ * was measured slower than a pixel at a time, which walks the rows in order (MobileNet's layers
+ * in the model, AVX2: 56 x 56 x 128 215-223 -> 169-210 us; 112 x 112 x 32 226-241 -> 246-266;
+ * 112 x 112 x 64 at stride 2 124 -> 139; 28 x 28 x 256 slower by 30% outside the model). */
+#define TL_HDW_RUN 6
+#define TL_HDW_REGS 2
+#define TL_HDW_RUN_BYTES 12288
+
+/* TL_HDW_RUN output pixels of one row, their windows' corners `step` floats apart from `px`:
+ * channels [0, full) (full a multiple of TL_HDW_REGS registers), each pixel's sum taken as
+ * tl_hdw_pixel_f32 takes it (bias, then the taps row by row) */
+static inline void tl_hdw_run3x3_f32(const float *px, const float *w, const float *bias, float *out, int32_t full,
+                                     int32_t channels, int32_t row_step, int32_t step, float low, float high) {
+  const tl_hdw_f32 lo = tl_hdw_set(low), hi = tl_hdw_set(high);
+  tl_hdw_f32 a[TL_HDW_RUN][TL_HDW_REGS];
+  int32_t c, i, g;
+  for (c = 0; c < full; c += TL_HDW_REGS * TL_HDW_F32) {
+    for (g = 0; g < TL_HDW_REGS; ++g) {
+      const tl_hdw_f32 start = bias ? tl_hdw_load(bias + c + g * TL_HDW_F32) : tl_hdw_set(0.0f);
+      for (i = 0; i < TL_HDW_RUN; ++i) a[i][g] = start;
+    }
+    /* tap (ky, kx), spelled out nine times: the compilers unroll the loops over registers and pixels */
+#define TL_HDW_TAP(ky, kx)                                                                                    \
+  do {                                                                                                        \
+    const float *const p = px + (ptrdiff_t)(ky) * row_step + (ptrdiff_t)(kx) * channels + c;                 \
+    for (g = 0; g < TL_HDW_REGS; ++g) {                                                                       \
+      const tl_hdw_f32 k = tl_hdw_load(w + (ptrdiff_t)((ky) * 3 + (kx)) * channels + c + g * TL_HDW_F32);     \
+      for (i = 0; i < TL_HDW_RUN; ++i)                                                                        \
+        a[i][g] = tl_hdw_fma(a[i][g], tl_hdw_load(p + (ptrdiff_t)i * step + g * TL_HDW_F32), k);              \
+    }                                                                                                         \
+  } while (0)
+    TL_HDW_TAP(0, 0);
+    TL_HDW_TAP(0, 1);
+    TL_HDW_TAP(0, 2);
+    TL_HDW_TAP(1, 0);
+    TL_HDW_TAP(1, 1);
+    TL_HDW_TAP(1, 2);
+    TL_HDW_TAP(2, 0);
+    TL_HDW_TAP(2, 1);
+    TL_HDW_TAP(2, 2);
+#undef TL_HDW_TAP
+    for (i = 0; i < TL_HDW_RUN; ++i)
+      for (g = 0; g < TL_HDW_REGS; ++g)
+        tl_hdw_store(out + (ptrdiff_t)i * channels + c + g * TL_HDW_F32, tl_hdw_clamp(a[i][g], lo, hi));
+  }
+}
+
+/* output pixels [first, last) of one row (last - first >= TL_HDW_RUN), `px` the window corner of
+ * pixel `first`: runs of TL_HDW_RUN pixels (the last one ending at `last`, recomputing a few
+ * pixels rather than leaving a short run), then the channels after the last full group of
+ * registers pixel by pixel */
+static inline void tl_hdw_row3x3_f32(const float *px, const float *w, const float *bias, float *out, int32_t first,
+                                     int32_t last, int32_t channels, int32_t row_step, int32_t step, float low,
+                                     float high) {
+  const int32_t full = channels / (TL_HDW_REGS * TL_HDW_F32) * (TL_HDW_REGS * TL_HDW_F32);
+  int32_t o;
+  for (o = first;; o += TL_HDW_RUN) {
+    if (o > last - TL_HDW_RUN) o = last - TL_HDW_RUN;
+    tl_hdw_run3x3_f32(px + (ptrdiff_t)(o - first) * step, w, bias, out + (ptrdiff_t)o * channels, full, channels,
+                      row_step, step, low, high);
+    if (o == last - TL_HDW_RUN) break;
+  }
+  if (full < channels)
+    for (o = first; o < last; ++o)
+      tl_hdw_pixel_f32(px + (ptrdiff_t)(o - first) * step, w, bias, out + (ptrdiff_t)o * channels, full, channels, 0,
+                       3, 0, 3, 3, row_step, channels, low, high);
+}
+#endif
+
 static inline void tl_dwconv_host_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
                                       int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h, int32_t out_w,
                                       int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h,
                                       int32_t dil_w, int32_t pad_top, int32_t pad_left, float low, float high) {
   const int32_t row_step = dil_h * in_w * channels, col_step = dil_w * channels;
   int32_t b, oy, ox;
+#if TL_HDW_F32
+  /* the output columns of a 3x3 interior taken in runs: [inner0, inner1), else none */
+  int32_t inner0 = out_w, inner1 = out_w;
+  if (k_h == 3 && k_w == 3 && dil_w == 1 && stride_w == 1 && channels >= 4 * TL_HDW_REGS * TL_HDW_F32 &&
+      (int64_t)3 * (TL_HDW_RUN + 2) * channels * 4 <= TL_HDW_RUN_BYTES) {
+    inner0 = (pad_left + stride_w - 1) / stride_w;
+    inner1 = in_w - 3 + pad_left < 0 ? 0 : (in_w - 3 + pad_left) / stride_w + 1;
+    if (inner1 > out_w) inner1 = out_w;
+    if (inner1 - inner0 < TL_HDW_RUN) inner0 = inner1 = out_w;
+  }
+#endif
   for (b = 0; b < batches; ++b)
     for (oy = 0; oy < out_h; ++oy) {
       const int32_t top = oy * stride_h - pad_top;
       int32_t ky0, ky1;
+      float *const out_row = y + (ptrdiff_t)(b * out_h + oy) * out_w * channels;
       tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
       for (ox = 0; ox < out_w; ++ox) {
         const int32_t left = ox * stride_w - pad_left;
         int32_t kx0, kx1;
         /* the window's corner as an offset: it may lie outside the input, only valid taps are read */
         const ptrdiff_t corner = ((ptrdiff_t)(b * in_h + top) * in_w + left) * channels;
+#if TL_HDW_F32
+        if (ox == inner0 && ky0 == 0 && ky1 == 3) {
+          tl_hdw_row3x3_f32(x + corner, w, bias, out_row, inner0, inner1, channels, row_step, stride_w * channels, low,
+                            high);
+          ox = inner1 - 1;
+          continue;
+        }
+#endif
         tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
         tl_hdw_pixel_f32(x + (corner + ky0 * row_step + kx0 * col_step),
-                         w + (ky0 * k_w + kx0) * channels, bias, y + ((b * out_h + oy) * out_w + ox) * channels, 0,
+                         w + (ky0 * k_w + kx0) * channels, bias, out_row + (ptrdiff_t)ox * channels, 0,
                          channels, 0, ky1 - ky0, 0, kx1 - kx0, k_w, row_step, col_step, low, high);
       }
     }
@@ -192,9 +291,20 @@ static inline void tl_max_pool_host_f32(const float *x, float *y, int32_t batche
 #if TL_HDW_F32
     const tl_hdw_f32 lo = tl_hdw_set(low), hi = tl_hdw_set(high);
     for (; c + TL_HDW_F32 <= channels; c += TL_HDW_F32) {
-      tl_hdw_f32 best = tl_hdw_set(-INFINITY);
+      /* the largest by the plain rule, and the sum of the taps, NaN when one is: then the taps again by
+       * tl_pool.h's rule (the last NaN taken), rarely */
+      tl_hdw_f32 best = tl_hdw_set(-INFINITY), total = tl_hdw_set(0.0f);
       for (ky = 0; ky < rows; ++ky)
-        for (kx = 0; kx < cols; ++kx) best = tl_hdw_take(best, tl_hdw_load(first + ky * row_step + kx * col_step + c));
+        for (kx = 0; kx < cols; ++kx) {
+          const tl_hdw_f32 v = tl_hdw_load(first + ky * row_step + kx * col_step + c);
+          best = tl_hdw_max_first(v, best);
+          total = tl_hdw_add(total, v);
+        }
+      if (tl_hdw_any_nan(total)) {
+        best = tl_hdw_set(-INFINITY);
+        for (ky = 0; ky < rows; ++ky)
+          for (kx = 0; kx < cols; ++kx) best = tl_hdw_take(best, tl_hdw_load(first + ky * row_step + kx * col_step + c));
+      }
       tl_hdw_store(out + c, tl_hdw_clamp(best, lo, hi));
     }
 #endif

@@ -16,6 +16,7 @@ from ...ops.image import Resize
 from ..emit import Emit
 from ..program import Alias
 from ..registry import Unsupported, emitter
+from . import host_move
 from .datamove import BASE, MAX_BLOCKS, block_table, copy_blocks, trace
 
 HEADER = "tl_array.h"
@@ -127,12 +128,16 @@ def data_movement(e: Emit) -> None:
     if in_place:
         e.line(f"/* {', '.join(e.input(slot).var for slot in sorted(in_place))}: written in place by "
                f"{'their' if len(in_place) > 1 else 'its'} producer */")
-    copied = False
+    copied, kernel = False, "tl_copy_blocks"
     for index, (positions, output) in enumerate(zip(maps, e.outputs)):
         fill = "NULL"
         if fills[index] is not None:
             fill = f"(const uint8_t *){e.constant(f'fill{index}', np.asarray([fills[index]], output.dtype.np))}"
         blocks = copy_blocks(positions, starts)
+        if blocks is not None and not in_place and len(sources) == 1 and fills[index] is None and len(e.outputs) == 1 \
+                and host_move.nchw_to_nhwc(e, blocks, output, sources[0], element):
+            copied, kernel = True, "tl_nchw_to_nhwc_u32"
+            continue
         if in_place:
             if blocks is None:
                 raise Unsupported("a concatenation of more blocks than tl_copy_blocks takes")
@@ -158,7 +163,7 @@ def data_movement(e: Emit) -> None:
         e.call("  tl_copy_blocks", f"(uint8_t *){e.arg(output)}", source_list, fill, element,
                e.constant(f"blocks{index}", table.reshape(-1)), len(blocks), rank)
         e.line("}")
-    e.set_kernel("tl_copy_blocks" if copied else "(in place)")
+    e.set_kernel(kernel if copied else "(in place)")
 
 
 @emitter(indexing.Gather, indexing.GatherND)
