@@ -41,6 +41,9 @@
 #define TL_GEMM_LOCAL 64
 #define TL_GEMM_F32_KC 256
 #define TL_GEMM_F32_ROWS 192
+/* bytes of weights above which a deep float convolution runs in panels (they no longer stay in L2
+ * from one chunk of windows to the next) */
+#define TL_GEMM_F32_PANEL_WEIGHTS (512L * 1024)
 
 /* each defines TL_GEMM_S8_TILE and TL_GEMM_F32_TILE when its instructions are there */
 #include "tl_gemm_x86.h"
@@ -548,11 +551,12 @@ static inline int32_t tl_conv_f32_panel_rows(int32_t chunk, int32_t kp) {
   return rows > TL_GEMM_F32_ROWS ? TL_GEMM_F32_ROWS : (int32_t)rows;
 }
 
-/* tl_conv_gemm_f32_range for windows deeper than TL_GEMM_F32_KC and an output apart from the
- * input: per panel of pixels, per pass over TL_GEMM_F32_KC depths, the panel's slice of the
- * windows im2col'ed (tl_im2col_f32_slice) and multiplied by every block of weights
- * (tl_gemm_f32_pass): the weights are read once per panel, not once per chunk of windows. A
- * panel's outputs are written before its later depths are read: not for outputs overlapping inputs */
+/* tl_conv_gemm_f32_range for windows deeper than TL_GEMM_F32_KC, more than
+ * TL_GEMM_F32_PANEL_WEIGHTS bytes of weights and an output apart from the input: per panel of
+ * pixels, per pass over TL_GEMM_F32_KC depths, the panel's slice of the windows im2col'ed
+ * (tl_im2col_f32_slice) and multiplied by every block of weights (tl_gemm_f32_pass): the weights
+ * are read once per panel, not once per chunk of windows. A panel's outputs are written before its
+ * later depths are read: not for outputs overlapping inputs */
 static inline void tl_conv_gemm_f32_panels(const void *args, int32_t begin, int32_t end, void *scratch) {
   const tl_conv_f32_args *a = (const tl_conv_f32_args *)args;
   const tl_conv_geometry *g = &a->g;
@@ -601,7 +605,7 @@ static inline void tl_conv_gemm_f32_pitched(const float *x, const float *packed,
     return;
   }
 #endif
-  if (kp > TL_GEMM_F32_KC && apart) {
+  if (kp > TL_GEMM_F32_KC && apart && (int64_t)kp * filters * 4 > TL_GEMM_F32_PANEL_WEIGHTS) {
     tl_parallel_rows(tl_conv_gemm_f32_panels, &a, pixels, TL_GEMM_F32_MR, threads, col,
                      (size_t)chunk * (size_t)kp * 4u, (int64_t)pixels * kp * filters);
     return;
