@@ -229,11 +229,12 @@ static inline void tl_gemm_s8_rows(const int8_t *col, int32_t rows, int32_t kp, 
   }
 }
 
-/* the rows the micro-kernel takes next of `left`: TL_GEMM_F32_MR, but the last fewer than
- * 2 * TL_GEMM_F32_MR split in two near-equal tiles (49 = 7 * 6 + 4 + 3, not 8 * 6 + 1: a tile of
- * one or two rows runs at a fraction of the speed) */
+/* the rows the micro-kernel takes next of `left`: as many tiles as TL_GEMM_F32_MR rows need, of
+ * near-equal sizes (49 = 4 * 6 + 5 * 5, not 8 * 6 + 1: a tile of one to three rows leaves FMA
+ * pipes idle) */
 static inline int32_t tl_gemm_f32_take(int32_t left) {
-  return left >= 2 * TL_GEMM_F32_MR ? TL_GEMM_F32_MR : (left > TL_GEMM_F32_MR ? left - left / 2 : left);
+  const int32_t tiles = (left + TL_GEMM_F32_MR - 1) / TL_GEMM_F32_MR;
+  return (left + tiles - 1) / tiles;
 }
 
 /* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
