@@ -127,9 +127,9 @@ MODELS = {
     # 256-deep pass (the later passes start from the partial sums in y), im2col chunks of 12 rows
     "conv_f32_1x1_deep": lambda: float_conv_deep(300, 21, (1, 1), shape=(1, 5, 7)),
     "conv_f32_3x3_deep": lambda: float_conv_deep(200, 19, (3, 3), shape=(1, 5, 7)),
-    # over 512 KiB of weights: panels of pixels, a 256-deep slice of their windows at a time (4 + 1
-    # passes), 49 pixels in tiles of 6 and a tail of 4 + 3
-    "conv_f32_3x3_panels_deep": lambda: float_conv_deep(128, 120, (3, 3), shape=(1, 7, 7)),
+    # over 1 MiB of weights: panels of pixels, a 256-deep slice of their windows at a time (4 + 1
+    # passes), 25 pixels in five tiles of 5
+    "conv_f32_3x3_panels_deep": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5)),
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
     # a channel Concat written in place by its two producers (1x1 and 3x3: rows ldy apart)
     "conv_f32_concat": float_fire,

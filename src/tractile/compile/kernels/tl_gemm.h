@@ -41,9 +41,9 @@
 #define TL_GEMM_LOCAL 64
 #define TL_GEMM_F32_KC 256
 #define TL_GEMM_F32_ROWS 192
-/* bytes of weights above which a deep float convolution runs in panels (they no longer stay in L2
- * from one chunk of windows to the next) */
-#define TL_GEMM_F32_PANEL_WEIGHTS (512L * 1024)
+/* bytes of weights above which a deep float convolution runs in panels (below, reading them again
+ * for each chunk of windows measured no slower) */
+#define TL_GEMM_F32_PANEL_WEIGHTS (1024L * 1024)
 
 /* each defines TL_GEMM_S8_TILE and TL_GEMM_F32_TILE when its instructions are there */
 #include "tl_gemm_x86.h"
