@@ -275,8 +275,8 @@ static inline void tl_gemm_f32_prefetch(const float *next, int32_t kc, int32_t r
  * y's (the bias on the first pass, clamped on the last). A GEMM runs its passes one after the
  * other over a panel of rows (the Goto / BLIS order): the panel's slice of kc depths stays in L2
  * while every block of weights goes by once per panel, not once per few rows; each sum runs in
- * the same order as in tl_gemm_f32_rows. `single`: the GEMM has this one row (a dense layer's), taken by
- * tl_gemm_f32_single where there is one */
+ * the same order as in tl_gemm_f32_rows. `single`: the GEMM has this one row (a dense layer's),
+ * taken by tl_gemm_f32_single where there is one */
 static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc, int32_t depth,
                                     const float *packed, const float *bias, float *y, int32_t ldy, int32_t units,
                                     float low, float high, int32_t single) {
@@ -307,7 +307,7 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
   }
 }
 
-/* the panels of rows [begin, end): near-equal parts of at most `most` rows; part i of `parts` */
+/* the first row of part i of the rows [begin, end) cut in `parts` near-equal panels */
 static inline int32_t tl_gemm_f32_part(int32_t begin, int32_t end, int32_t parts, int32_t i) {
   return begin + (int32_t)((int64_t)(end - begin) * i / parts);
 }
