@@ -44,6 +44,8 @@
 /* bytes of weights above which a deep float convolution runs in panels (below, reading them again
  * for each chunk of windows measured no slower) */
 #define TL_GEMM_F32_PANEL_WEIGHTS (1024L * 1024)
+/* bytes of weights from which a float GEMM prefetches each block of weights ahead of its use */
+#define TL_GEMM_F32_PREFETCH (256L * 1024)
 
 /* each defines TL_GEMM_S8_TILE and TL_GEMM_F32_TILE when its instructions are there */
 #include "tl_gemm_x86.h"
@@ -239,7 +241,9 @@ static inline int32_t tl_gemm_f32_take(int32_t left) {
 
 /* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
  * stride lda): per block of 16 outputs, per pass over TL_GEMM_F32_KC depths (16 KB of weights, kept
- * in L1), the rows a tile at a time (tl_gemm_f32_take); bias may be NULL */
+ * in L1), the rows a tile at a time (tl_gemm_f32_take); bias may be NULL. A lone row (a border
+ * column of tl_gemm_direct.h, a chunk of one window) takes tl_gemm_f32_single where there is one:
+ * the callers' row ranges start at whole chunks or output rows, so it is lone on any thread count */
 static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, int32_t depth, const float *packed,
                                     const float *bias, float *y, int32_t ldy, int32_t units, float low, float high) {
   float init[TL_GEMM_NR];
@@ -252,6 +256,13 @@ static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, i
       const int32_t kc = depth - k < TL_GEMM_F32_KC ? depth - k : TL_GEMM_F32_KC;
       for (r = 0; r < rows; r += take) {
         take = tl_gemm_f32_take(rows - r);
+#ifdef TL_GEMM_F32_SINGLE
+        if (take == 1) {
+          tl_gemm_f32_single(a + r * lda + k, kc, block + k * TL_GEMM_NR, k ? NULL : init, y + r * ldy + n, width,
+                             k + kc >= depth, low, high);
+          continue;
+        }
+#endif
         tl_gemm_f32_kernel(a + r * lda + k, lda, take, kc, block + k * TL_GEMM_NR, k ? NULL : init, y + r * ldy + n,
                            ldy, width, k + kc >= depth, low, high);
       }
@@ -260,13 +271,12 @@ static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, i
 }
 
 #if defined(__GNUC__)
-/* the share of tile r (of `rows`) of the cache lines of the next block's kc depths of weights
- * (kc lines of 64 bytes), prefetched while this block runs: a block's first tiles do not wait for
- * its weights to come from memory */
-static inline void tl_gemm_f32_prefetch(const float *next, int32_t kc, int32_t r, int32_t rows) {
-  const int32_t per = (kc * TL_GEMM_F32_MR + rows - 1) / rows, first = r / TL_GEMM_F32_MR * per;
+/* lines first .. first + count - 1 (at most kc) of 64 bytes of the next block's kc depths of
+ * weights, prefetched while this block runs (each tile a share): a block's first tiles do not wait
+ * for its weights to come from memory */
+static inline void tl_gemm_f32_prefetch(const float *next, int32_t first, int32_t count, int32_t kc) {
   int32_t line;
-  for (line = first; line < first + per && line < kc; ++line) __builtin_prefetch((const char *)next + 64 * line);
+  for (line = first; line < first + count && line < kc; ++line) __builtin_prefetch((const char *)next + 64 * line);
 }
 #endif
 
@@ -281,9 +291,15 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
                                     const float *packed, const float *bias, float *y, int32_t ldy, int32_t units,
                                     float low, float high, int32_t single) {
   float init[TL_GEMM_NR];
+  /* weights that stay in cache from one use to the next need no prefetch (nor its cost per tile) */
+  const int32_t share =
+      (int64_t)units * depth * 4 > TL_GEMM_F32_PREFETCH ? (kc * TL_GEMM_F32_MR + rows - 1) / rows : 0;
   int32_t n, r, j, take;
 #ifndef TL_GEMM_F32_SINGLE
   (void)single;
+#endif
+#if !defined(__GNUC__)
+  (void)share;
 #endif
   for (n = 0; n < units; n += TL_GEMM_NR) {
     const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
@@ -293,7 +309,8 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
     for (r = 0; r < rows; r += take) {
       take = tl_gemm_f32_take(rows - r);
 #if defined(__GNUC__)
-      if (n + TL_GEMM_NR < units) tl_gemm_f32_prefetch(block + (size_t)TL_GEMM_NR * (size_t)depth, kc, r, rows);
+      if (share && n + TL_GEMM_NR < units)
+        tl_gemm_f32_prefetch(block + (size_t)TL_GEMM_NR * (size_t)depth, r / TL_GEMM_F32_MR * share, share, kc);
 #endif
 #ifdef TL_GEMM_F32_SINGLE
       if (single) {
