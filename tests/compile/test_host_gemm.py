@@ -127,6 +127,9 @@ MODELS = {
     # 256-deep pass (the later passes start from the partial sums in y), im2col chunks of 12 rows
     "conv_f32_1x1_deep": lambda: float_conv_deep(300, 21, (1, 1), shape=(1, 5, 7)),
     "conv_f32_3x3_deep": lambda: float_conv_deep(200, 19, (3, 3), shape=(1, 5, 7)),
+    # over 1 MiB of weights: panels of pixels, a 256-deep slice of their windows at a time (4 + 1
+    # passes), 25 pixels in five tiles of 5
+    "conv_f32_3x3_panels_deep": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5)),
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
     # a channel Concat written in place by its two producers (1x1 and 3x3: rows ldy apart)
     "conv_f32_concat": float_fire,
@@ -248,7 +251,8 @@ def neon_program(source, inputs: list[np.ndarray], out_count: int, out_type: str
 @pytest.mark.parametrize("march", ["armv8-a", "armv8.2-a+dotprod"])
 @pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_s8_1x1", "dense_s8_reference",
                                   "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32",
-                                  "conv_f32_3x3_deep", "conv_f32_1x1_deep", "conv_f32_concat"])
+                                  "conv_f32_3x3_deep", "conv_f32_3x3_panels_deep", "conv_f32_1x1_deep",
+                                  "conv_f32_concat"])
 def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)

@@ -4,9 +4,12 @@
  * int8: rows of the left operand (pixels of a convolution, im2col'ed; rows of a dense layer) are
  * copied TL_GEMM_BLOCK at a time into `col` (arena scratch), zero-padded to `kp` values, then
  * multiplied by one block of 16 output channels after another. float: the rows of a dense layer or
- * 1x1 convolution are read in place, a convolution's are im2col'ed `chunk` at a time (rows that
- * stay in L2); per block of 16 outputs and pass over TL_GEMM_F32_KC depths, tl_gemm_f32_kernel
- * runs TL_GEMM_F32_MR rows (tl_gemm_f32_rows). The blocks:
+ * 1x1 convolution are read in place, a convolution's are im2col'ed; per panel of up to
+ * TL_GEMM_F32_ROWS rows and pass over TL_GEMM_F32_KC depths (the panel's slice of the windows
+ * im2col'ed, when deeper than one pass), every block of 16 outputs runs over the panel, the
+ * micro-kernel tl_gemm_f32_kernel taking TL_GEMM_F32_MR rows at a time (tl_gemm_f32_pass); a
+ * convolution whose output overlaps its input im2cols `chunk` whole windows at a time
+ * (tl_gemm_f32_rows: per block of outputs, per pass). The blocks:
  *   int8:  a block is 16 int32 (128 * the sum of each output's weights, for the unsigned
  *          dot products of VNNI), then kp / 4 groups of 64 bytes: per output j, its weights
  *          k .. k + 3 (the vpdpbusd / sdot order);
@@ -22,7 +25,8 @@
  *
  * A block's inputs are all copied before its outputs are written, and output pixel p is written
  * after pixel p's inputs are read: the memory planner's overlaps of outputs with dying inputs
- * (row_lag, pixel_lag) hold. */
+ * (row_lag, pixel_lag) hold (the float panels, which write partial sums before reading later
+ * depths, run only on outputs apart from their inputs). */
 #ifndef TL_GEMM_H
 #define TL_GEMM_H
 
@@ -36,7 +40,12 @@
 #define TL_GEMM_NR 16
 #define TL_GEMM_LOCAL 64
 #define TL_GEMM_F32_KC 256
-#define TL_GEMM_F32_ROWS 96
+#define TL_GEMM_F32_ROWS 192
+/* bytes of weights above which a deep float convolution runs in panels (below, reading them again
+ * for each chunk of windows measured no slower) */
+#define TL_GEMM_F32_PANEL_WEIGHTS (1024L * 1024)
+/* bytes of weights from which a float GEMM prefetches each block of weights ahead of its use */
+#define TL_GEMM_F32_PREFETCH (256L * 1024)
 
 /* each defines TL_GEMM_S8_TILE and TL_GEMM_F32_TILE when its instructions are there */
 #include "tl_gemm_x86.h"
@@ -144,6 +153,38 @@ static inline void tl_copy_bytes(void *to, const void *from, int32_t bytes) {
 TL_IM2COL(tl_im2col_s8, int8_t)
 TL_IM2COL(tl_im2col_f32, float)
 
+/* depths k .. k + kc - 1 of the windows of the pixels first .. first + count - 1 (as
+ * tl_im2col_f32's rows, padding 0) as rows of kc floats */
+static inline void tl_im2col_f32_slice(float *col, const float *x, int32_t first, int32_t count, int32_t in_h,
+                                       int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w, int32_t k_w,
+                                       int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+                                       int32_t pad_top, int32_t pad_left, int32_t k, int32_t kc) {
+  int32_t i, ox = first % out_w, oy = (first / out_w) % out_h, b = first / (out_w * out_h);
+  for (i = 0; i < count; ++i) {
+    const int32_t top = oy * stride_h - pad_top, left = ox * stride_w - pad_left;
+    float *row = col + i * kc;
+    int32_t d = 0, tap = k / in_c, c = k % in_c;
+    while (d < kc) {
+      const int32_t run = in_c - c < kc - d ? in_c - c : kc - d;
+      const int32_t iy = top + tap / k_w * dil_h, ix = left + tap % k_w * dil_w;
+      if (iy >= 0 && iy < in_h && ix >= 0 && ix < in_w)
+        tl_copy_bytes(row + d, x + ((b * in_h + iy) * in_w + ix) * in_c + c, run * (int32_t)sizeof(float));
+      else
+        memset(row + d, 0, (size_t)run * sizeof(float));
+      d += run;
+      ++tap;
+      c = 0;
+    }
+    if (++ox == out_w) {
+      ox = 0;
+      if (++oy == out_h) {
+        oy = 0;
+        ++b;
+      }
+    }
+  }
+}
+
 /* requantized int8 outputs of one block of rows: y[r][u] for the units of the blocks */
 /* (TFLite's reference flavour: multiplier and shift NULL, the rescale in double precision by scale) */
 static inline void tl_gemm_s8_rows(const int8_t *col, int32_t rows, int32_t kp, const int8_t *packed,
@@ -198,26 +239,102 @@ static inline void tl_gemm_s8_rows(const int8_t *col, int32_t rows, int32_t kp, 
   }
 }
 
+/* the rows the micro-kernel takes next of `left`: as many tiles as TL_GEMM_F32_MR rows need, of
+ * near-equal sizes (49 = 4 * 6 + 5 * 5, not 8 * 6 + 1: a tile of one to three rows leaves FMA
+ * pipes idle) */
+static inline int32_t tl_gemm_f32_take(int32_t left) {
+  const int32_t tiles = (left + TL_GEMM_F32_MR - 1) / TL_GEMM_F32_MR;
+  return (left + tiles - 1) / tiles;
+}
+
 /* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
  * stride lda): per block of 16 outputs, per pass over TL_GEMM_F32_KC depths (16 KB of weights, kept
- * in L1), the rows TL_GEMM_F32_MR at a time (a is read TL_GEMM_F32_ROWS rows at a time, from L2);
- * bias may be NULL */
+ * in L1), the rows a tile at a time (tl_gemm_f32_take); bias may be NULL. A lone row (a border
+ * column of tl_gemm_direct.h, a chunk of one window) takes tl_gemm_f32_single where there is one:
+ * the callers' row ranges start at whole chunks or output rows, so it is lone on any thread count */
 static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, int32_t depth, const float *packed,
                                     const float *bias, float *y, int32_t ldy, int32_t units, float low, float high) {
   float init[TL_GEMM_NR];
-  int32_t n, k, r, j;
+  int32_t n, k, r, j, take;
   for (n = 0; n < units; n += TL_GEMM_NR) {
     const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
     const float *block = packed + (size_t)n * (size_t)depth;
     for (j = 0; j < TL_GEMM_NR; ++j) init[j] = bias && j < width ? bias[n + j] : 0.0f;
     for (k = 0; k < depth; k += TL_GEMM_F32_KC) {
       const int32_t kc = depth - k < TL_GEMM_F32_KC ? depth - k : TL_GEMM_F32_KC;
-      for (r = 0; r < rows; r += TL_GEMM_F32_MR)
-        tl_gemm_f32_kernel(a + r * lda + k, lda, rows - r < TL_GEMM_F32_MR ? rows - r : TL_GEMM_F32_MR, kc,
-                           block + k * TL_GEMM_NR, k ? NULL : init, y + r * ldy + n, ldy, width,
-                           k + kc >= depth, low, high);
+      for (r = 0; r < rows; r += take) {
+        take = tl_gemm_f32_take(rows - r);
+#ifdef TL_GEMM_F32_SINGLE
+        if (take == 1) {
+          tl_gemm_f32_single(a + r * lda + k, kc, block + k * TL_GEMM_NR, k ? NULL : init, y + r * ldy + n, width,
+                             k + kc >= depth, low, high);
+          continue;
+        }
+#endif
+        tl_gemm_f32_kernel(a + r * lda + k, lda, take, kc, block + k * TL_GEMM_NR, k ? NULL : init, y + r * ldy + n,
+                           ldy, width, k + kc >= depth, low, high);
+      }
     }
   }
+}
+
+#if defined(__GNUC__)
+/* lines first .. first + count - 1 (at most kc) of 64 bytes of the next block's kc depths of
+ * weights, prefetched while this block runs (each tile a share): a block's first tiles do not wait
+ * for its weights to come from memory */
+static inline void tl_gemm_f32_prefetch(const float *next, int32_t first, int32_t count, int32_t kc) {
+  int32_t line;
+  for (line = first; line < first + count && line < kc; ++line) __builtin_prefetch((const char *)next + 64 * line);
+}
+#endif
+
+/* one pass of tl_gemm_f32_rows turned inside out: depths k .. k + kc - 1 (of `depth`) of `rows`
+ * rows of a (row stride lda; a points at depth k) by every block of 16 outputs, the sums added to
+ * y's (the bias on the first pass, clamped on the last). A GEMM runs its passes one after the
+ * other over a panel of rows (the Goto / BLIS order): the panel's slice of kc depths stays in L2
+ * while every block of weights goes by once per panel, not once per few rows; each sum runs in
+ * the same order as in tl_gemm_f32_rows. `single`: the GEMM has this one row (a dense layer's),
+ * taken by tl_gemm_f32_single where there is one */
+static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc, int32_t depth,
+                                    const float *packed, const float *bias, float *y, int32_t ldy, int32_t units,
+                                    float low, float high, int32_t single) {
+  float init[TL_GEMM_NR];
+  /* weights that stay in cache from one use to the next need no prefetch (nor its cost per tile) */
+  const int32_t share =
+      (int64_t)units * depth * 4 > TL_GEMM_F32_PREFETCH ? (kc * TL_GEMM_F32_MR + rows - 1) / rows : 0;
+  int32_t n, r, j, take;
+#ifndef TL_GEMM_F32_SINGLE
+  (void)single;
+#endif
+#if !defined(__GNUC__)
+  (void)share;
+#endif
+  for (n = 0; n < units; n += TL_GEMM_NR) {
+    const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
+    const float *block = packed + (size_t)n * (size_t)depth + (size_t)k * TL_GEMM_NR;
+    if (!k)
+      for (j = 0; j < TL_GEMM_NR; ++j) init[j] = bias && j < width ? bias[n + j] : 0.0f;
+    for (r = 0; r < rows; r += take) {
+      take = tl_gemm_f32_take(rows - r);
+#if defined(__GNUC__)
+      if (share && n + TL_GEMM_NR < units)
+        tl_gemm_f32_prefetch(block + (size_t)TL_GEMM_NR * (size_t)depth, r / TL_GEMM_F32_MR * share, share, kc);
+#endif
+#ifdef TL_GEMM_F32_SINGLE
+      if (single) {
+        tl_gemm_f32_single(a, kc, block, k ? NULL : init, y + n, width, k + kc >= depth, low, high);
+        continue;
+      }
+#endif
+      tl_gemm_f32_kernel(a + r * lda, lda, take, kc, block, k ? NULL : init, y + r * ldy + n, ldy, width,
+                         k + kc >= depth, low, high);
+    }
+  }
+}
+
+/* the first row of part i of the rows [begin, end) cut in `parts` near-equal panels */
+static inline int32_t tl_gemm_f32_part(int32_t begin, int32_t end, int32_t parts, int32_t i) {
+  return begin + (int32_t)((int64_t)(end - begin) * i / parts);
 }
 
 /* The kernels below take the thread count of the context last: in the host build (TL_HOST_THREADS)
@@ -318,12 +435,16 @@ typedef struct {
 
 static inline void tl_dense_gemm_f32_range(const void *args, int32_t begin, int32_t end, void *scratch) {
   const tl_dense_f32_args *a = (const tl_dense_f32_args *)args;
-  int32_t m;
+  const int32_t parts = (end - begin + TL_GEMM_F32_ROWS - 1) / TL_GEMM_F32_ROWS;
+  int32_t i, k;
   (void)scratch;
-  for (m = begin; m < end; m += TL_GEMM_F32_ROWS) {
-    const int32_t count = end - m < TL_GEMM_F32_ROWS ? end - m : TL_GEMM_F32_ROWS;
-    tl_gemm_f32_rows(a->x + m * a->depth, a->depth, count, a->depth, a->packed, a->bias, a->y + m * a->ldy, a->ldy,
-                     a->units, a->low, a->high);
+  /* a range of one row from 0 is the whole GEMM (the threads' ranges before the last are whole blocks) */
+  for (i = 0; i < parts; ++i) {
+    const int32_t m = tl_gemm_f32_part(begin, end, parts, i), count = tl_gemm_f32_part(begin, end, parts, i + 1) - m;
+    for (k = 0; k < a->depth; k += TL_GEMM_F32_KC)
+      tl_gemm_f32_pass(a->x + (size_t)m * (size_t)a->depth + k, a->depth, count, k,
+                       a->depth - k < TL_GEMM_F32_KC ? a->depth - k : TL_GEMM_F32_KC, a->depth, a->packed, a->bias,
+                       a->y + (size_t)m * (size_t)a->ldy, a->ldy, a->units, a->low, a->high, begin == 0 && end == 1);
   }
 }
 
@@ -347,7 +468,7 @@ static inline void tl_dense_gemm_f32_pitched(const float *x, const float *packed
   a.low = low;
   a.high = high;
   if (!tl_disjoint(x, (size_t)rows * (size_t)depth * 4u, y, tl_f32_span(rows, units, ldy))) threads = 1;
-  tl_parallel_rows(tl_dense_gemm_f32_range, &a, rows, TL_GEMM_F32_ROWS, threads, NULL, 0,
+  tl_parallel_rows(tl_dense_gemm_f32_range, &a, rows, TL_GEMM_F32_MR, threads, NULL, 0,
                    (int64_t)rows * depth * units);
 }
 
@@ -449,6 +570,38 @@ static inline void tl_conv_gemm_f32_range(const void *args, int32_t begin, int32
   }
 }
 
+/* the rows of a panel of a convolution whose windows are deeper than TL_GEMM_F32_KC: as many as
+ * the scratch for `chunk` whole windows holds slices of TL_GEMM_F32_KC depths, at most TL_GEMM_F32_ROWS */
+static inline int32_t tl_conv_f32_panel_rows(int32_t chunk, int32_t kp) {
+  const int64_t rows = (int64_t)chunk * kp / TL_GEMM_F32_KC;
+  return rows > TL_GEMM_F32_ROWS ? TL_GEMM_F32_ROWS : (int32_t)rows;
+}
+
+/* tl_conv_gemm_f32_range for windows deeper than TL_GEMM_F32_KC, more than
+ * TL_GEMM_F32_PANEL_WEIGHTS bytes of weights and an output apart from the input: per panel of
+ * pixels, per pass over TL_GEMM_F32_KC depths, the panel's slice of the windows im2col'ed
+ * (tl_im2col_f32_slice) and multiplied by every block of weights (tl_gemm_f32_pass): the weights
+ * are read once per panel, not once per chunk of windows. A panel's outputs are written before its
+ * later depths are read: not for outputs overlapping inputs */
+static inline void tl_conv_gemm_f32_panels(const void *args, int32_t begin, int32_t end, void *scratch) {
+  const tl_conv_f32_args *a = (const tl_conv_f32_args *)args;
+  const tl_conv_geometry *g = &a->g;
+  const int32_t kp = g->k_h * g->k_w * g->in_c, most = tl_conv_f32_panel_rows(a->chunk, kp);
+  const int32_t parts = (end - begin + most - 1) / most;
+  float *col = (float *)scratch;
+  int32_t i, k;
+  for (i = 0; i < parts; ++i) {
+    const int32_t p = tl_gemm_f32_part(begin, end, parts, i), count = tl_gemm_f32_part(begin, end, parts, i + 1) - p;
+    for (k = 0; k < kp; k += TL_GEMM_F32_KC) {
+      const int32_t kc = kp - k < TL_GEMM_F32_KC ? kp - k : TL_GEMM_F32_KC;
+      tl_im2col_f32_slice(col, a->x, p, count, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_w, g->stride_h,
+                          g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, k, kc);
+      tl_gemm_f32_pass(col, kc, count, k, kc, kp, a->packed, a->bias, a->y + p * a->ldy, a->ldy, g->filters, a->low,
+                       a->high, 0);
+    }
+  }
+}
+
 #include "tl_gemm_direct.h"
 
 /* tl_conv_gemm_f32 with y's pixels ldy floats apart (a slice of the channels of a Concat's output) */
@@ -469,7 +622,8 @@ static inline void tl_conv_gemm_f32_pitched(const float *x, const float *packed,
   a.high = high;
   a.chunk = chunk;
   a.ldy = ldy;
-  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c * 4u, y, tl_f32_span(pixels, filters, ldy))) threads = 1;
+  const int apart = tl_disjoint(x, (size_t)batches * in_h * in_w * in_c * 4u, y, tl_f32_span(pixels, filters, ldy));
+  if (!apart) threads = 1;
 #ifdef TL_GEMM_F32_SEGMENTS
   if (dil_w == 1 && kp <= TL_GEMM_F32_KC && tl_conv_inside_end(&a.g) - tl_conv_inside_first(&a.g) >= 6) {
     tl_parallel_rows(tl_conv_direct_f32_range, &a, batches * out_h, 1, threads, col, (size_t)chunk * (size_t)kp * 4u,
@@ -477,6 +631,11 @@ static inline void tl_conv_gemm_f32_pitched(const float *x, const float *packed,
     return;
   }
 #endif
+  if (kp > TL_GEMM_F32_KC && apart && (int64_t)kp * filters * 4 > TL_GEMM_F32_PANEL_WEIGHTS) {
+    tl_parallel_rows(tl_conv_gemm_f32_panels, &a, pixels, TL_GEMM_F32_MR, threads, col,
+                     (size_t)chunk * (size_t)kp * 4u, (int64_t)pixels * kp * filters);
+    return;
+  }
   tl_parallel_rows(tl_conv_gemm_f32_range, &a, pixels, chunk, threads, col, (size_t)chunk * (size_t)kp * 4u,
                    (int64_t)pixels * kp * filters);
 }

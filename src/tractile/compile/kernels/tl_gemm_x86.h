@@ -381,11 +381,11 @@ static inline void tl_x86_f32_finish(__m256 s0, __m256 s1, const float *init, fl
   }
 }
 
-/* R rows, R at most 4 (a constant once inlined: the accumulators stay in registers) */
+/* R rows, R at most 5 (a constant once inlined: the accumulators stay in registers) */
 static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R, int32_t kc, const float *w,
                                    const float *init, float *y, int32_t ldy, int32_t width, int32_t last, float low,
                                    float high) {
-  __m256 s[4][2];
+  __m256 s[5][2];
   int32_t i, k;
   for (i = 0; i < R; ++i) s[i][0] = s[i][1] = _mm256_setzero_ps();
   for (k = 0; k < kc; ++k) {
@@ -464,7 +464,7 @@ static void tl_x86_f32_six_segments(const float *a, int32_t lda, int32_t kc, int
 }
 #undef TL_X86_F32_ROW
 
-/* one row (a dense layer's): two chains of sums per half, joined at the end */
+/* one row: two chains of sums per half, joined at the end */
 static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, const float *init, float *y,
                                   int32_t width, int32_t last, float low, float high) {
   __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
@@ -487,20 +487,34 @@ static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, co
 static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
                                       const float *init, float *y, int32_t ldy, int32_t width, int32_t last,
                                       float low, float high) {
-  int32_t r = 0;
-  if (rows == 6) {
-    tl_x86_f32_six(a, lda, kc, w, init, y, ldy, width, last, low, high);
-    return;
+  switch (rows) {
+    case 6:
+      tl_x86_f32_six(a, lda, kc, w, init, y, ldy, width, last, low, high);
+      break;
+    case 5:
+      tl_x86_f32_rows(a, lda, 5, kc, w, init, y, ldy, width, last, low, high);
+      break;
+    case 4:
+      tl_x86_f32_rows(a, lda, 4, kc, w, init, y, ldy, width, last, low, high);
+      break;
+    case 3:
+      tl_x86_f32_rows(a, lda, 3, kc, w, init, y, ldy, width, last, low, high);
+      break;
+    case 2:
+      tl_x86_f32_rows(a, lda, 2, kc, w, init, y, ldy, width, last, low, high);
+      break;
+    default:
+      tl_x86_f32_rows(a, lda, 1, kc, w, init, y, ldy, width, last, low, high);
   }
-  if (rows >= 4) {
-    tl_x86_f32_rows(a, lda, 4, kc, w, init, y, ldy, width, last, low, high);
-    r = 4;
-  }
-  if (rows - r >= 2) {
-    tl_x86_f32_rows(a + r * lda, lda, 2, kc, w, init, y + r * ldy, ldy, width, last, low, high);
-    r += 2;
-  }
-  if (r < rows) tl_x86_f32_row(a + r * lda, kc, w, init, y + r * ldy, width, last, low, high);
+}
+
+/* a GEMM of a single row (a dense layer's): tl_x86_f32_row, two chains of sums per half (a tile
+ * of one row among others sums in the order of the others, so that the split of rows across
+ * threads does not change a result) */
+#define TL_GEMM_F32_SINGLE
+static inline void tl_gemm_f32_single(const float *a, int32_t kc, const float *w, const float *init, float *y,
+                                      int32_t width, int32_t last, float low, float high) {
+  tl_x86_f32_row(a, kc, w, init, y, width, last, low, high);
 }
 #endif
 

@@ -1,0 +1,117 @@
+"""The host float GEMM on ResNet50's layers: the ONNX model (cut before its head, which the
+compiler does not take) compiled with per-node timers, run in turns with the same model built
+from the float GEMM headers (``tl_gemm*.h``) of another checkout, and the time and GMAC/s of each
+convolution shape (fastest of ``--runs`` runs per node, CPU time on one thread).
+
+    PYTHONPATH=src python bench/bench_gemm_layers.py --against /work/main --runs 20
+
+Without ``--against`` only this tree's build is timed.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import time
+from pathlib import Path
+
+import bench_onnx
+import numpy as np
+from onnx import TensorProto, helper
+from timing import load_average
+
+
+def resnet50_body():
+    """ResNet50 (onnx's light test model) up to its last ReLU, and its input."""
+    proto, inputs = bench_onnx.light("resnet50")
+    last = proto.graph.node[-5]
+    assert last.op_type == "Relu", last.op_type
+    del proto.graph.node[-4:]
+    del proto.graph.output[:]
+    proto.graph.output.append(helper.make_tensor_value_info(last.output[0], TensorProto.FLOAT, None))
+    return proto, inputs
+
+
+def build(model, headers: Path | None):
+    """``model`` compiled with timers; the ``tl_gemm*.h`` headers read from ``headers`` if given."""
+    import tractile.compile as compile_package
+
+    original = compile_package.kernel_header
+    if headers is not None:
+        compile_package.kernel_header = lambda name: ((headers / name).read_text() if name.startswith("tl_gemm")
+                                                      else original(name))
+    try:
+        return compile_package.compile_model(model, profile=True)
+    finally:
+        compile_package.kernel_header = original
+
+
+def conv_shapes(compiled) -> list[tuple[int, str, int]]:
+    """(node index, shape, multiply-adds) of each float convolution of the lowered program."""
+    found = []
+    for index, node in enumerate(compiled.source.program.nodes):
+        if node.op != "Conv":
+            continue
+        match = re.search(r"\n([\d,]+),f32; ([\d,]+),f32 const.*-> ([\d,]+),f32", node.comment)
+        x, w, y = (list(map(int, match.group(i).split(","))) for i in (1, 2, 3))
+        name = f"{x[1]}x{x[2]}x{x[3]} {w[1]}x{w[2]}/s{x[1] // y[1]} -> {y[3]}"
+        found.append((index, name, int(np.prod(y)) * w[1] * w[2] * w[3]))
+    return found
+
+
+def main(argv=None) -> int:
+    import tractile
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--against", type=Path, help="another checkout whose float GEMM headers to time in turns")
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args(argv)
+    tractile.set_threads(1)
+    proto, inputs = resnet50_body()
+    model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
+    builds = {"this tree": build(model, None)}
+    if args.against:
+        builds = {"against": build(model, args.against / "src/tractile/compile/kernels"), **builds}
+    states = {name: compiled.state() for name, compiled in builds.items()}
+    print(f"load average before: {load_average()}")
+    whole = {name: [] for name in states}
+    nodes = {name: None for name in states}
+    for run in range(args.runs + 3):
+        for name, state in states.items():
+            before = state.node_seconds().copy()
+            start = time.process_time()
+            state.run(inputs)
+            seconds = time.process_time() - start
+            spent = state.node_seconds() - before
+            if run >= 3:
+                whole[name].append(seconds)
+                nodes[name] = spent if nodes[name] is None else np.minimum(nodes[name], spent)
+    print(f"load average after: {load_average()}")
+    shapes: dict[str, list] = collections.defaultdict(lambda: [0, 0, {n: 0.0 for n in states}])
+    for index, shape, macs in conv_shapes(builds["this tree"]):
+        entry = shapes[shape]
+        entry[0] += 1
+        entry[1] += macs
+        for name in states:
+            entry[2][name] += float(nodes[name][index])
+    names = list(states)
+    print("| layer | count | " + " | ".join(f"{n}: ms, GMAC/s" for n in names) + " |")
+    print("|---|---|" + "---|" * len(names))
+    ranked = sorted(shapes.items(), key=lambda item: -item[1][2][names[0]])
+    for shape, (count, macs, seconds) in ranked + [("all convolutions", (0, 0, {}))]:
+        if shape == "all convolutions":
+            count = sum(e[0] for e in shapes.values())
+            macs = sum(e[1] for e in shapes.values())
+            seconds = {n: sum(e[2][n] for e in shapes.values()) for n in names}
+        cells = " | ".join(f"{seconds[n] * 1e3:.2f} ms, {macs / seconds[n] / 1e9:.1f}" for n in names)
+        print(f"| {shape} | {count} | {cells} |")
+    for name in names:
+        print(f"{name}: whole model fastest {min(whole[name]) * 1e3:.2f} ms, median "
+              f"{float(np.median(whole[name])) * 1e3:.2f} ms ({args.runs} runs, CPU time)")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    raise SystemExit(main())
