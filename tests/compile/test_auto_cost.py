@@ -200,6 +200,24 @@ def test_measured_costs_per_node_name_every_node(tmp_path):
     assert all(c >= 0 and i > 0 for c, i in per_node.values())
 
 
+def test_measured_costs_per_node_follow_the_nodes_through_the_layout_change(tmp_path):
+    """Lowering puts a channels-first convolution between layout changes, so the program's node
+    ids are those of another model than the segment's: the times still go to the right names."""
+    needs_cc()
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="first_relu"),
+         helper.make_node("Conv", ["r", "w"], ["y"], pads=[1, 1, 1, 1], name="the_conv")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], [weights])
+    model = tractile.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    per_node = MeasuredCosts(tmp_path).nodes(model)
+    assert set(per_node) == {"first_relu", "the_conv"}
+    assert per_node["the_conv"][0] > 0
+
+
 def test_load_auto_keeps_outputs_and_rejects_unknown_modes():
     needs_cc()
     reference = tractile.load(mlp_proto(1))

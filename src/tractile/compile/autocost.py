@@ -194,10 +194,11 @@ class MeasuredCosts:
             state.run(list(inputs))
         seconds = state.node_seconds() / runs
         compiled: dict[str, float] = {}
+        lowered = timed.model  # the segment as prepared for lowering: the ids of the program's nodes
         for step, code in enumerate(timed.source.program.nodes):
             members = code.members or (code.node_id,)
             for member in members:  # a fused step's time shared by its nodes
-                name = segment.nodes[member].name
+                name = lowered.nodes[member].name
                 compiled[name] = compiled.get(name, 0.0) + float(seconds[step]) / len(members)
         report = profile(segment, list(inputs), warmup=2, iterations=runs)
         # a node that lowers to no code (a reshape in place) costs nothing compiled
