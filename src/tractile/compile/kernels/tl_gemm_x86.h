@@ -487,6 +487,7 @@ static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, co
 static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
                                       const float *init, float *y, int32_t ldy, int32_t width, int32_t last,
                                       float low, float high) {
+  /* a case per row count: each inlines tl_x86_f32_rows with a constant R */
   switch (rows) {
     case 6:
       tl_x86_f32_six(a, lda, kc, w, init, y, ldy, width, last, low, high);
