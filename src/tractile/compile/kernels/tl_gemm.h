@@ -247,37 +247,6 @@ static inline int32_t tl_gemm_f32_take(int32_t left) {
   return (left + tiles - 1) / tiles;
 }
 
-/* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
- * stride lda): per block of 16 outputs, per pass over TL_GEMM_F32_KC depths (16 KB of weights, kept
- * in L1), the rows a tile at a time (tl_gemm_f32_take); bias may be NULL. A lone row (a border
- * column of tl_gemm_direct.h, a chunk of one window) takes tl_gemm_f32_single where there is one:
- * the callers' row ranges start at whole chunks or output rows, so it is lone on any thread count */
-static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, int32_t depth, const float *packed,
-                                    const float *bias, float *y, int32_t ldy, int32_t units, float low, float high) {
-  float init[TL_GEMM_NR];
-  int32_t n, k, r, j, take;
-  for (n = 0; n < units; n += TL_GEMM_NR) {
-    const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
-    const float *block = packed + (size_t)n * (size_t)depth;
-    for (j = 0; j < TL_GEMM_NR; ++j) init[j] = bias && j < width ? bias[n + j] : 0.0f;
-    for (k = 0; k < depth; k += TL_GEMM_F32_KC) {
-      const int32_t kc = depth - k < TL_GEMM_F32_KC ? depth - k : TL_GEMM_F32_KC;
-      for (r = 0; r < rows; r += take) {
-        take = tl_gemm_f32_take(rows - r);
-#ifdef TL_GEMM_F32_SINGLE
-        if (take == 1) {
-          tl_gemm_f32_single(a + r * lda + k, kc, block + k * TL_GEMM_NR, k ? NULL : init, y + r * ldy + n, width,
-                             k + kc >= depth, low, high);
-          continue;
-        }
-#endif
-        tl_gemm_f32_kernel(a + r * lda + k, lda, take, kc, block + k * TL_GEMM_NR, k ? NULL : init, y + r * ldy + n,
-                           ldy, width, k + kc >= depth, low, high);
-      }
-    }
-  }
-}
-
 #if defined(__GNUC__)
 /* lines first .. first + count - 1 (at most kc) of 64 bytes of the next block's kc depths of
  * weights, prefetched while this block runs (each tile a share): a block's first tiles do not wait
@@ -330,6 +299,23 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
                          k + kc >= depth, low, high);
     }
   }
+}
+
+/* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
+ * stride lda): per block of 16 outputs, its passes over TL_GEMM_F32_KC depths (16 KB of weights,
+ * kept in L1) one after the other (tl_gemm_f32_pass over that block alone: outputs of one block
+ * written before the next block's inputs are read, as the planner's overlaps of chunked
+ * convolutions need); bias may be NULL. A lone row (a border column of tl_gemm_direct.h, a chunk
+ * of one window) takes tl_gemm_f32_single where there is one: the callers' row ranges start at
+ * whole chunks or output rows, so it is lone on any thread count */
+static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, int32_t depth, const float *packed,
+                                    const float *bias, float *y, int32_t ldy, int32_t units, float low, float high) {
+  int32_t n, k;
+  for (n = 0; n < units; n += TL_GEMM_NR)
+    for (k = 0; k < depth; k += TL_GEMM_F32_KC)
+      tl_gemm_f32_pass(a + k, lda, rows, k, depth - k < TL_GEMM_F32_KC ? depth - k : TL_GEMM_F32_KC, depth,
+                       packed + (size_t)n * (size_t)depth, bias ? bias + n : NULL, y + n, ldy,
+                       units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR, low, high, rows == 1);
 }
 
 /* the first row of part i of the rows [begin, end) cut in `parts` near-equal panels */
