@@ -29,7 +29,8 @@ static inline void tl_conv_gemm_f32_pixels(const tl_conv_f32_args *a, float *col
     const int32_t n = first + count - p < a->chunk ? first + count - p : a->chunk;
     tl_im2col_f32(col, a->x, p, n, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_h, g->k_w, g->stride_h,
                   g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, 0.0f, kp);
-    tl_gemm_f32_rows(col, kp, n, kp, a->packed, a->bias, a->y + p * a->ldy, a->ldy, g->filters, a->low, a->high);
+    tl_gemm_f32_rows(col, kp, n, kp, a->packed, a->bias, a->res ? a->res + p * a->ldy : NULL, a->y + p * a->ldy, a->ldy,
+                     g->filters, a->low, a->high);
   }
 }
 
@@ -54,6 +55,7 @@ static inline void tl_conv_direct_f32_range(const void *args, int32_t begin, int
                                          g->pad_left) * g->in_c,
                                 g->stride_w * g->in_c, kc, ky1 - ky0, g->dil_h * g->in_w * g->in_c,
                                 a->packed + (size_t)n * (size_t)kp + ky0 * kc * TL_GEMM_NR, kc * TL_GEMM_NR, init,
+                                a->res ? a->res + (row * g->out_w + ox) * a->ldy + n : NULL,
                                 a->y + (row * g->out_w + ox) * a->ldy + n, a->ldy, width, a->low, a->high);
       }
     tl_conv_gemm_f32_pixels(a, (float *)scratch, row * g->out_w + hi, g->out_w - hi);
