@@ -46,6 +46,11 @@
 #define TL_GEMM_F32_PANEL_WEIGHTS (1024L * 1024)
 /* bytes of weights from which a float GEMM prefetches each block of weights ahead of its use */
 #define TL_GEMM_F32_PREFETCH (256L * 1024)
+/* a pass over few depths takes up to TL_GEMM_F32_GROUP blocks of outputs per tile of rows, as many
+ * as keep their weights within TL_GEMM_F32_L1 bytes (the tile's rows stay in L1 across the
+ * blocks, its outputs are written row after row) */
+#define TL_GEMM_F32_L1 16384
+#define TL_GEMM_F32_GROUP 8
 
 /* each defines TL_GEMM_S8_TILE and TL_GEMM_F32_TILE when its instructions are there */
 #include "tl_gemm_x86.h"
@@ -263,44 +268,53 @@ static inline void tl_gemm_f32_prefetch(const float *next, int32_t first, int32_
  * rows of a (row stride lda; a points at depth k) by every block of 16 outputs, the sums added to
  * y's (the bias on the first pass, clamped on the last). A GEMM runs its passes one after the
  * other over a panel of rows (the Goto / BLIS order): the panel's slice of kc depths stays in L2
- * while every block of weights goes by once per panel, not once per few rows; each sum runs in
+ * while every block of weights goes by once per panel, not once per few rows (shallow passes take
+ * groups of blocks whose weights stay in L1 per tile of rows: TL_GEMM_F32_GROUP); each sum runs in
  * the same order as in tl_gemm_f32_rows. `single`: the GEMM has this one row (a dense layer's),
  * taken by tl_gemm_f32_single where there is one. res (NULL: none): a residual laid out as y,
  * added with the bias on the first pass (tl_gemm_f32_kernel; it may be y itself) */
 static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc, int32_t depth,
                                     const float *packed, const float *bias, const float *res, float *y, int32_t ldy,
                                     int32_t units, float low, float high, int32_t single) {
-  float init[TL_GEMM_NR];
+  float init[TL_GEMM_F32_GROUP * TL_GEMM_NR];
   /* weights that stay in cache from one use to the next need no prefetch (nor its cost per tile) */
   const int32_t share =
       (int64_t)units * depth * 4 > TL_GEMM_F32_PREFETCH ? (kc * TL_GEMM_F32_MR + rows - 1) / rows : 0;
-  int32_t n, r, j, take;
+  const int32_t fit = TL_GEMM_F32_L1 / (kc * TL_GEMM_NR * 4);
+  const int32_t group = fit < 2 ? 1 : (fit > TL_GEMM_F32_GROUP ? TL_GEMM_F32_GROUP : fit);
+  int32_t n0, n, r, j, take;
 #ifndef TL_GEMM_F32_SINGLE
   (void)single;
 #endif
 #if !defined(__GNUC__)
   (void)share;
 #endif
-  for (n = 0; n < units; n += TL_GEMM_NR) {
-    const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
-    const float *block = packed + (size_t)n * (size_t)depth + (size_t)k * TL_GEMM_NR;
+  for (n0 = 0; n0 < units; n0 += group * TL_GEMM_NR) {
+    const int32_t n1 = units - n0 < group * TL_GEMM_NR ? units : n0 + group * TL_GEMM_NR;
     if (!k)
-      for (j = 0; j < TL_GEMM_NR; ++j) init[j] = bias && j < width ? bias[n + j] : 0.0f;
+      for (j = 0; j < (n1 - n0 + TL_GEMM_NR - 1) / TL_GEMM_NR * TL_GEMM_NR; ++j)
+        init[j] = bias && n0 + j < n1 ? bias[n0 + j] : 0.0f;
     for (r = 0; r < rows; r += take) {
       take = tl_gemm_f32_take(rows - r);
 #if defined(__GNUC__)
-      if (share && n + TL_GEMM_NR < units)
-        tl_gemm_f32_prefetch(block + (size_t)TL_GEMM_NR * (size_t)depth, r / TL_GEMM_F32_MR * share, share, kc);
+      if (share && group == 1 && n0 + TL_GEMM_NR < units)
+        tl_gemm_f32_prefetch(packed + (size_t)(n0 + TL_GEMM_NR) * (size_t)depth + (size_t)k * TL_GEMM_NR,
+                             r / TL_GEMM_F32_MR * share, share, kc);
 #endif
+      for (n = n0; n < n1; n += TL_GEMM_NR) {
+        const int32_t width = n1 - n < TL_GEMM_NR ? n1 - n : TL_GEMM_NR;
+        const float *block = packed + (size_t)n * (size_t)depth + (size_t)k * TL_GEMM_NR;
+        const float *start = k ? NULL : init + (n - n0);
 #ifdef TL_GEMM_F32_SINGLE
-      if (single) {
-        tl_gemm_f32_single(a, kc, block, k ? NULL : init, k || !res ? NULL : res + n, y + n, width,
-                           k + kc >= depth, low, high);
-        continue;
-      }
+        if (single) {
+          tl_gemm_f32_single(a, kc, block, start, k || !res ? NULL : res + n, y + n, width, k + kc >= depth, low,
+                             high);
+          continue;
+        }
 #endif
-      tl_gemm_f32_kernel(a + r * lda, lda, take, kc, block, k ? NULL : init, k || !res ? NULL : res + r * ldy + n,
-                         y + r * ldy + n, ldy, width, k + kc >= depth, low, high);
+        tl_gemm_f32_kernel(a + r * lda, lda, take, kc, block, start, k || !res ? NULL : res + r * ldy + n,
+                           y + r * ldy + n, ldy, width, k + kc >= depth, low, high);
+      }
     }
   }
 }
