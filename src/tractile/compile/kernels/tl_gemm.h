@@ -300,6 +300,9 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
       if (share && group == 1 && n0 + TL_GEMM_NR < units)
         tl_gemm_f32_prefetch(packed + (size_t)(n0 + TL_GEMM_NR) * (size_t)depth + (size_t)k * TL_GEMM_NR,
                              r / TL_GEMM_F32_MR * share, share, kc);
+      if (res && !k) /* the residual's rows come from memory while the tile's sums run */
+        for (j = 0; j < take; ++j)
+          for (n = n0; n < n1; n += TL_GEMM_NR) __builtin_prefetch(res + (r + j) * ldy + n);
 #endif
       for (n = n0; n < n1; n += TL_GEMM_NR) {
         const int32_t width = n1 - n < TL_GEMM_NR ? n1 - n : TL_GEMM_NR;
