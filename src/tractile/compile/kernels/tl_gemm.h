@@ -264,6 +264,34 @@ static inline void tl_gemm_f32_prefetch(const float *next, int32_t first, int32_
 }
 #endif
 
+/* tl_gemm_f32_pass over few depths: per tile of rows, `group` blocks of outputs one after the
+ * other (their kc depths of weights within TL_GEMM_F32_L1 bytes stay in L1, the tile's rows are read
+ * from L1, its outputs written row after row) */
+static inline void tl_gemm_f32_groups(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc,
+                                      int32_t depth, const float *packed, const float *bias, const float *res,
+                                      float *y, int32_t ldy, int32_t units, float low, float high, int32_t group) {
+  float init[TL_GEMM_F32_GROUP * TL_GEMM_NR];
+  int32_t n0, n, r, j, take;
+  for (n0 = 0; n0 < units; n0 += group * TL_GEMM_NR) {
+    const int32_t n1 = units - n0 < group * TL_GEMM_NR ? units : n0 + group * TL_GEMM_NR;
+    if (!k)
+      for (j = 0; j < (n1 - n0 + TL_GEMM_NR - 1) / TL_GEMM_NR * TL_GEMM_NR; ++j)
+        init[j] = bias && n0 + j < n1 ? bias[n0 + j] : 0.0f;
+    for (r = 0; r < rows; r += take) {
+      take = tl_gemm_f32_take(rows - r);
+#if defined(__GNUC__)
+      if (res && !k) /* the residual's rows come from memory while the tile's sums run */
+        for (j = 0; j < take; ++j)
+          for (n = n0; n < n1; n += TL_GEMM_NR) __builtin_prefetch(res + (r + j) * ldy + n);
+#endif
+      for (n = n0; n < n1; n += TL_GEMM_NR)
+        tl_gemm_f32_kernel(a + r * lda, lda, take, kc, packed + (size_t)n * (size_t)depth + (size_t)k * TL_GEMM_NR,
+                           k ? NULL : init + (n - n0), k || !res ? NULL : res + r * ldy + n, y + r * ldy + n, ldy,
+                           n1 - n < TL_GEMM_NR ? n1 - n : TL_GEMM_NR, k + kc >= depth, low, high);
+    }
+  }
+}
+
 /* one pass of tl_gemm_f32_rows turned inside out: depths k .. k + kc - 1 (of `depth`) of `rows`
  * rows of a (row stride lda; a points at depth k) by every block of 16 outputs, the sums added to
  * y's (the bias on the first pass, clamped on the last). A GEMM runs its passes one after the
@@ -276,48 +304,45 @@ static inline void tl_gemm_f32_prefetch(const float *next, int32_t first, int32_
 static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc, int32_t depth,
                                     const float *packed, const float *bias, const float *res, float *y, int32_t ldy,
                                     int32_t units, float low, float high, int32_t single) {
-  float init[TL_GEMM_F32_GROUP * TL_GEMM_NR];
+  float init[TL_GEMM_NR];
   /* weights that stay in cache from one use to the next need no prefetch (nor its cost per tile) */
   const int32_t share =
       (int64_t)units * depth * 4 > TL_GEMM_F32_PREFETCH ? (kc * TL_GEMM_F32_MR + rows - 1) / rows : 0;
-  const int32_t fit = TL_GEMM_F32_L1 / (kc * TL_GEMM_NR * 4);
-  const int32_t group = fit < 2 ? 1 : (fit > TL_GEMM_F32_GROUP ? TL_GEMM_F32_GROUP : fit);
-  int32_t n0, n, r, j, take;
+  int32_t n, r, j, take;
 #ifndef TL_GEMM_F32_SINGLE
   (void)single;
 #endif
 #if !defined(__GNUC__)
   (void)share;
 #endif
-  for (n0 = 0; n0 < units; n0 += group * TL_GEMM_NR) {
-    const int32_t n1 = units - n0 < group * TL_GEMM_NR ? units : n0 + group * TL_GEMM_NR;
+  if (units > TL_GEMM_NR && 2 * kc * TL_GEMM_NR * 4 <= TL_GEMM_F32_L1 && !single) {
+    const int32_t fit = TL_GEMM_F32_L1 / (kc * TL_GEMM_NR * 4);
+    tl_gemm_f32_groups(a, lda, rows, k, kc, depth, packed, bias, res, y, ldy, units, low, high,
+                       fit > TL_GEMM_F32_GROUP ? TL_GEMM_F32_GROUP : fit);
+    return;
+  }
+  for (n = 0; n < units; n += TL_GEMM_NR) {
+    const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
+    const float *block = packed + (size_t)n * (size_t)depth + (size_t)k * TL_GEMM_NR;
     if (!k)
-      for (j = 0; j < (n1 - n0 + TL_GEMM_NR - 1) / TL_GEMM_NR * TL_GEMM_NR; ++j)
-        init[j] = bias && n0 + j < n1 ? bias[n0 + j] : 0.0f;
+      for (j = 0; j < TL_GEMM_NR; ++j) init[j] = bias && j < width ? bias[n + j] : 0.0f;
     for (r = 0; r < rows; r += take) {
       take = tl_gemm_f32_take(rows - r);
 #if defined(__GNUC__)
-      if (share && group == 1 && n0 + TL_GEMM_NR < units)
-        tl_gemm_f32_prefetch(packed + (size_t)(n0 + TL_GEMM_NR) * (size_t)depth + (size_t)k * TL_GEMM_NR,
-                             r / TL_GEMM_F32_MR * share, share, kc);
+      if (share && n + TL_GEMM_NR < units)
+        tl_gemm_f32_prefetch(block + (size_t)TL_GEMM_NR * (size_t)depth, r / TL_GEMM_F32_MR * share, share, kc);
       if (res && !k) /* the residual's rows come from memory while the tile's sums run */
-        for (j = 0; j < take; ++j)
-          for (n = n0; n < n1; n += TL_GEMM_NR) __builtin_prefetch(res + (r + j) * ldy + n);
+        for (j = 0; j < take; ++j) __builtin_prefetch(res + (r + j) * ldy + n);
 #endif
-      for (n = n0; n < n1; n += TL_GEMM_NR) {
-        const int32_t width = n1 - n < TL_GEMM_NR ? n1 - n : TL_GEMM_NR;
-        const float *block = packed + (size_t)n * (size_t)depth + (size_t)k * TL_GEMM_NR;
-        const float *start = k ? NULL : init + (n - n0);
 #ifdef TL_GEMM_F32_SINGLE
-        if (single) {
-          tl_gemm_f32_single(a, kc, block, start, k || !res ? NULL : res + n, y + n, width, k + kc >= depth, low,
-                             high);
-          continue;
-        }
-#endif
-        tl_gemm_f32_kernel(a + r * lda, lda, take, kc, block, start, k || !res ? NULL : res + r * ldy + n,
-                           y + r * ldy + n, ldy, width, k + kc >= depth, low, high);
+      if (single) {
+        tl_gemm_f32_single(a, kc, block, k ? NULL : init, k || !res ? NULL : res + n, y + n, width,
+                           k + kc >= depth, low, high);
+        continue;
       }
+#endif
+      tl_gemm_f32_kernel(a + r * lda, lda, take, kc, block, k ? NULL : init, k || !res ? NULL : res + r * ldy + n,
+                         y + r * ldy + n, ldy, width, k + kc >= depth, low, high);
     }
   }
 }

@@ -405,19 +405,25 @@ static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R,
 }
 
 /* six rows, written out and not inlined into the loops calling it: 12 accumulators, 2 rows of
- * weights and a broadcast take the 16 ymm registers, with nothing else live across the loop */
+ * weights and a broadcast take the 16 ymm registers, with nothing else live across the loop.
+ * The bodies are inlined into two functions each, without and with a residual (res NULL folds
+ * away: a GEMM without one runs the same code as before residuals were added) */
+#if defined(__GNUC__)
+#define TL_X86_NOINLINE __attribute__((noinline))
+#define TL_X86_INLINE __attribute__((always_inline)) static inline
+#else
+#define TL_X86_NOINLINE
+#define TL_X86_INLINE static inline
+#endif
 #define TL_X86_F32_ROW(i, r0, r1)                                                                      \
   do {                                                                                                 \
     const __m256 x = _mm256_broadcast_ss(a + (i) * lda + k);                                           \
     r0 = _mm256_fmadd_ps(x, w0, r0);                                                                   \
     r1 = _mm256_fmadd_ps(x, w1, r1);                                                                   \
   } while (0)
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float *w, const float *init,
-                           const float *res, float *y, int32_t ldy, int32_t width, int32_t last, float low,
-                           float high) {
+TL_X86_INLINE void tl_x86_f32_six_body(const float *a, int32_t lda, int32_t kc, const float *w, const float *init,
+                                       const float *res, float *y, int32_t ldy, int32_t width, int32_t last,
+                                       float low, float high) {
   __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
   int32_t k;
@@ -437,17 +443,25 @@ static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float 
   tl_x86_f32_finish(s40, s41, init, res ? res + 4 * ldy : NULL, y + 4 * ldy, width, last, low, high);
   tl_x86_f32_finish(s50, s51, init, res ? res + 5 * ldy : NULL, y + 5 * ldy, width, last, low, high);
 }
+TL_X86_NOINLINE static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float *w, const float *init,
+                                           float *y, int32_t ldy, int32_t width, int32_t last, float low,
+                                           float high) {
+  tl_x86_f32_six_body(a, lda, kc, w, init, NULL, y, ldy, width, last, low, high);
+}
+TL_X86_NOINLINE static void tl_x86_f32_six_res(const float *a, int32_t lda, int32_t kc, const float *w,
+                                               const float *init, const float *res, float *y, int32_t ldy,
+                                               int32_t width, int32_t last, float low, float high) {
+  tl_x86_f32_six_body(a, lda, kc, w, init, res, y, ldy, width, last, low, high);
+}
 
 /* tl_x86_f32_six over `segs` segments of kc depths, segment t reading a + t * a_step (the rows of
  * a convolution's window in the input, read in place) and w + t * w_step; the bias added and
  * the outputs clamped and stored at the end (tl_gemm.h's tl_conv_direct_f32_range) */
 #define TL_GEMM_F32_SEGMENTS
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static void tl_x86_f32_six_segments(const float *a, int32_t lda, int32_t kc, int32_t segs, int32_t a_step,
-                                    const float *w, int32_t w_step, const float *init, const float *res, float *y,
-                                    int32_t ldy, int32_t width, float low, float high) {
+TL_X86_INLINE void tl_x86_f32_six_segments_body(const float *a, int32_t lda, int32_t kc, int32_t segs,
+                                                int32_t a_step, const float *w, int32_t w_step, const float *init,
+                                                const float *res, float *y, int32_t ldy, int32_t width, float low,
+                                                float high) {
   __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
   int32_t k, t;
@@ -467,6 +481,19 @@ static void tl_x86_f32_six_segments(const float *a, int32_t lda, int32_t kc, int
   tl_x86_f32_finish(s30, s31, init, res ? res + 3 * ldy : NULL, y + 3 * ldy, width, 1, low, high);
   tl_x86_f32_finish(s40, s41, init, res ? res + 4 * ldy : NULL, y + 4 * ldy, width, 1, low, high);
   tl_x86_f32_finish(s50, s51, init, res ? res + 5 * ldy : NULL, y + 5 * ldy, width, 1, low, high);
+}
+TL_X86_NOINLINE static void tl_x86_f32_six_segments(const float *a, int32_t lda, int32_t kc, int32_t segs,
+                                                    int32_t a_step, const float *w, int32_t w_step,
+                                                    const float *init, float *y, int32_t ldy, int32_t width,
+                                                    float low, float high) {
+  tl_x86_f32_six_segments_body(a, lda, kc, segs, a_step, w, w_step, init, NULL, y, ldy, width, low, high);
+}
+/* tl_x86_f32_six_segments + res (a residual laid out as y) before the clamp */
+TL_X86_NOINLINE static void tl_x86_f32_six_segments_res(const float *a, int32_t lda, int32_t kc, int32_t segs,
+                                                        int32_t a_step, const float *w, int32_t w_step,
+                                                        const float *init, const float *res, float *y, int32_t ldy,
+                                                        int32_t width, float low, float high) {
+  tl_x86_f32_six_segments_body(a, lda, kc, segs, a_step, w, w_step, init, res, y, ldy, width, low, high);
 }
 #undef TL_X86_F32_ROW
 
@@ -496,7 +523,10 @@ static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows,
   /* a case per row count: each inlines tl_x86_f32_rows with a constant R */
   switch (rows) {
     case 6:
-      tl_x86_f32_six(a, lda, kc, w, init, res, y, ldy, width, last, low, high);
+      if (res)
+        tl_x86_f32_six_res(a, lda, kc, w, init, res, y, ldy, width, last, low, high);
+      else
+        tl_x86_f32_six(a, lda, kc, w, init, y, ldy, width, last, low, high);
       break;
     case 5:
       tl_x86_f32_rows(a, lda, 5, kc, w, init, res, y, ldy, width, last, low, high);
