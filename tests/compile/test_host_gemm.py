@@ -152,9 +152,9 @@ MODELS = {
     "conv_f32_3x3_panels_deep": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5)),
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
     # shallow passes take groups of blocks per tile of rows (tl_gemm.h's TL_GEMM_F32_GROUP): 8 blocks
-    # of 7 depths, 2 blocks of 100 depths; 150 outputs, the last group's last block 6 wide
+    # of 7 depths; 4 blocks of 64 depths adding a residual; 150 outputs, the last group's last block 6 wide
     "conv_f32_1x1_groups": lambda: float_conv(7, 150, (1, 1), Window2D("SAME", 1, 1)),
-    "conv_f32_1x1_groups_deep": lambda: float_conv_deep(100, 150, (1, 1), shape=(1, 5, 7)),
+    "conv_f32_residual_1x1_groups": lambda: float_residual(64, 150, (1, 1)),
     # a channel Concat written in place by its two producers (1x1 and 3x3: rows ldy apart)
     "conv_f32_concat": float_fire,
     # a residual Add (+ ReLU) in the convolution's store: 1x1 (dense rows), 3x3 (windows read in
@@ -300,7 +300,7 @@ def neon_program(source, inputs: list[np.ndarray], out_count: int, out_type: str
                                   "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32",
                                   "conv_f32_3x3_deep", "conv_f32_3x3_panels_deep", "conv_f32_1x1_deep",
                                   "conv_f32_concat", "conv_f32_residual_1x1_deep", "conv_f32_residual_3x3",
-                                  "conv_f32_1x1_groups_deep"])
+                                  "conv_f32_residual_1x1_groups"])
 def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)

@@ -46,9 +46,10 @@
 #define TL_GEMM_F32_PANEL_WEIGHTS (1024L * 1024)
 /* bytes of weights from which a float GEMM prefetches each block of weights ahead of its use */
 #define TL_GEMM_F32_PREFETCH (256L * 1024)
-/* a pass over few depths takes up to TL_GEMM_F32_GROUP blocks of outputs per tile of rows, as many
- * as keep their weights within TL_GEMM_F32_L1 bytes (the tile's rows stay in L1 across the
- * blocks, its outputs are written row after row) */
+/* a pass over few depths (at most 32; 64 adding a residual) takes up to TL_GEMM_F32_GROUP blocks
+ * of outputs per tile of rows, their weights within TL_GEMM_F32_L1 bytes (the tile's rows stay in
+ * L1 across the blocks, its outputs and residual go row after row; deeper passes without a
+ * residual measured no faster so) */
 #define TL_GEMM_F32_L1 16384
 #define TL_GEMM_F32_GROUP 8
 
@@ -267,9 +268,12 @@ static inline void tl_gemm_f32_prefetch(const float *next, int32_t first, int32_
 /* tl_gemm_f32_pass over few depths: per tile of rows, `group` blocks of outputs one after the
  * other (their kc depths of weights within TL_GEMM_F32_L1 bytes stay in L1, the tile's rows are read
  * from L1, its outputs written row after row) */
-static inline void tl_gemm_f32_groups(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc,
-                                      int32_t depth, const float *packed, const float *bias, const float *res,
-                                      float *y, int32_t ldy, int32_t units, float low, float high, int32_t group) {
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void tl_gemm_f32_groups(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc, int32_t depth,
+                               const float *packed, const float *bias, const float *res, float *y, int32_t ldy,
+                               int32_t units, float low, float high, int32_t group) {
   float init[TL_GEMM_F32_GROUP * TL_GEMM_NR];
   int32_t n0, n, r, j, take;
   for (n0 = 0; n0 < units; n0 += group * TL_GEMM_NR) {
@@ -315,10 +319,11 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
 #if !defined(__GNUC__)
   (void)share;
 #endif
-  if (units > TL_GEMM_NR && 2 * kc * TL_GEMM_NR * 4 <= TL_GEMM_F32_L1 && !single) {
+  if (units > TL_GEMM_NR && !single &&
+      (res && !k ? 4 : TL_GEMM_F32_GROUP) * kc * TL_GEMM_NR * 4 <= TL_GEMM_F32_L1) {
     const int32_t fit = TL_GEMM_F32_L1 / (kc * TL_GEMM_NR * 4);
     tl_gemm_f32_groups(a, lda, rows, k, kc, depth, packed, bias, res, y, ldy, units, low, high,
-                       fit > TL_GEMM_F32_GROUP ? TL_GEMM_F32_GROUP : fit);
+                       fit < TL_GEMM_F32_GROUP ? fit : TL_GEMM_F32_GROUP);
     return;
   }
   for (n = 0; n < units; n += TL_GEMM_NR) {
@@ -348,8 +353,8 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
 }
 
 /* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d] + res[m][u]) over `rows` rows
- * of a (row stride lda; res laid out as y, may be y; NULL: no residual): per block of 16 outputs, its passes over TL_GEMM_F32_KC depths (16 KB of weights,
- * kept in L1) one after the other (tl_gemm_f32_pass over that block alone: outputs of one block
+ * of a (row stride lda; res laid out as y, may be y; NULL: no residual): per block of 16 outputs,
+ * its passes over TL_GEMM_F32_KC depths (16 KB of weights, kept in L1) one after the other (tl_gemm_f32_pass over that block alone: outputs of one block
  * written before the next block's inputs are read, as the planner's overlaps of chunked
  * convolutions need); bias may be NULL. A lone row (a border column of tl_gemm_direct.h, a chunk
  * of one window) takes tl_gemm_f32_single where there is one: the callers' row ranges start at

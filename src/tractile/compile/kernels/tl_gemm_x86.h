@@ -385,8 +385,15 @@ static inline void tl_x86_f32_finish(__m256 s0, __m256 s1, const float *init, co
   }
 }
 
+#if defined(__GNUC__)
+#define TL_X86_NOINLINE __attribute__((noinline))
+#define TL_X86_INLINE __attribute__((always_inline)) static inline
+#else
+#define TL_X86_NOINLINE
+#define TL_X86_INLINE static inline
+#endif
 /* R rows, R at most 5 (a constant once inlined: the accumulators stay in registers) */
-static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R, int32_t kc, const float *w,
+TL_X86_INLINE void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R, int32_t kc, const float *w,
                                    const float *init, const float *res, float *y, int32_t ldy, int32_t width,
                                    int32_t last, float low, float high) {
   __m256 s[5][2];
@@ -408,13 +415,6 @@ static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R,
  * weights and a broadcast take the 16 ymm registers, with nothing else live across the loop.
  * The bodies are inlined into two functions each, without and with a residual (res NULL folds
  * away: a GEMM without one runs the same code as before residuals were added) */
-#if defined(__GNUC__)
-#define TL_X86_NOINLINE __attribute__((noinline))
-#define TL_X86_INLINE __attribute__((always_inline)) static inline
-#else
-#define TL_X86_NOINLINE
-#define TL_X86_INLINE static inline
-#endif
 #define TL_X86_F32_ROW(i, r0, r1)                                                                      \
   do {                                                                                                 \
     const __m256 x = _mm256_broadcast_ss(a + (i) * lda + k);                                           \
@@ -517,9 +517,9 @@ static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, co
   tl_x86_f32_finish(_mm256_add_ps(s00, s10), _mm256_add_ps(s01, s11), init, res, y, width, last, low, high);
 }
 
-static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
-                                      const float *init, const float *res, float *y, int32_t ldy, int32_t width,
-                                      int32_t last, float low, float high) {
+TL_X86_INLINE void tl_x86_f32_tile(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
+                                   const float *init, const float *res, float *y, int32_t ldy, int32_t width,
+                                   int32_t last, float low, float high) {
   /* a case per row count: each inlines tl_x86_f32_rows with a constant R */
   switch (rows) {
     case 6:
@@ -543,6 +543,16 @@ static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows,
     default:
       tl_x86_f32_rows(a, lda, 1, kc, w, init, res, y, ldy, width, last, low, high);
   }
+}
+
+static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
+                                      const float *init, const float *res, float *y, int32_t ldy, int32_t width,
+                                      int32_t last, float low, float high) {
+  /* without a residual, tiles of fewer rows inlined with res NULL: the code of a plain GEMM */
+  if (res)
+    tl_x86_f32_tile(a, lda, rows, kc, w, init, res, y, ldy, width, last, low, high);
+  else
+    tl_x86_f32_tile(a, lda, rows, kc, w, init, NULL, y, ldy, width, last, low, high);
 }
 
 /* a GEMM of a single row (a dense layer's): tl_x86_f32_row, two chains of sums per half (a tile
