@@ -1,9 +1,12 @@
-"""The host float GEMM on ResNet50's layers: the ONNX model (cut before its head, which the
-compiler does not take) compiled with per-node timers, run in turns with the same model built
-from the float GEMM headers (``tl_gemm*.h``) of another checkout, and the time and GMAC/s of each
-convolution shape (fastest of ``--runs`` runs per node, CPU time on one thread).
+"""The host float GEMM on ResNet50's layers (or ``--model mobilenet`` / ``squeezenet``): the ONNX
+model (ResNet50 cut before its head, which the compiler does not take) compiled with per-node
+timers, run in turns with the same model built from the float GEMM headers (``tl_gemm*.h``) of
+another checkout, and the time and GMAC/s of each convolution shape (fastest of ``--runs`` runs per
+node, CPU time on one thread), and the time of the Add nodes. The other checkout's build does not
+fuse residual Adds into the convolutions (its headers may predate them: its Adds run as passes of
+their own, as they did there).
 
-    PYTHONPATH=src python bench/bench_gemm_layers.py --against /work/main --runs 20
+    PYTHONPATH=src python bench/bench_gemm_layers.py --against /work/main --runs 20 [--model mobilenet]
 
 Without ``--against`` only this tree's build is timed.
 """
@@ -34,24 +37,39 @@ def resnet50_body():
 
 
 def build(model, headers: Path | None):
-    """``model`` compiled with timers; the ``tl_gemm*.h`` headers read from ``headers`` if given."""
+    """``model`` compiled with timers; the ``tl_gemm*.h`` headers read from ``headers`` (and no
+    residual Add fused) if given."""
     import tractile.compile as compile_package
+    from tractile.compile.ops import host_gemm
 
-    original = compile_package.kernel_header
+    original, residual = compile_package.kernel_header, host_gemm.residual_add
     if headers is not None:
         compile_package.kernel_header = lambda name: ((headers / name).read_text() if name.startswith("tl_gemm")
                                                       else original(name))
+        host_gemm.residual_add = lambda e, x, y: None
     try:
         return compile_package.compile_model(model, profile=True)
     finally:
-        compile_package.kernel_header = original
+        compile_package.kernel_header, host_gemm.residual_add = original, residual
+
+
+def model_and_inputs(name: str):
+    """The ONNX model ``name`` (resnet50: its body) and its input."""
+    if name == "resnet50":
+        return resnet50_body()
+    if name == "mobilenet":
+        import builders
+
+        return builders.mobilenet_like()
+    return bench_onnx.light(name)
 
 
 def conv_shapes(compiled) -> list[tuple[int, str, int]]:
-    """(node index, shape, multiply-adds) of each float convolution of the lowered program."""
+    """(node index, shape, multiply-adds) of each float convolution of the lowered program (not the
+    depthwise ones)."""
     found = []
     for index, node in enumerate(compiled.source.program.nodes):
-        if node.op != "Conv":
+        if node.op != "Conv" or "dwconv" in node.kernel:
             continue
         match = re.search(r"\n([\d,]+),f32; ([\d,]+),f32 const.*-> ([\d,]+),f32", node.comment)
         x, w, y = (list(map(int, match.group(i).split(","))) for i in (1, 2, 3))
@@ -66,9 +84,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--against", type=Path, help="another checkout whose float GEMM headers to time in turns")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--model", choices=("resnet50", "mobilenet", "squeezenet"), default="resnet50")
     args = parser.parse_args(argv)
     tractile.set_threads(1)
-    proto, inputs = resnet50_body()
+    proto, inputs = model_and_inputs(args.model)
     model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
     builds = {"this tree": build(model, None)}
     if args.against:
@@ -106,6 +125,9 @@ def main(argv=None) -> int:
             seconds = {n: sum(e[2][n] for e in shapes.values()) for n in names}
         cells = " | ".join(f"{seconds[n] * 1e3:.2f} ms, {macs / seconds[n] / 1e9:.1f}" for n in names)
         print(f"| {shape} | {count} | {cells} |")
+    adds = {n: sum(float(nodes[n][i]) for i, node in enumerate(builds[n].source.program.nodes) if node.op == "Add")
+            for n in names}
+    print("| Add nodes | | " + " | ".join(f"{adds[n] * 1e3:.2f} ms" for n in names) + " |")
     for name in names:
         print(f"{name}: whole model fastest {min(whole[name]) * 1e3:.2f} ms, median "
               f"{float(np.median(whole[name])) * 1e3:.2f} ms ({args.runs} runs, CPU time)")

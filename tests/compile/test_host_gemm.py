@@ -72,6 +72,26 @@ def float_fire(channels: int = 8, shape: tuple = (1, 6, 13)):
     return g.outputs(conv("next", joined, 6, (1, 1), 26))
 
 
+def float_residual(depth: int, filters: int, kernel: tuple, shape: tuple = (1, 5, 7)):
+    """A residual block's end: r = conv 3x3 (ReLU), t = conv 1x1 (ReLU) of r with ``depth`` outputs,
+    y = conv ``kernel`` of t (no activation), s = ReLU(y + r), then a 1x1 convolution of s: the Add
+    runs in the last convolution's store, which may write y over r. Weights nonnegative (with
+    run_inputs' nonnegative inputs, 1e-5 relative holds whatever the summation order); y's bias
+    negative enough for the ReLU to clip some sums."""
+    g = GraphBuilder()
+    x = g.input("x", "f32", (*shape, 3))
+
+    def conv(name: str, source, outputs: int, size: tuple, inputs: int, activation: str, low: float = 0.0):
+        w = np.abs(RNG.standard_normal((outputs, *size, inputs))) / (inputs * size[0] * size[1])
+        b = RNG.uniform(low, low + 1, outputs)
+        return g.conv(name, [source, g.const(f"{name}_w", w, "f32"), g.const(f"{name}_b", b, "f32")],
+                      Window2D("SAME", 1, 1), None, activation)
+
+    r = conv("identity", x, filters, (3, 3), 3, "RELU")
+    y = conv("last", conv("middle", r, depth, (1, 1), filters, "RELU"), filters, kernel, depth, "NONE", -3.0)
+    return g.outputs(conv("head", g.binary("sum", "add", [y, r], activation="RELU"), 4, (1, 1), filters, "NONE"))
+
+
 def int8_depthwise(channels: int, window: Window2D, shape=(2, 9, 8), multiplier: int = 1):
     g = GraphBuilder()
     x = g.input("x", "i8", (*shape, channels), q(2 ** -6, -9))
@@ -131,8 +151,18 @@ MODELS = {
     # passes), 25 pixels in five tiles of 5
     "conv_f32_3x3_panels_deep": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5)),
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
+    # shallow passes take groups of blocks per tile of rows (tl_gemm.h's TL_GEMM_F32_GROUP): 8 blocks
+    # of 7 depths; 4 blocks of 64 depths adding a residual; 150 outputs, the last group's last block 6 wide
+    "conv_f32_1x1_groups": lambda: float_conv(7, 150, (1, 1), Window2D("SAME", 1, 1)),
+    "conv_f32_residual_1x1_groups": lambda: float_residual(64, 150, (1, 1)),
     # a channel Concat written in place by its two producers (1x1 and 3x3: rows ldy apart)
     "conv_f32_concat": float_fire,
+    # a residual Add (+ ReLU) in the convolution's store: 1x1 (dense rows), 3x3 (windows read in
+    # place on AVX2), 1x1 and 3x3 over two passes of depths (the residual added on the first)
+    "conv_f32_residual_1x1": lambda: float_residual(13, 21, (1, 1)),
+    "conv_f32_residual_3x3": lambda: float_residual(5, 19, (3, 3), shape=(2, 5, 17)),
+    "conv_f32_residual_1x1_deep": lambda: float_residual(300, 18, (1, 1)),
+    "conv_f32_residual_3x3_deep": lambda: float_residual(40, 17, (3, 3)),
 }
 KERNELS = {"conv": ("tl_conv_few_s8", "tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
            "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_pairs_s8", "tl_conv_gemm_s8")}
@@ -140,6 +170,11 @@ KERNELS = {"conv": ("tl_conv_few_s8", "tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl
 #: the host build's instruction sets on x86-64 (flags after -march=native), by what they select;
 #: "native" is the machine's own (AVX-512 VNNI or AVX-VNNI where present; tested only there)
 X86_FLAGS = {"avx2": ("-mno-avx512f", "-mno-avxvnni"), "portable": ("-mno-avx2", "-mno-fma"), "native": ()}
+
+
+def _nonnegative(case: str) -> bool:
+    """Whether the case's sums do not cancel on nonnegative inputs (deep ones, Concat, residual)."""
+    return case.endswith(("_deep", "_concat")) or "_residual" in case
 
 
 def run_inputs(model, runs: int = 2, nonnegative: bool = False) -> list[list[np.ndarray]]:
@@ -179,7 +214,7 @@ def test_host_gemm_matches_the_interpreter(case, isa, compile_cache):
     assert any(kernel in source.source for kernel in KERNELS[case.split("_")[0]]), "the GEMM kernels are not used"
     assert ("tl_conv_few_s8(" in source.source) == ("_few_" in case)
     assert ("tl_dwconv_pairs_s8(" in source.source) == (case.startswith("depthwise") and "one_channel" not in case)
-    assert_isa_build_matches(model, source, isa, compile_cache, case, nonnegative=case.endswith(("_deep", "_concat")))
+    assert_isa_build_matches(model, source, isa, compile_cache, case, nonnegative=_nonnegative(case))
 
 
 def assert_isa_build_matches(model, source, isa: str, cache, case: str, nonnegative: bool = False) -> None:
@@ -202,7 +237,19 @@ def test_a_channel_concat_of_convolutions_copies_nothing():
     assert source.plan.arena_bytes <= live + im2col + 64, source.plan.arena_bytes
 
 
-@pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_f32_concat"])
+def test_a_residual_add_runs_in_the_convolutions_store():
+    """The Add (+ ReLU) after a float convolution without activation makes no pass of its own: the
+    convolution adds the residual before its clamp, the Add's output is the convolution's, and the
+    convolution writes its sums over the residual, which dies there."""
+    model = MODELS["conv_f32_residual_3x3_deep"]().into_optimized()
+    source = generate(model, name="residual", optimize=False)
+    assert source.source.count("tl_conv_gemm_f32_residual(") == 1
+    assert "for (int32_t o = 0;" not in source.source
+    tensors = {t.var: t for t in source.program.tensors}
+    assert tensors["last"].offset == tensors["identity_pre"].offset == tensors["sum_pre"].offset
+
+
+@pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_f32_concat", "conv_f32_residual_3x3"])
 def test_generated_gemm_code_builds_without_warnings(case, tmp_path):
     source = generate(MODELS[case](), name="gemm_warnings")
     assert_builds_without_warnings(source, tmp_path)
@@ -252,11 +299,12 @@ def neon_program(source, inputs: list[np.ndarray], out_count: int, out_type: str
 @pytest.mark.parametrize("case", ["conv_s8_3x3_same_stride2", "conv_s8_1x1", "dense_s8_reference",
                                   "depthwise_s8_same_stride2", "conv_f32_3x3_same_stride2", "dense_f32",
                                   "conv_f32_3x3_deep", "conv_f32_3x3_panels_deep", "conv_f32_1x1_deep",
-                                  "conv_f32_concat"])
+                                  "conv_f32_concat", "conv_f32_residual_1x1_deep", "conv_f32_residual_3x3",
+                                  "conv_f32_residual_1x1_groups"])
 def test_neon_gemm_under_qemu_matches_the_interpreter(case, march, tmp_path):
     model = MODELS[case]().into_optimized()
     source = generate(model, name=case, optimize=False)
-    inputs = run_inputs(model, 1, nonnegative=case.endswith(("_deep", "_concat")))[0]
+    inputs = run_inputs(model, 1, nonnegative=_nonnegative(case))[0]
     assert_matches(model, [aarch64_output(model, source, inputs, tmp_path, march)], inputs,
                    f"{case} on AArch64 {march}")
 

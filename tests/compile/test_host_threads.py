@@ -19,7 +19,7 @@ from tractile.errors import TractileError
 
 from ..tflite.builder import Window2D
 from .harness import assert_builds_without_warnings, needs_cc, random_input
-from .test_host_gemm import float_conv, float_conv_deep, float_dense, int8_conv, int8_dense
+from .test_host_gemm import float_conv, float_conv_deep, float_dense, float_residual, int8_conv, int8_dense
 
 RNG = np.random.default_rng(29)
 SAME = Window2D("SAME", 1, 1)
@@ -34,6 +34,8 @@ MODELS = {
     # windows deeper than a pass, over 1 MiB of weights (tl_conv_gemm_f32_panels), 25 pixels
     "conv_f32_3x3_panels": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5)),
     "dense_f32": lambda: float_dense(403, 300, 37),
+    # a residual Add in the 1x1 convolution's store, written over the residual (rows split across threads)
+    "conv_f32_residual": lambda: float_residual(64, 48, (1, 1), shape=(1, 45, 47)),
 }
 
 

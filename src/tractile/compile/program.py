@@ -56,6 +56,9 @@ class CTensor:
     #: (byte offset, bytes spanned) when its producer writes it straight into the channels of the
     #: Concat that reads it (a view of that output: :class:`NodeCode`'s ``views``), else None
     view: tuple[int, int] | None = None
+    #: the other input of the Add that alone reads this tensor, when its producer already added it
+    #: (the Add is then an alias of this tensor: :func:`.ops.host_gemm.residual_add`), else None
+    residual: CTensor | None = None
 
     @property
     def arena_input(self) -> bool:

@@ -46,6 +46,12 @@
 #define TL_GEMM_F32_PANEL_WEIGHTS (1024L * 1024)
 /* bytes of weights from which a float GEMM prefetches each block of weights ahead of its use */
 #define TL_GEMM_F32_PREFETCH (256L * 1024)
+/* a pass over few depths (at most 32; 64 adding a residual) takes up to TL_GEMM_F32_GROUP blocks
+ * of outputs per tile of rows, their weights within TL_GEMM_F32_L1 bytes (the tile's rows stay in
+ * L1 across the blocks, its outputs and residual go row after row; deeper passes without a
+ * residual measured no faster so) */
+#define TL_GEMM_F32_L1 16384
+#define TL_GEMM_F32_GROUP 8
 
 /* each defines TL_GEMM_S8_TILE and TL_GEMM_F32_TILE when its instructions are there */
 #include "tl_gemm_x86.h"
@@ -84,20 +90,22 @@ static inline void tl_gemm_f32_tile(const float *a, int32_t lda, int32_t rows, i
 
 #ifndef TL_GEMM_F32_KERNEL
 #define TL_GEMM_F32_MR 8
-/* y[r][j] (row stride ldy) = init[j] (the bias, on the first pass over the depth) or y[r][j] (init
- * NULL: the later passes) + the sums over kc depths of `rows` (at most TL_GEMM_F32_MR) rows of a
- * (row stride lda) by a block's 16 outputs (w [kc][16]), clamped to [low, high] on the `last`
- * pass; the first `width` outputs */
+/* y[r][j] (row stride ldy) = init[j] (the bias, on the first pass over the depth) + res[r][j] (a
+ * residual added there, rows ldy apart as y's; NULL: none) or y[r][j] (init NULL: the later
+ * passes) + the sums over kc depths of `rows` (at most TL_GEMM_F32_MR) rows of a (row stride lda)
+ * by a block's 16 outputs (w [kc][16]), clamped to [low, high] on the `last` pass; the first
+ * `width` outputs. res[r][j] is read before y[r][j] is written: res may be y */
 static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
-                                      const float *init, float *y, int32_t ldy, int32_t width, int32_t last,
-                                      float low, float high) {
+                                      const float *init, const float *res, float *y, int32_t ldy, int32_t width,
+                                      int32_t last, float low, float high) {
   float acc[TL_GEMM_F32_MR * TL_GEMM_NR];
   int32_t r, j;
   tl_gemm_f32_tile(a, lda, rows, kc, w, acc);
   for (r = 0; r < rows; ++r)
     for (j = 0; j < width; ++j) {
       float *out = y + r * ldy + j;
-      const float v = acc[r * TL_GEMM_NR + j] + (init ? init[j] : *out);
+      float v = acc[r * TL_GEMM_NR + j] + (init ? init[j] : *out);
+      if (init && res) v += res[r * ldy + j];
       *out = last ? tl_clamp_f32(v, low, high) : v;
     }
 }
@@ -257,16 +265,49 @@ static inline void tl_gemm_f32_prefetch(const float *next, int32_t first, int32_
 }
 #endif
 
+/* tl_gemm_f32_pass over few depths: per tile of rows, `group` blocks of outputs one after the
+ * other (their kc depths of weights within TL_GEMM_F32_L1 bytes stay in L1, the tile's rows are read
+ * from L1, its outputs written row after row) */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void tl_gemm_f32_groups(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc, int32_t depth,
+                               const float *packed, const float *bias, const float *res, float *y, int32_t ldy,
+                               int32_t units, float low, float high, int32_t group) {
+  float init[TL_GEMM_F32_GROUP * TL_GEMM_NR];
+  int32_t n0, n, r, j, take;
+  for (n0 = 0; n0 < units; n0 += group * TL_GEMM_NR) {
+    const int32_t n1 = units - n0 < group * TL_GEMM_NR ? units : n0 + group * TL_GEMM_NR;
+    if (!k)
+      for (j = 0; j < (n1 - n0 + TL_GEMM_NR - 1) / TL_GEMM_NR * TL_GEMM_NR; ++j)
+        init[j] = bias && n0 + j < n1 ? bias[n0 + j] : 0.0f;
+    for (r = 0; r < rows; r += take) {
+      take = tl_gemm_f32_take(rows - r);
+#if defined(__GNUC__)
+      if (res && !k) /* the residual's rows come from memory while the tile's sums run */
+        for (j = 0; j < take; ++j)
+          for (n = n0; n < n1; n += TL_GEMM_NR) __builtin_prefetch(res + (r + j) * ldy + n);
+#endif
+      for (n = n0; n < n1; n += TL_GEMM_NR)
+        tl_gemm_f32_kernel(a + r * lda, lda, take, kc, packed + (size_t)n * (size_t)depth + (size_t)k * TL_GEMM_NR,
+                           k ? NULL : init + (n - n0), k || !res ? NULL : res + r * ldy + n, y + r * ldy + n, ldy,
+                           n1 - n < TL_GEMM_NR ? n1 - n : TL_GEMM_NR, k + kc >= depth, low, high);
+    }
+  }
+}
+
 /* one pass of tl_gemm_f32_rows turned inside out: depths k .. k + kc - 1 (of `depth`) of `rows`
  * rows of a (row stride lda; a points at depth k) by every block of 16 outputs, the sums added to
  * y's (the bias on the first pass, clamped on the last). A GEMM runs its passes one after the
  * other over a panel of rows (the Goto / BLIS order): the panel's slice of kc depths stays in L2
- * while every block of weights goes by once per panel, not once per few rows; each sum runs in
+ * while every block of weights goes by once per panel, not once per few rows (shallow passes take
+ * groups of blocks whose weights stay in L1 per tile of rows: TL_GEMM_F32_GROUP); each sum runs in
  * the same order as in tl_gemm_f32_rows. `single`: the GEMM has this one row (a dense layer's),
- * taken by tl_gemm_f32_single where there is one */
+ * taken by tl_gemm_f32_single where there is one. res (NULL: none): a residual laid out as y,
+ * added with the bias on the first pass (tl_gemm_f32_kernel; it may be y itself) */
 static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, int32_t k, int32_t kc, int32_t depth,
-                                    const float *packed, const float *bias, float *y, int32_t ldy, int32_t units,
-                                    float low, float high, int32_t single) {
+                                    const float *packed, const float *bias, const float *res, float *y, int32_t ldy,
+                                    int32_t units, float low, float high, int32_t single) {
   float init[TL_GEMM_NR];
   /* weights that stay in cache from one use to the next need no prefetch (nor its cost per tile) */
   const int32_t share =
@@ -278,6 +319,13 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
 #if !defined(__GNUC__)
   (void)share;
 #endif
+  if (units > TL_GEMM_NR && !single &&
+      (res && !k ? 4 : TL_GEMM_F32_GROUP) * kc * TL_GEMM_NR * 4 <= TL_GEMM_F32_L1) {
+    const int32_t fit = TL_GEMM_F32_L1 / (kc * TL_GEMM_NR * 4);
+    tl_gemm_f32_groups(a, lda, rows, k, kc, depth, packed, bias, res, y, ldy, units, low, high,
+                       fit < TL_GEMM_F32_GROUP ? fit : TL_GEMM_F32_GROUP);
+    return;
+  }
   for (n = 0; n < units; n += TL_GEMM_NR) {
     const int32_t width = units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR;
     const float *block = packed + (size_t)n * (size_t)depth + (size_t)k * TL_GEMM_NR;
@@ -288,33 +336,37 @@ static inline void tl_gemm_f32_pass(const float *a, int32_t lda, int32_t rows, i
 #if defined(__GNUC__)
       if (share && n + TL_GEMM_NR < units)
         tl_gemm_f32_prefetch(block + (size_t)TL_GEMM_NR * (size_t)depth, r / TL_GEMM_F32_MR * share, share, kc);
+      if (res && !k) /* the residual's rows come from memory while the tile's sums run */
+        for (j = 0; j < take; ++j) __builtin_prefetch(res + (r + j) * ldy + n);
 #endif
 #ifdef TL_GEMM_F32_SINGLE
       if (single) {
-        tl_gemm_f32_single(a, kc, block, k ? NULL : init, y + n, width, k + kc >= depth, low, high);
+        tl_gemm_f32_single(a, kc, block, k ? NULL : init, k || !res ? NULL : res + n, y + n, width,
+                           k + kc >= depth, low, high);
         continue;
       }
 #endif
-      tl_gemm_f32_kernel(a + r * lda, lda, take, kc, block, k ? NULL : init, y + r * ldy + n, ldy, width,
-                         k + kc >= depth, low, high);
+      tl_gemm_f32_kernel(a + r * lda, lda, take, kc, block, k ? NULL : init, k || !res ? NULL : res + r * ldy + n,
+                         y + r * ldy + n, ldy, width, k + kc >= depth, low, high);
     }
   }
 }
 
-/* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d]) over `rows` rows of a (row
- * stride lda): per block of 16 outputs, its passes over TL_GEMM_F32_KC depths (16 KB of weights,
- * kept in L1) one after the other (tl_gemm_f32_pass over that block alone: outputs of one block
+/* y[m][u] (row stride ldy) = clamp(bias[u] + sum_d a[m][d] * w[u][d] + res[m][u]) over `rows` rows
+ * of a (row stride lda; res laid out as y, may be y; NULL: no residual): per block of 16 outputs,
+ * its passes over TL_GEMM_F32_KC depths (16 KB of weights, kept in L1) one after the other (tl_gemm_f32_pass over that block alone: outputs of one block
  * written before the next block's inputs are read, as the planner's overlaps of chunked
  * convolutions need); bias may be NULL. A lone row (a border column of tl_gemm_direct.h, a chunk
  * of one window) takes tl_gemm_f32_single where there is one: the callers' row ranges start at
  * whole chunks or output rows, so it is lone on any thread count */
 static inline void tl_gemm_f32_rows(const float *a, int32_t lda, int32_t rows, int32_t depth, const float *packed,
-                                    const float *bias, float *y, int32_t ldy, int32_t units, float low, float high) {
+                                    const float *bias, const float *res, float *y, int32_t ldy, int32_t units,
+                                    float low, float high) {
   int32_t n, k;
   for (n = 0; n < units; n += TL_GEMM_NR)
     for (k = 0; k < depth; k += TL_GEMM_F32_KC)
       tl_gemm_f32_pass(a + k, lda, rows, k, depth - k < TL_GEMM_F32_KC ? depth - k : TL_GEMM_F32_KC, depth,
-                       packed + (size_t)n * (size_t)depth, bias ? bias + n : NULL, y + n, ldy,
+                       packed + (size_t)n * (size_t)depth, bias ? bias + n : NULL, res ? res + n : NULL, y + n, ldy,
                        units - n < TL_GEMM_NR ? units - n : TL_GEMM_NR, low, high, rows == 1);
 }
 
@@ -413,7 +465,7 @@ static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const
 }
 
 typedef struct {
-  const float *x, *packed, *bias;
+  const float *x, *packed, *bias, *res;
   float *y;
   int32_t depth, units, ldy;
   float low, high;
@@ -430,7 +482,8 @@ static inline void tl_dense_gemm_f32_range(const void *args, int32_t begin, int3
     for (k = 0; k < a->depth; k += TL_GEMM_F32_KC)
       tl_gemm_f32_pass(a->x + (size_t)m * (size_t)a->depth + k, a->depth, count, k,
                        a->depth - k < TL_GEMM_F32_KC ? a->depth - k : TL_GEMM_F32_KC, a->depth, a->packed, a->bias,
-                       a->y + (size_t)m * (size_t)a->ldy, a->ldy, a->units, a->low, a->high, begin == 0 && end == 1);
+                       a->res ? a->res + (size_t)m * (size_t)a->ldy : NULL, a->y + (size_t)m * (size_t)a->ldy, a->ldy,
+                       a->units, a->low, a->high, begin == 0 && end == 1);
   }
 }
 
@@ -439,14 +492,15 @@ static inline size_t tl_f32_span(int32_t rows, int32_t units, int32_t ldy) {
   return rows ? ((size_t)(rows - 1) * (size_t)ldy + (size_t)units) * 4u : 0u;
 }
 
-/* tl_dense_gemm_f32 with y's rows ldy floats apart (a slice of the channels of a Concat's output) */
-static inline void tl_dense_gemm_f32_pitched(const float *x, const float *packed, const float *bias, float *y,
-                                             int32_t rows, int32_t depth, int32_t units, int32_t ldy, float low,
-                                             float high, int32_t threads) {
+/* tl_dense_gemm_f32 with y's rows ldy floats apart and res (NULL: none) added, laid out as y */
+static inline void tl_dense_gemm_f32_any(const float *x, const float *packed, const float *bias, const float *res,
+                                         float *y, int32_t rows, int32_t depth, int32_t units, int32_t ldy, float low,
+                                         float high, int32_t threads) {
   tl_dense_f32_args a;
   a.x = x;
   a.packed = packed;
   a.bias = bias;
+  a.res = res;
   a.y = y;
   a.depth = depth;
   a.units = units;
@@ -458,11 +512,26 @@ static inline void tl_dense_gemm_f32_pitched(const float *x, const float *packed
                    (int64_t)rows * depth * units);
 }
 
+/* tl_dense_gemm_f32 with y's rows ldy floats apart (a slice of the channels of a Concat's output) */
+static inline void tl_dense_gemm_f32_pitched(const float *x, const float *packed, const float *bias, float *y,
+                                             int32_t rows, int32_t depth, int32_t units, int32_t ldy, float low,
+                                             float high, int32_t threads) {
+  tl_dense_gemm_f32_any(x, packed, bias, NULL, y, rows, depth, units, ldy, low, high, threads);
+}
+
+/* tl_dense_gemm_f32 + res[m][u] before the clamp (a residual Add fused into a 1x1 convolution;
+ * res may be y: each element is read before it is written, by the same thread) */
+static inline void tl_dense_gemm_f32_residual(const float *x, const float *packed, const float *bias, float *y,
+                                              const float *res, int32_t rows, int32_t depth, int32_t units, float low,
+                                              float high, int32_t threads) {
+  tl_dense_gemm_f32_any(x, packed, bias, res, y, rows, depth, units, units, low, high, threads);
+}
+
 /* y[m][u] = clamp(bias[u] + sum_d x[m][d] * w[u][d]) (dense layers and 1x1 convolutions, x read in
  * place: y must not overlap x); bias may be NULL */
 static inline void tl_dense_gemm_f32(const float *x, const float *packed, const float *bias, float *y, int32_t rows,
                                      int32_t depth, int32_t units, float low, float high, int32_t threads) {
-  tl_dense_gemm_f32_pitched(x, packed, bias, y, rows, depth, units, units, low, high, threads);
+  tl_dense_gemm_f32_any(x, packed, bias, NULL, y, rows, depth, units, units, low, high, threads);
 }
 
 static inline void tl_conv_gemm_s8_range(const void *args, int32_t begin, int32_t end, void *scratch) {
@@ -535,7 +604,7 @@ static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const 
 }
 
 typedef struct {
-  const float *x, *packed, *bias;
+  const float *x, *packed, *bias, *res;
   float *y;
   tl_conv_geometry g;
   float low, high;
@@ -552,7 +621,8 @@ static inline void tl_conv_gemm_f32_range(const void *args, int32_t begin, int32
     const int32_t count = end - p < a->chunk ? end - p : a->chunk;
     tl_im2col_f32(col, a->x, p, count, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_h, g->k_w, g->stride_h,
                   g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, 0.0f, kp);
-    tl_gemm_f32_rows(col, kp, count, kp, a->packed, a->bias, a->y + p * a->ldy, a->ldy, g->filters, a->low, a->high);
+    tl_gemm_f32_rows(col, kp, count, kp, a->packed, a->bias, a->res ? a->res + p * a->ldy : NULL, a->y + p * a->ldy,
+                     a->ldy, g->filters, a->low, a->high);
   }
 }
 
@@ -582,26 +652,27 @@ static inline void tl_conv_gemm_f32_panels(const void *args, int32_t begin, int3
       const int32_t kc = kp - k < TL_GEMM_F32_KC ? kp - k : TL_GEMM_F32_KC;
       tl_im2col_f32_slice(col, a->x, p, count, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_w, g->stride_h,
                           g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, k, kc);
-      tl_gemm_f32_pass(col, kc, count, k, kc, kp, a->packed, a->bias, a->y + p * a->ldy, a->ldy, g->filters, a->low,
-                       a->high, 0);
+      tl_gemm_f32_pass(col, kc, count, k, kc, kp, a->packed, a->bias, a->res ? a->res + p * a->ldy : NULL,
+                       a->y + p * a->ldy, a->ldy, g->filters, a->low, a->high, 0);
     }
   }
 }
 
 #include "tl_gemm_direct.h"
 
-/* tl_conv_gemm_f32 with y's pixels ldy floats apart (a slice of the channels of a Concat's output) */
-static inline void tl_conv_gemm_f32_pitched(const float *x, const float *packed, const float *bias, float *y,
-                                            float *col, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
-                                            int32_t out_h, int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w,
-                                            int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
-                                            int32_t pad_top, int32_t pad_left, float low, float high, int32_t chunk,
-                                            int32_t ldy, int32_t threads) {
+/* tl_conv_gemm_f32 with y's pixels ldy floats apart and res (NULL: none) added, laid out as y */
+static inline void tl_conv_gemm_f32_any(const float *x, const float *packed, const float *bias, const float *res,
+                                        float *y, float *col, int32_t batches, int32_t in_h, int32_t in_w,
+                                        int32_t in_c, int32_t out_h, int32_t out_w, int32_t filters, int32_t k_h,
+                                        int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+                                        int32_t pad_top, int32_t pad_left, float low, float high, int32_t chunk,
+                                        int32_t ldy, int32_t threads) {
   const int32_t pixels = batches * out_h * out_w, kp = k_h * k_w * in_c;
   tl_conv_f32_args a;
   a.x = x;
   a.packed = packed;
   a.bias = bias;
+  a.res = res;
   a.y = y;
   TL_CONV_GEOMETRY(a.g);
   a.low = low;
@@ -626,13 +697,37 @@ static inline void tl_conv_gemm_f32_pitched(const float *x, const float *packed,
                    (int64_t)pixels * kp * filters);
 }
 
+/* tl_conv_gemm_f32 with y's pixels ldy floats apart (a slice of the channels of a Concat's output) */
+static inline void tl_conv_gemm_f32_pitched(const float *x, const float *packed, const float *bias, float *y,
+                                            float *col, int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c,
+                                            int32_t out_h, int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w,
+                                            int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+                                            int32_t pad_top, int32_t pad_left, float low, float high, int32_t chunk,
+                                            int32_t ldy, int32_t threads) {
+  tl_conv_gemm_f32_any(x, packed, bias, NULL, y, col, batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w,
+                       stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, low, high, chunk, ldy, threads);
+}
+
+/* tl_conv_gemm_f32 + res[p][u] before the clamp (a residual Add fused into the convolution; res
+ * may be y: each element is read before it is written, by the same thread) */
+static inline void tl_conv_gemm_f32_residual(const float *x, const float *packed, const float *bias, float *y,
+                                             const float *res, float *col, int32_t batches, int32_t in_h,
+                                             int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
+                                             int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
+                                             int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
+                                             int32_t pad_left, float low, float high, int32_t chunk,
+                                             int32_t threads) {
+  tl_conv_gemm_f32_any(x, packed, bias, res, y, col, batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w,
+                       stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, low, high, chunk, filters, threads);
+}
+
 static inline void tl_conv_gemm_f32(const float *x, const float *packed, const float *bias, float *y, float *col,
                                     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
                                     int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
                                     int32_t pad_left, float low, float high, int32_t chunk, int32_t threads) {
-  tl_conv_gemm_f32_pitched(x, packed, bias, y, col, batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w,
-                           stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, low, high, chunk, filters, threads);
+  tl_conv_gemm_f32_any(x, packed, bias, NULL, y, col, batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w,
+                       stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, low, high, chunk, filters, threads);
 }
 
 /* an int8 depthwise convolution with one filter per channel, on the host: per output pixel the

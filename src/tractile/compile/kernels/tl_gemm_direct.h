@@ -29,7 +29,8 @@ static inline void tl_conv_gemm_f32_pixels(const tl_conv_f32_args *a, float *col
     const int32_t n = first + count - p < a->chunk ? first + count - p : a->chunk;
     tl_im2col_f32(col, a->x, p, n, g->in_h, g->in_w, g->in_c, g->out_h, g->out_w, g->k_h, g->k_w, g->stride_h,
                   g->stride_w, g->dil_h, g->dil_w, g->pad_top, g->pad_left, 0.0f, kp);
-    tl_gemm_f32_rows(col, kp, n, kp, a->packed, a->bias, a->y + p * a->ldy, a->ldy, g->filters, a->low, a->high);
+    tl_gemm_f32_rows(col, kp, n, kp, a->packed, a->bias, a->res ? a->res + p * a->ldy : NULL, a->y + p * a->ldy, a->ldy,
+                     g->filters, a->low, a->high);
   }
 }
 
@@ -50,11 +51,22 @@ static inline void tl_conv_direct_f32_range(const void *args, int32_t begin, int
       for (n = 0; n < filters; n += TL_GEMM_NR) {
         const int32_t width = filters - n < TL_GEMM_NR ? filters - n : TL_GEMM_NR;
         for (j = 0; j < TL_GEMM_NR; ++j) init[j] = a->bias && j < width ? a->bias[n + j] : 0.0f;
-        tl_x86_f32_six_segments(a->x + ((b * g->in_h + top + ky0 * g->dil_h) * g->in_w + ox * g->stride_w -
-                                         g->pad_left) * g->in_c,
-                                g->stride_w * g->in_c, kc, ky1 - ky0, g->dil_h * g->in_w * g->in_c,
-                                a->packed + (size_t)n * (size_t)kp + ky0 * kc * TL_GEMM_NR, kc * TL_GEMM_NR, init,
-                                a->y + (row * g->out_w + ox) * a->ldy + n, a->ldy, width, a->low, a->high);
+        const float *in = a->x + ((b * g->in_h + top + ky0 * g->dil_h) * g->in_w + ox * g->stride_w - g->pad_left) *
+                                     g->in_c;
+        const float *block = a->packed + (size_t)n * (size_t)kp + ky0 * kc * TL_GEMM_NR;
+        float *out = a->y + (row * g->out_w + ox) * a->ldy + n;
+        if (!a->res) {
+          tl_x86_f32_six_segments(in, g->stride_w * g->in_c, kc, ky1 - ky0, g->dil_h * g->in_w * g->in_c, block,
+                                  kc * TL_GEMM_NR, init, out, a->ldy, width, a->low, a->high);
+          continue;
+        }
+#if defined(__GNUC__)
+        /* the residual's pixels come from memory while the tile's sums run */
+        for (j = 0; j < 6; ++j) __builtin_prefetch(a->res + (row * g->out_w + ox + j) * a->ldy + n);
+#endif
+        tl_x86_f32_six_segments_res(in, g->stride_w * g->in_c, kc, ky1 - ky0, g->dil_h * g->in_w * g->in_c, block,
+                                    kc * TL_GEMM_NR, init, a->res + (row * g->out_w + ox) * a->ldy + n, out, a->ldy,
+                                    width, a->low, a->high);
       }
     tl_conv_gemm_f32_pixels(a, (float *)scratch, row * g->out_w + hi, g->out_w - hi);
   }

@@ -358,15 +358,19 @@ static inline void tl_gemm_f32_tile(const float *a, int32_t lda, int32_t rows, i
 #define TL_GEMM_F32_KERNEL
 #define TL_GEMM_F32_MR 6
 
-/* the end of a tile's row: sums + the bias (init) or y's partial sums, clamped on the last pass,
- * stored (the first `width` of 16) */
-static inline void tl_x86_f32_finish(__m256 s0, __m256 s1, const float *init, float *y, int32_t width, int32_t last,
-                                     float low, float high) {
+/* the end of a tile's row: sums + the bias (init) and the residual's row (res, NULL: none) or y's
+ * partial sums, clamped on the last pass, stored (the first `width` of 16) */
+static inline void tl_x86_f32_finish(__m256 s0, __m256 s1, const float *init, const float *res, float *y,
+                                     int32_t width, int32_t last, float low, float high) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(width), lane);
   const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(width - 8), lane);
   s0 = _mm256_add_ps(s0, init ? _mm256_loadu_ps(init) : _mm256_maskload_ps(y, m0));
   s1 = _mm256_add_ps(s1, init ? _mm256_loadu_ps(init + 8) : _mm256_maskload_ps(y + 8, m1));
+  if (init && res) {
+    s0 = _mm256_add_ps(s0, width == TL_GEMM_NR ? _mm256_loadu_ps(res) : _mm256_maskload_ps(res, m0));
+    s1 = _mm256_add_ps(s1, width == TL_GEMM_NR ? _mm256_loadu_ps(res + 8) : _mm256_maskload_ps(res + 8, m1));
+  }
   if (last) {
     const __m256 lo = _mm256_set1_ps(low), hi = _mm256_set1_ps(high);
     s0 = _mm256_min_ps(_mm256_max_ps(s0, lo), hi);
@@ -381,10 +385,17 @@ static inline void tl_x86_f32_finish(__m256 s0, __m256 s1, const float *init, fl
   }
 }
 
+#if defined(__GNUC__)
+#define TL_X86_NOINLINE __attribute__((noinline))
+#define TL_X86_INLINE __attribute__((always_inline)) static inline
+#else
+#define TL_X86_NOINLINE
+#define TL_X86_INLINE static inline
+#endif
 /* R rows, R at most 5 (a constant once inlined: the accumulators stay in registers) */
-static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R, int32_t kc, const float *w,
-                                   const float *init, float *y, int32_t ldy, int32_t width, int32_t last, float low,
-                                   float high) {
+TL_X86_INLINE void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R, int32_t kc, const float *w,
+                                   const float *init, const float *res, float *y, int32_t ldy, int32_t width,
+                                   int32_t last, float low, float high) {
   __m256 s[5][2];
   int32_t i, k;
   for (i = 0; i < R; ++i) s[i][0] = s[i][1] = _mm256_setzero_ps();
@@ -396,22 +407,23 @@ static inline void tl_x86_f32_rows(const float *a, int32_t lda, const int32_t R,
       s[i][1] = _mm256_fmadd_ps(x, w1, s[i][1]);
     }
   }
-  for (i = 0; i < R; ++i) tl_x86_f32_finish(s[i][0], s[i][1], init, y + i * ldy, width, last, low, high);
+  for (i = 0; i < R; ++i)
+    tl_x86_f32_finish(s[i][0], s[i][1], init, res ? res + i * ldy : NULL, y + i * ldy, width, last, low, high);
 }
 
 /* six rows, written out and not inlined into the loops calling it: 12 accumulators, 2 rows of
- * weights and a broadcast take the 16 ymm registers, with nothing else live across the loop */
+ * weights and a broadcast take the 16 ymm registers, with nothing else live across the loop.
+ * The bodies are inlined into two functions each, without and with a residual (res NULL folds
+ * away: a GEMM without one runs the same code as before residuals were added) */
 #define TL_X86_F32_ROW(i, r0, r1)                                                                      \
   do {                                                                                                 \
     const __m256 x = _mm256_broadcast_ss(a + (i) * lda + k);                                           \
     r0 = _mm256_fmadd_ps(x, w0, r0);                                                                   \
     r1 = _mm256_fmadd_ps(x, w1, r1);                                                                   \
   } while (0)
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float *w, const float *init, float *y,
-                           int32_t ldy, int32_t width, int32_t last, float low, float high) {
+TL_X86_INLINE void tl_x86_f32_six_body(const float *a, int32_t lda, int32_t kc, const float *w, const float *init,
+                                       const float *res, float *y, int32_t ldy, int32_t width, int32_t last,
+                                       float low, float high) {
   __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
   int32_t k;
@@ -424,24 +436,32 @@ static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float 
     TL_X86_F32_ROW(4, s40, s41);
     TL_X86_F32_ROW(5, s50, s51);
   }
-  tl_x86_f32_finish(s00, s01, init, y, width, last, low, high);
-  tl_x86_f32_finish(s10, s11, init, y + ldy, width, last, low, high);
-  tl_x86_f32_finish(s20, s21, init, y + 2 * ldy, width, last, low, high);
-  tl_x86_f32_finish(s30, s31, init, y + 3 * ldy, width, last, low, high);
-  tl_x86_f32_finish(s40, s41, init, y + 4 * ldy, width, last, low, high);
-  tl_x86_f32_finish(s50, s51, init, y + 5 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s00, s01, init, res, y, width, last, low, high);
+  tl_x86_f32_finish(s10, s11, init, res ? res + ldy : NULL, y + ldy, width, last, low, high);
+  tl_x86_f32_finish(s20, s21, init, res ? res + 2 * ldy : NULL, y + 2 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s30, s31, init, res ? res + 3 * ldy : NULL, y + 3 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s40, s41, init, res ? res + 4 * ldy : NULL, y + 4 * ldy, width, last, low, high);
+  tl_x86_f32_finish(s50, s51, init, res ? res + 5 * ldy : NULL, y + 5 * ldy, width, last, low, high);
+}
+TL_X86_NOINLINE static void tl_x86_f32_six(const float *a, int32_t lda, int32_t kc, const float *w, const float *init,
+                                           float *y, int32_t ldy, int32_t width, int32_t last, float low,
+                                           float high) {
+  tl_x86_f32_six_body(a, lda, kc, w, init, NULL, y, ldy, width, last, low, high);
+}
+TL_X86_NOINLINE static void tl_x86_f32_six_res(const float *a, int32_t lda, int32_t kc, const float *w,
+                                               const float *init, const float *res, float *y, int32_t ldy,
+                                               int32_t width, int32_t last, float low, float high) {
+  tl_x86_f32_six_body(a, lda, kc, w, init, res, y, ldy, width, last, low, high);
 }
 
 /* tl_x86_f32_six over `segs` segments of kc depths, segment t reading a + t * a_step (the rows of
  * a convolution's window in the input, read in place) and w + t * w_step; the bias added and
  * the outputs clamped and stored at the end (tl_gemm.h's tl_conv_direct_f32_range) */
 #define TL_GEMM_F32_SEGMENTS
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static void tl_x86_f32_six_segments(const float *a, int32_t lda, int32_t kc, int32_t segs, int32_t a_step,
-                                    const float *w, int32_t w_step, const float *init, float *y, int32_t ldy,
-                                    int32_t width, float low, float high) {
+TL_X86_INLINE void tl_x86_f32_six_segments_body(const float *a, int32_t lda, int32_t kc, int32_t segs,
+                                                int32_t a_step, const float *w, int32_t w_step, const float *init,
+                                                const float *res, float *y, int32_t ldy, int32_t width, float low,
+                                                float high) {
   __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
   int32_t k, t;
@@ -455,18 +475,31 @@ static void tl_x86_f32_six_segments(const float *a, int32_t lda, int32_t kc, int
       TL_X86_F32_ROW(4, s40, s41);
       TL_X86_F32_ROW(5, s50, s51);
     }
-  tl_x86_f32_finish(s00, s01, init, y, width, 1, low, high);
-  tl_x86_f32_finish(s10, s11, init, y + ldy, width, 1, low, high);
-  tl_x86_f32_finish(s20, s21, init, y + 2 * ldy, width, 1, low, high);
-  tl_x86_f32_finish(s30, s31, init, y + 3 * ldy, width, 1, low, high);
-  tl_x86_f32_finish(s40, s41, init, y + 4 * ldy, width, 1, low, high);
-  tl_x86_f32_finish(s50, s51, init, y + 5 * ldy, width, 1, low, high);
+  tl_x86_f32_finish(s00, s01, init, res, y, width, 1, low, high);
+  tl_x86_f32_finish(s10, s11, init, res ? res + ldy : NULL, y + ldy, width, 1, low, high);
+  tl_x86_f32_finish(s20, s21, init, res ? res + 2 * ldy : NULL, y + 2 * ldy, width, 1, low, high);
+  tl_x86_f32_finish(s30, s31, init, res ? res + 3 * ldy : NULL, y + 3 * ldy, width, 1, low, high);
+  tl_x86_f32_finish(s40, s41, init, res ? res + 4 * ldy : NULL, y + 4 * ldy, width, 1, low, high);
+  tl_x86_f32_finish(s50, s51, init, res ? res + 5 * ldy : NULL, y + 5 * ldy, width, 1, low, high);
+}
+TL_X86_NOINLINE static void tl_x86_f32_six_segments(const float *a, int32_t lda, int32_t kc, int32_t segs,
+                                                    int32_t a_step, const float *w, int32_t w_step,
+                                                    const float *init, float *y, int32_t ldy, int32_t width,
+                                                    float low, float high) {
+  tl_x86_f32_six_segments_body(a, lda, kc, segs, a_step, w, w_step, init, NULL, y, ldy, width, low, high);
+}
+/* tl_x86_f32_six_segments + res (a residual laid out as y) before the clamp */
+TL_X86_NOINLINE static void tl_x86_f32_six_segments_res(const float *a, int32_t lda, int32_t kc, int32_t segs,
+                                                        int32_t a_step, const float *w, int32_t w_step,
+                                                        const float *init, const float *res, float *y, int32_t ldy,
+                                                        int32_t width, float low, float high) {
+  tl_x86_f32_six_segments_body(a, lda, kc, segs, a_step, w, w_step, init, res, y, ldy, width, low, high);
 }
 #undef TL_X86_F32_ROW
 
 /* one row: two chains of sums per half, joined at the end */
-static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, const float *init, float *y,
-                                  int32_t width, int32_t last, float low, float high) {
+static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, const float *init, const float *res,
+                                  float *y, int32_t width, int32_t last, float low, float high) {
   __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00;
   int32_t k;
   for (k = 0; k + 2 <= kc; k += 2) {
@@ -481,41 +514,55 @@ static inline void tl_x86_f32_row(const float *a, int32_t kc, const float *w, co
     s00 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + k * TL_GEMM_NR), s00);
     s01 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(w + k * TL_GEMM_NR + 8), s01);
   }
-  tl_x86_f32_finish(_mm256_add_ps(s00, s10), _mm256_add_ps(s01, s11), init, y, width, last, low, high);
+  tl_x86_f32_finish(_mm256_add_ps(s00, s10), _mm256_add_ps(s01, s11), init, res, y, width, last, low, high);
 }
 
-static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
-                                      const float *init, float *y, int32_t ldy, int32_t width, int32_t last,
-                                      float low, float high) {
+TL_X86_INLINE void tl_x86_f32_tile(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
+                                   const float *init, const float *res, float *y, int32_t ldy, int32_t width,
+                                   int32_t last, float low, float high) {
   /* a case per row count: each inlines tl_x86_f32_rows with a constant R */
   switch (rows) {
     case 6:
-      tl_x86_f32_six(a, lda, kc, w, init, y, ldy, width, last, low, high);
+      if (res)
+        tl_x86_f32_six_res(a, lda, kc, w, init, res, y, ldy, width, last, low, high);
+      else
+        tl_x86_f32_six(a, lda, kc, w, init, y, ldy, width, last, low, high);
       break;
     case 5:
-      tl_x86_f32_rows(a, lda, 5, kc, w, init, y, ldy, width, last, low, high);
+      tl_x86_f32_rows(a, lda, 5, kc, w, init, res, y, ldy, width, last, low, high);
       break;
     case 4:
-      tl_x86_f32_rows(a, lda, 4, kc, w, init, y, ldy, width, last, low, high);
+      tl_x86_f32_rows(a, lda, 4, kc, w, init, res, y, ldy, width, last, low, high);
       break;
     case 3:
-      tl_x86_f32_rows(a, lda, 3, kc, w, init, y, ldy, width, last, low, high);
+      tl_x86_f32_rows(a, lda, 3, kc, w, init, res, y, ldy, width, last, low, high);
       break;
     case 2:
-      tl_x86_f32_rows(a, lda, 2, kc, w, init, y, ldy, width, last, low, high);
+      tl_x86_f32_rows(a, lda, 2, kc, w, init, res, y, ldy, width, last, low, high);
       break;
     default:
-      tl_x86_f32_rows(a, lda, 1, kc, w, init, y, ldy, width, last, low, high);
+      tl_x86_f32_rows(a, lda, 1, kc, w, init, res, y, ldy, width, last, low, high);
   }
+}
+
+static inline void tl_gemm_f32_kernel(const float *a, int32_t lda, int32_t rows, int32_t kc, const float *w,
+                                      const float *init, const float *res, float *y, int32_t ldy, int32_t width,
+                                      int32_t last, float low, float high) {
+  /* without a residual, tiles of fewer rows inlined with res NULL: the code of a plain GEMM */
+  if (res)
+    tl_x86_f32_tile(a, lda, rows, kc, w, init, res, y, ldy, width, last, low, high);
+  else
+    tl_x86_f32_tile(a, lda, rows, kc, w, init, NULL, y, ldy, width, last, low, high);
 }
 
 /* a GEMM of a single row (a dense layer's): tl_x86_f32_row, two chains of sums per half (a tile
  * of one row among others sums in the order of the others, so that the split of rows across
  * threads does not change a result) */
 #define TL_GEMM_F32_SINGLE
-static inline void tl_gemm_f32_single(const float *a, int32_t kc, const float *w, const float *init, float *y,
-                                      int32_t width, int32_t last, float low, float high) {
-  tl_x86_f32_row(a, kc, w, init, y, width, last, low, high);
+static inline void tl_gemm_f32_single(const float *a, int32_t kc, const float *w, const float *init,
+                                      const float *res, float *y, int32_t width, int32_t last, float low,
+                                      float high) {
+  tl_x86_f32_row(a, kc, w, init, res, y, width, last, low, high);
 }
 #endif
 

@@ -23,7 +23,7 @@ from ..ctext import literal
 from ..emit import Emit
 from ..program import CTensor
 from ..registry import Unsupported, emitter
-from . import binary_dsp
+from . import binary_dsp, host_gemm
 from .dense import requant_constants
 from .fused import clamp_bounds, finish_activation, fused_float_activation, unary_loop
 
@@ -226,6 +226,8 @@ def binary_op(e: Emit) -> None:
             onnxruntime.binary(e, recipe_of(op))
             return
         quantized_binary(e, recipe_of(op))
+        return
+    if host_gemm.added_by_producer(e):
         return
     a, b, y = e.input(0), e.input(1), e.output(0)
     activation = getattr(op, "activation", None)

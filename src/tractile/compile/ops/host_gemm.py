@@ -10,8 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...datum import DatumType
+from ...graph import OutletId
+from ...ops.binary import Add
 from ...ops.quantized.fixedpoint import wrap32
 from ..emit import Emit
+from ..program import ARENA, CTensor, Overlap
 
 HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_neon.h", "tl_gemm_s16.h",
            "tl_gemm_direct.h", "tl_conv_few_x86.h", "tl_dw_pairs_x86.h")
@@ -161,18 +164,24 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
         low, high = fused_float_activation(e, op.activation, y)
         bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
         packed_f32 = e.constant("weights", pack_f32(w.reshape(filters, taps)))
-        into = concat_slice(e, y)
+        residual = residual_add(e, x, y)
+        into = 0 if residual is not None else concat_slice(e, y)
+        added: list = []
+        if residual is not None:
+            r, low, high = residual
+            added = [r]
+        kind = "_residual" if added else "_pitched" if into else ""
+        pitch = [into] if into else []
         if pointwise:
             # the pixels are the GEMM's rows, read in place: no overlap of the output with the input
-            e.call(f"tl_dense_gemm_f32{'_pitched' if into else ''}", x, packed_f32, bias_name, y,
-                   batches * in_h * in_w, depth, filters, *([into] if into else []), np.float32(low),
-                   np.float32(high), THREADS)
+            e.call(f"tl_dense_gemm_f32{kind}", x, packed_f32, bias_name, y, *added, batches * in_h * in_w, depth,
+                   filters, *pitch, np.float32(low), np.float32(high), THREADS)
             finish_activation(e, op.activation, y)
             return True
         chunk = f32_chunk_rows(taps)
-        e.call(f"tl_conv_gemm_f32{'_pitched' if into else ''}", x, packed_f32, bias_name, y,
+        e.call(f"tl_conv_gemm_f32{kind}", x, packed_f32, bias_name, y, *added,
                e.scratch("col", DatumType.F32, chunk * taps), *geometry, np.float32(low), np.float32(high), chunk,
-               *([into] if into else []), THREADS)
+               *pitch, THREADS)
         finish_activation(e, op.activation, y)
         if into:
             return True
@@ -211,6 +220,53 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
     elif not pointwise:
         _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * filters, window.strides[0], top, batches)
     return True
+
+
+def residual_add(e: Emit, x: CTensor, y: CTensor) -> tuple[CTensor, float, float] | None:
+    """A residual Add fused into a float convolution without activation: when the Add alone reads
+    the node's output ``y`` and adds a tensor ``r`` of y's shape computed before the node, the
+    kernel writes the Add's result into y (clamped by the Add's activation, which must be a clamp)
+    and the Add becomes an alias of y (:func:`added_by_producer`). The convolution reads r (which
+    then dies at it, unless read later) and may write y over it, element for element. (r, the
+    clamp's bounds), or None when not fused."""
+    from .fused import clamp_bounds
+
+    lowering, node = e.lowering, e.node
+    if e.op.activation is not None or len(node.outputs) != 1 or y.dtype != DatumType.F32:
+        return None
+    outlet = OutletId(node.id, 0)
+    readers = lowering.model.outlet_successors(outlet)
+    banded = lowering._banded
+    if (len(readers) != 1 or outlet in lowering._output_ports or outlet in lowering.bound or node.id in banded
+            or y.view is not None):
+        return None
+    add = lowering.model.nodes[readers[0].node]
+    if (not isinstance(add.op, Add) or add.op.quant is not None or add.id in banded or len(add.inputs) != 2
+            or add.inputs[0] == add.inputs[1] or OutletId(add.id, 0) in lowering.bound):
+        return None
+    bounds = clamp_bounds(add.op.activation)
+    r = lowering.tensors.get(add.inputs[1 - readers[0].slot])
+    if (bounds is None or r is None or r.dtype != DatumType.F32 or tuple(r.shape) != tuple(y.shape)
+            or tuple(int(d) for d in add.outputs[0].fact.shape) != tuple(y.shape) or r.view is not None):
+        return None
+    y.residual = r
+    e.code.inputs.append(r)
+    if r is not x and r.storage == ARENA:
+        e.code.overlaps.append(Overlap(y, r, 0))
+    return r, *bounds
+
+
+def added_by_producer(e: Emit) -> bool:
+    """An Add whose sum the producer of one input wrote (:func:`residual_add`): its output is an
+    alias of that input, and it reads the other no more; False for any other Add."""
+    for slot in (0, 1):
+        summed, other = e.input(slot), e.input(1 - slot)
+        if summed.residual is not None and summed.residual is other:
+            e.alias(0, slot)
+            e.code.inputs = [summed]
+            e.line(f"/* {e.output().var}: {summed.var} + {other.var}, added by {summed.var}'s producer */")
+            return True
+    return False
 
 
 def concat_slice(e: Emit, y) -> int:
