@@ -1,5 +1,6 @@
-"""Winograd F(2x2, 3x3) against the direct float GEMM on the 3x3 stride-1 layers of ResNet50 (the
-ONNX model cut before its head) or SqueezeNet: the model compiled twice with per-node timers, once
+"""Winograd against the direct float GEMM on the 3x3 stride-1 layers of ResNet50 (the ONNX model
+cut before its head), SqueezeNet or resnet8_float (bench_host.py's Keras model, as TFLite): the
+model compiled twice with per-node timers, once
 with ``compile/ops/host_wino.py`` switched off, the two run in turns; per convolution shape the
 fastest time of ``--runs`` runs (CPU time, one thread) and the GMAC/s counting the direct
 convolution's multiply-adds, then the whole model's fastest and median times.
@@ -37,12 +38,19 @@ def main(argv=None) -> int:
     import tractile
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=("resnet50", "squeezenet"), default="resnet50")
+    parser.add_argument("--model", choices=("resnet50", "squeezenet", "resnet8_float"), default="resnet50")
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args(argv)
     tractile.set_threads(1)
-    proto, inputs = resnet50_body() if args.model == "resnet50" else bench_onnx.light("squeezenet")
-    model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
+    if args.model == "resnet8_float":
+        import bench_host
+
+        model = tractile.load(str(bench_host.model_path("resnet8_float")))
+        inputs = [np.random.default_rng(0).standard_normal(tuple(int(d) for d in fact.shape)).astype(np.float32)
+                  for fact in model.input_facts]
+    else:
+        proto, inputs = resnet50_body() if args.model == "resnet50" else bench_onnx.light("squeezenet")
+        model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
     builds = {"direct": build(model, False), "winograd": build(model, True)}
     states = {name: compiled.state() for name, compiled in builds.items()}
     print(f"load average before: {load_average()}")
