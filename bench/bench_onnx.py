@@ -19,7 +19,9 @@ tractile / onnxruntime and tractile / tract (lower is better, 1.0 = as fast). tr
 load a model. The ``chain`` model (200 cheap nodes on a 1-element tensor) measures the
 interpreter's per-node overhead. Results are printed as a table; record them in
 docs/PERFORMANCE.md with the command line used. On a machine busy with other work, use
-``--threads 1 --clock cpu --stat min``.
+``--threads 1 --clock cpu --stat min``. On several threads each timed run waits SETTLE_S
+first: the thread pool of the engine run before (OpenBLAS's, behind the interpreter's
+products, spins ~0.1 s after each) would otherwise take a core from it.
 """
 from __future__ import annotations
 
@@ -79,15 +81,19 @@ MODELS = {
 DEFAULT = "mlp,chain,tcn,lstm2,gru,mobilenet,squeezenet,resnet50,loop"
 
 
+#: seconds between timed runs when the engines run on several threads (timing.interleaved_samples)
+SETTLE_S = 0.15
+
+
 def interleaved_times(fns: list, runs: int, warmup: int, clock=time.perf_counter,
-                      stat=statistics.median, fastest: list | None = None) -> list[float]:
+                      stat=statistics.median, fastest: list | None = None, settle: float = 0.0) -> list[float]:
     """``stat`` of the times of each function (median, or min: on a machine busy with other
     work, which only adds time, the fastest run estimates a run's own cost best), the functions
     taking turns run after run so that a change of load falls on all of them alike. ``clock``:
     ``time.perf_counter`` (elapsed time) or ``time.process_time`` (CPU time of the process: the
     time the run computed rather than waited; meaningful with one thread per engine). ``fastest``,
-    if given, receives each function's fastest run."""
-    samples = interleaved_samples(fns, runs, warmup, clock)
+    if given, receives each function's fastest run; ``settle``: as in timing.interleaved_samples."""
+    samples = interleaved_samples(fns, runs, warmup, clock, settle)
     if fastest is not None:
         fastest.extend(min(times) for times in samples)
     return [stat(times) for times in samples]
@@ -103,6 +109,7 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
 
     if threads:
         tractile.set_threads(threads)  # the same thread count as onnxruntime's
+    settle = SETTLE_S if threads != 1 else 0.0
 
     proto, inputs = MODELS[name]()
     model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
@@ -128,7 +135,7 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
     if compiled:
         # a pair of its own: the engine run after onnxruntime in turns is measured slower than alone
         pair = interleaved_times([lambda: state.run(inputs), lambda: interpreted.run(inputs)], runs, warmup,
-                                 clock, stat)
+                                 clock, stat, settle=settle)
     elif tract_available():
         try:
             run_tract = tract_runner(proto.SerializeToString(), inputs)
@@ -137,7 +144,7 @@ def bench_model(name: str, runs: int, threads: int, clock=time.perf_counter, sta
         except Exception:  # a model tract cannot load: its column stays empty
             pass
     best: list[float] = []
-    times = interleaved_times(engines, runs, warmup, clock, stat, best)
+    times = interleaved_times(engines, runs, warmup, clock, stat, best, settle)
     t_ours, t_theirs = times[:2]
     t_tract = times[2] if len(times) > 2 else None
     t_interpreted = pair[1] / pair[0] * t_ours if compiled else None

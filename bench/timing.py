@@ -21,15 +21,20 @@ def median_and_fastest(run: Callable[[], object], runs: int, warmup: int = 5) ->
 
 
 def interleaved_samples(fns: list[Callable[[], object]], runs: int, warmup: int = 10,
-                        clock: Callable[[], float] = time.perf_counter) -> list[list[float]]:
+                        clock: Callable[[], float] = time.perf_counter, settle: float = 0.0) -> list[list[float]]:
     """The times of ``runs`` calls of each function after ``warmup`` untimed ones, the functions
-    taking turns call after call (so that a change of load on the machine falls on all alike)."""
+    taking turns call after call (so that a change of load on the machine falls on all alike).
+    ``settle``: seconds of sleep before each timed call, for engines on several threads: a thread
+    pool left spinning by the engine before (OpenBLAS's workers spin ~0.1 s after a product,
+    onnxruntime's a little) takes a core from the next one, whose split work then waits for it."""
     for fn in fns:
         for _ in range(warmup):
             fn()
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
         for fn, times in zip(fns, samples):
+            if settle:
+                time.sleep(settle)
             start = clock()
             fn()
             times.append(clock() - start)

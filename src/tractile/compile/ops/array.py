@@ -1,5 +1,6 @@
 """Data movement ops: Transpose, Slice, Concat, Split, Pad, Tile, Expand, DepthToSpace/
-SpaceToDepth, Trilu, Gather, GatherND, DynamicUpdateSlice and nearest-neighbour Resize.
+SpaceToDepth, Trilu, Gather, GatherND, DynamicUpdateSlice and nearest-neighbour Resize; and
+ConstantOfShape, a fill.
 Constant-parameter moves are traced through the interpreter into copy blocks
 (:mod:`.datamove`); Gather at run-time indices has a kernel.
 """
@@ -13,6 +14,7 @@ from ...graph import OutletId
 from ...ops import array as core
 from ...ops import indexing, layout
 from ...ops.image import Resize
+from ...ops.shape import ConstantOfShape
 from ..emit import Emit
 from ..program import Alias
 from ..registry import Unsupported, emitter
@@ -164,6 +166,17 @@ def data_movement(e: Emit) -> None:
                e.constant(f"blocks{index}", table.reshape(-1)), len(blocks), rank)
         e.line("}")
     e.set_kernel(kernel if copied else "(in place)")
+
+
+@emitter(ConstantOfShape)
+def constant_of_shape(e: Emit) -> None:
+    """Its output filled with its value on each run (a constant the optimizer left unfolded, as
+    too large to hold twice: a bias made by ConstantOfShape, say)."""
+    e.const_input(0, "ConstantOfShape's shape")
+    y = e.output(0)
+    value = e.constant("value", np.asarray(e.op.value).reshape(-1)[:1], y.dtype)
+    e.line(f"for (int32_t i = 0; i < {y.count}; ++i) {e.arg(y)}[i] = {value}[0];")
+    e.set_kernel("(fill)")
 
 
 @emitter(indexing.Gather, indexing.GatherND)
