@@ -40,7 +40,7 @@ def float_conv(channels: int, filters: int, kernel: tuple, window: Window2D, sha
     return g.outputs(g.conv("y", [x, w, b], window, None, "RELU6"))
 
 
-def float_conv_deep(channels: int, filters: int, kernel: tuple, shape: tuple):
+def float_conv_deep(channels: int, filters: int, kernel: tuple, shape: tuple, window: Window2D | None = None):
     """A float convolution of many taps whose sums do not cancel (inputs made nonnegative by
     run_inputs, weights and bias nonnegative): 1e-5 relative holds whatever the summation order."""
     g = GraphBuilder()
@@ -48,7 +48,7 @@ def float_conv_deep(channels: int, filters: int, kernel: tuple, shape: tuple):
     taps = channels * kernel[0] * kernel[1]
     w = g.const("w", np.abs(RNG.standard_normal((filters, *kernel, channels))) / taps, "f32")
     b = g.const("b", RNG.uniform(0, 1, filters), "f32")
-    return g.outputs(g.conv("y", [x, w, b], Window2D("SAME", 1, 1), None, "RELU6"))
+    return g.outputs(g.conv("y", [x, w, b], window or Window2D("SAME", 1, 1), None, "RELU6"))
 
 
 def float_fire(channels: int = 8, shape: tuple = (1, 6, 13)):
@@ -120,6 +120,9 @@ def float_dense(rows: int, depth: int, units: int, deep: bool = False):
 
 
 SAME2 = Window2D("SAME", 2, 2)
+#: rows of taps dilated: the float GEMM's paths for 3x3 convolutions of stride 1 (undilated ones of
+#: 16 channels and more take Winograd: test_host_wino.py)
+ROWS2 = Window2D("SAME", 1, 1, 2, 1)
 MODELS = {
     "conv_s8_3x3_same_stride2": lambda: int8_conv(5, 19, (3, 3), SAME2),
     "conv_s8_3x2_valid_dilated": lambda: int8_conv(3, 17, (3, 2), Window2D("VALID", 1, 1, 2, 2)),
@@ -146,10 +149,10 @@ MODELS = {
     # the float kernel's edges: row tails of 4, 2 and 1 after the 6-row tiles, depths over one
     # 256-deep pass (the later passes start from the partial sums in y), im2col chunks of 12 rows
     "conv_f32_1x1_deep": lambda: float_conv_deep(300, 21, (1, 1), shape=(1, 5, 7)),
-    "conv_f32_3x3_deep": lambda: float_conv_deep(200, 19, (3, 3), shape=(1, 5, 7)),
+    "conv_f32_3x3_deep": lambda: float_conv_deep(200, 19, (3, 3), shape=(1, 5, 7), window=ROWS2),
     # over 1 MiB of weights: panels of pixels, a 256-deep slice of their windows at a time (4 + 1
     # passes), 25 pixels in five tiles of 5
-    "conv_f32_3x3_panels_deep": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5)),
+    "conv_f32_3x3_panels_deep": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5), window=ROWS2),
     "dense_f32_deep": lambda: float_dense(8, 300, 40, deep=True),
     # shallow passes take groups of blocks per tile of rows (tl_gemm.h's TL_GEMM_F32_GROUP): 8 blocks
     # of 7 depths; 4 blocks of 64 depths adding a residual; 150 outputs, the last group's last block 6 wide

@@ -19,7 +19,7 @@ from tractile.errors import TractileError
 
 from ..tflite.builder import Window2D
 from .harness import assert_builds_without_warnings, needs_cc, random_input
-from .test_host_gemm import float_conv, float_conv_deep, float_dense, float_residual, int8_conv, int8_dense
+from .test_host_gemm import ROWS2, float_conv, float_conv_deep, float_dense, float_residual, int8_conv, int8_dense
 
 RNG = np.random.default_rng(29)
 SAME = Window2D("SAME", 1, 1)
@@ -30,9 +30,10 @@ MODELS = {
     # 7 filters: windows read in place (tl_conv_few_x86.h), split by output rows
     "conv_s8_few": lambda: int8_conv(3, 7, (5, 5), SAME, shape=(1, 101, 83)),
     "dense_s8": lambda: int8_dense(403, 300, 37, "micro"),
-    "conv_f32_3x3": lambda: float_conv(16, 35, (3, 3), SAME, shape=(1, 31, 33)),
+    # rows of taps dilated: the float GEMM, not Winograd (test_host_wino.py splits that)
+    "conv_f32_3x3": lambda: float_conv(16, 35, (3, 3), ROWS2, shape=(1, 31, 33)),
     # windows deeper than a pass, over 1 MiB of weights (tl_conv_gemm_f32_panels), 25 pixels
-    "conv_f32_3x3_panels": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5)),
+    "conv_f32_3x3_panels": lambda: float_conv_deep(128, 232, (3, 3), shape=(1, 5, 5), window=ROWS2),
     "dense_f32": lambda: float_dense(403, 300, 37),
     # a residual Add in the 1x1 convolution's store, written over the residual (rows split across threads)
     "conv_f32_residual": lambda: float_residual(64, 48, (1, 1), shape=(1, 45, 47)),

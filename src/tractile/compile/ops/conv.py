@@ -22,7 +22,7 @@ from ...ops.quantized.common import recipe_of
 from ...ops.quantized.conv import ConvQuant
 from ..emit import Emit
 from ..registry import Unsupported, emitter
-from . import conv_dsp, conv_gemm, conv_one, host_dw, host_gemm
+from . import conv_dsp, conv_gemm, conv_one, host_dw, host_gemm, host_wino
 from .dense import requant_constants
 from .fused import finish_activation, fused_float_activation
 
@@ -120,6 +120,8 @@ def conv2d(e: Emit) -> None:
     window, out_h, out_w, top, left = geometry(op, x.shape, k_h, k_w)
     pointwise = k_h == k_w == 1 and window.strides == (1, 1) and depth == in_c
     if in_c == 1 and conv_one.conv2d(e, x, y, w, bias, window, out_h, out_w, top, left):
+        return
+    if host_wino.conv2d(e, x, y, w, bias, window, out_h, out_w, top, left):
         return
     if host_gemm.conv2d(e, x, y, w, bias, window, out_h, out_w, top, left):
         return
