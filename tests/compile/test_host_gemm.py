@@ -72,23 +72,24 @@ def float_fire(channels: int = 8, shape: tuple = (1, 6, 13)):
     return g.outputs(conv("next", joined, 6, (1, 1), 26))
 
 
-def float_residual(depth: int, filters: int, kernel: tuple, shape: tuple = (1, 5, 7)):
+def float_residual(depth: int, filters: int, kernel: tuple, shape: tuple = (1, 5, 7), window=None):
     """A residual block's end: r = conv 3x3 (ReLU), t = conv 1x1 (ReLU) of r with ``depth`` outputs,
-    y = conv ``kernel`` of t (no activation), s = ReLU(y + r), then a 1x1 convolution of s: the Add
-    runs in the last convolution's store, which may write y over r. Weights nonnegative (with
-    run_inputs' nonnegative inputs, 1e-5 relative holds whatever the summation order); y's bias
-    negative enough for the ReLU to clip some sums."""
+    y = conv ``kernel`` of t (no activation; over ``window``, default SAME), s = ReLU(y + r), then a
+    1x1 convolution of s: the Add runs in the last convolution's store, which may write y over r.
+    Weights nonnegative (with run_inputs' nonnegative inputs, 1e-5 relative holds whatever the
+    summation order); y's bias negative enough for the ReLU to clip some sums."""
     g = GraphBuilder()
     x = g.input("x", "f32", (*shape, 3))
 
-    def conv(name: str, source, outputs: int, size: tuple, inputs: int, activation: str, low: float = 0.0):
+    def conv(name: str, source, outputs: int, size: tuple, inputs: int, activation: str, low: float = 0.0,
+             over=None):
         w = np.abs(RNG.standard_normal((outputs, *size, inputs))) / (inputs * size[0] * size[1])
         b = RNG.uniform(low, low + 1, outputs)
         return g.conv(name, [source, g.const(f"{name}_w", w, "f32"), g.const(f"{name}_b", b, "f32")],
-                      Window2D("SAME", 1, 1), None, activation)
+                      over or Window2D("SAME", 1, 1), None, activation)
 
     r = conv("identity", x, filters, (3, 3), 3, "RELU")
-    y = conv("last", conv("middle", r, depth, (1, 1), filters, "RELU"), filters, kernel, depth, "NONE", -3.0)
+    y = conv("last", conv("middle", r, depth, (1, 1), filters, "RELU"), filters, kernel, depth, "NONE", -3.0, window)
     return g.outputs(conv("head", g.binary("sum", "add", [y, r], activation="RELU"), 4, (1, 1), filters, "NONE"))
 
 
@@ -165,7 +166,9 @@ MODELS = {
     "conv_f32_residual_1x1": lambda: float_residual(13, 21, (1, 1)),
     "conv_f32_residual_3x3": lambda: float_residual(5, 19, (3, 3), shape=(2, 5, 17)),
     "conv_f32_residual_1x1_deep": lambda: float_residual(300, 18, (1, 1)),
-    "conv_f32_residual_3x3_deep": lambda: float_residual(40, 17, (3, 3)),
+    # rows of taps dilated: the float GEMM, not Winograd (which leaves the Add a pass of its own)
+    "conv_f32_residual_3x3_deep": lambda: float_residual(40, 17, (3, 3), window=ROWS2),
+    "conv_f32_residual_3x3_winograd": lambda: float_residual(40, 17, (3, 3)),
 }
 KERNELS = {"conv": ("tl_conv_few_s8", "tl_conv_gemm_s8", "tl_dense_gemm_s8", "tl_conv_gemm_f32", "tl_dense_gemm_f32"),
            "dense": ("tl_dense_gemm_s8", "tl_dense_gemm_f32"), "depthwise": ("tl_dwconv_pairs_s8", "tl_conv_gemm_s8")}
