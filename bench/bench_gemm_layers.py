@@ -1,5 +1,5 @@
 """The host float GEMM on ResNet50's layers (or ``--model mobilenet`` / ``squeezenet``): the ONNX
-model (ResNet50 cut before its head, which the compiler does not take) compiled with per-node
+model (ResNet50 cut before its head: its convolutions alone) compiled with per-node
 timers, run in turns with the same model built from the float GEMM headers (``tl_gemm*.h``) of
 another checkout, and the time and GMAC/s of each convolution shape (fastest of ``--runs`` runs per
 node, CPU time on one thread), and the time of the Add nodes. The other checkout's build does not
@@ -78,6 +78,26 @@ def conv_shapes(compiled) -> list[tuple[int, str, int]]:
     return found
 
 
+def timed_in_turns(states: dict, inputs: list, runs: int) -> tuple[dict, dict]:
+    """Each profiled state run in turns ``runs`` times after 3 untimed: per state, its whole runs'
+    CPU times and each node's fastest time (arrays aligned with its program's nodes)."""
+    print(f"load average before: {load_average()}")
+    whole: dict[str, list[float]] = {name: [] for name in states}
+    nodes: dict[str, np.ndarray | None] = {name: None for name in states}
+    for run in range(runs + 3):
+        for name, state in states.items():
+            before = state.node_seconds().copy()
+            start = time.process_time()
+            state.run(inputs)
+            seconds = time.process_time() - start
+            spent = state.node_seconds() - before
+            if run >= 3:
+                whole[name].append(seconds)
+                nodes[name] = spent if nodes[name] is None else np.minimum(nodes[name], spent)
+    print(f"load average after: {load_average()}")
+    return whole, nodes
+
+
 def main(argv=None) -> int:
     import tractile
 
@@ -93,20 +113,7 @@ def main(argv=None) -> int:
     if args.against:
         builds = {"against": build(model, args.against / "src/tractile/compile/kernels"), **builds}
     states = {name: compiled.state() for name, compiled in builds.items()}
-    print(f"load average before: {load_average()}")
-    whole = {name: [] for name in states}
-    nodes = {name: None for name in states}
-    for run in range(args.runs + 3):
-        for name, state in states.items():
-            before = state.node_seconds().copy()
-            start = time.process_time()
-            state.run(inputs)
-            seconds = time.process_time() - start
-            spent = state.node_seconds() - before
-            if run >= 3:
-                whole[name].append(seconds)
-                nodes[name] = spent if nodes[name] is None else np.minimum(nodes[name], spent)
-    print(f"load average after: {load_average()}")
+    whole, nodes = timed_in_turns(states, inputs, args.runs)
     shapes: dict[str, list] = collections.defaultdict(lambda: [0, 0, {n: 0.0 for n in states}])
     for index, shape, macs in conv_shapes(builds["this tree"]):
         entry = shapes[shape]

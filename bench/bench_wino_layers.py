@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import time
 
 import bench_onnx
 import numpy as np
-from bench_gemm_layers import conv_shapes, resnet50_body
-from timing import load_average
+from bench_gemm_layers import conv_shapes, resnet50_body, timed_in_turns
 
 
 def build(model, winograd: bool):
@@ -53,20 +51,7 @@ def main(argv=None) -> int:
         model = tractile.load(proto, inputs=[(x.shape, x.dtype) for x in inputs])
     builds = {"direct": build(model, False), "winograd": build(model, True)}
     states = {name: compiled.state() for name, compiled in builds.items()}
-    print(f"load average before: {load_average()}")
-    whole: dict[str, list[float]] = {name: [] for name in states}
-    nodes: dict[str, np.ndarray | None] = {name: None for name in states}
-    for run in range(args.runs + 3):
-        for name, state in states.items():
-            before = state.node_seconds().copy()
-            start = time.process_time()
-            state.run(inputs)
-            seconds = time.process_time() - start
-            spent = state.node_seconds() - before
-            if run >= 3:
-                whole[name].append(seconds)
-                nodes[name] = spent if nodes[name] is None else np.minimum(nodes[name], spent)
-    print(f"load average after: {load_average()}")
+    whole, nodes = timed_in_turns(states, inputs, args.runs)
     shapes: dict[str, list] = collections.defaultdict(lambda: [0, 0, {n: 0.0 for n in states}])
     for name, compiled in builds.items():
         for index, shape, macs in conv_shapes(compiled):
