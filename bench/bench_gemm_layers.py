@@ -98,6 +98,13 @@ def timed_in_turns(states: dict, inputs: list, runs: int) -> tuple[dict, dict]:
     return whole, nodes
 
 
+def print_whole_runs(whole: dict, runs: int) -> None:
+    """The fastest and median whole-model CPU time of each build (timed_in_turns's ``whole``)."""
+    for name, times in whole.items():
+        print(f"{name}: whole model fastest {min(times) * 1e3:.2f} ms, median "
+              f"{float(np.median(times)) * 1e3:.2f} ms ({runs} runs, CPU time)")
+
+
 def main(argv=None) -> int:
     import tractile
 
@@ -135,9 +142,7 @@ def main(argv=None) -> int:
     adds = {n: sum(float(nodes[n][i]) for i, node in enumerate(builds[n].source.program.nodes) if node.op == "Add")
             for n in names}
     print("| Add nodes | | " + " | ".join(f"{adds[n] * 1e3:.2f} ms" for n in names) + " |")
-    for name in names:
-        print(f"{name}: whole model fastest {min(whole[name]) * 1e3:.2f} ms, median "
-              f"{float(np.median(whole[name])) * 1e3:.2f} ms ({args.runs} runs, CPU time)")
+    print_whole_runs(whole, args.runs)
     return 0
 
 

@@ -15,7 +15,7 @@ import os
 
 import bench_onnx
 import numpy as np
-from bench_gemm_layers import conv_shapes, resnet50_body, timed_in_turns
+from bench_gemm_layers import conv_shapes, print_whole_runs, resnet50_body, timed_in_turns
 
 
 def build(model, winograd: bool):
@@ -67,9 +67,7 @@ def main(argv=None) -> int:
     for shape, (count, macs, seconds) in sorted(shapes.items(), key=lambda item: -item[1][1]):
         cells = " | ".join(f"{seconds[n] * 1e3:.2f} ms, {macs / seconds[n] / 1e9:.1f}" for n in states)
         print(f"| {shape} | {count} | {cells} | {seconds['direct'] / seconds['winograd']:.2f}x |")
-    for name in states:
-        print(f"{name}: whole model fastest {min(whole[name]) * 1e3:.2f} ms, median "
-              f"{float(np.median(whole[name])) * 1e3:.2f} ms ({args.runs} runs, CPU time)")
+    print_whole_runs(whole, args.runs)
     return 0
 
 
