@@ -61,7 +61,8 @@ def applies(e: Emit) -> bool:
     return e.target.name == "host" and not e.target.dsp
 
 
-def _use(e: Emit) -> None:
+def use_gemm(e: Emit) -> None:
+    """Include the host GEMM's headers (and tl_threads.h's split) in the node's program."""
     for header in HEADERS:
         e.use(header)
     e._lowering.program.threads = True
@@ -156,7 +157,7 @@ def conv2d(e: Emit, x, y, w: np.ndarray, bias: np.ndarray | None, window, out_h:
     from .conv import _overlap_nhwc, offset_weights, pixel_lag, quantized_args, window_args
     from .fused import finish_activation, fused_float_activation
 
-    _use(e)
+    use_gemm(e)
     geometry = (batches, in_h, in_w, in_c, out_h, out_w, filters, *window_args(window, top, left))
     taps = k_h * k_w * depth
     pointwise = (k_h == k_w == 1 and window.strides == (1, 1) and top == left == 0 and (out_h, out_w) == (in_h, in_w))
@@ -292,7 +293,7 @@ def dense_f32(e: Emit, a, y, weights: np.ndarray, bias_name: str, batches: int, 
         return False
     from .fused import finish_activation
 
-    _use(e)
+    use_gemm(e)
     packed = e.constant("weights", pack_f32(np.asarray(weights, np.float32).T))
     e.call("tl_dense_gemm_f32", a, packed, bias_name, y, batches, depth, units, np.float32(low), np.float32(high),
            THREADS)
@@ -310,7 +311,7 @@ def dense_s8(e: Emit, kernel, weight_offset: np.ndarray, batches: int, flavour: 
     units, depth = weight_offset.shape
     if not applies(e) or x.dtype != DatumType.I8 or not units or not depth:
         return False
-    _use(e)
+    use_gemm(e)
     kp = padded_depth(depth)
     col = "NULL" if kp == depth or kp <= LOCAL else e.scratch("col", DatumType.I8, BLOCK * kp)
     bias = e.constant("bias", wrap32(np.asarray(kernel.bias, np.int64)), DatumType.I32)
@@ -336,7 +337,7 @@ def depthwise(e: Emit, x, y, taps: np.ndarray, bias: np.ndarray | None, window, 
         return False
     from .conv import _overlap_nhwc, offset_weights, quantized_numbers, window_args
 
-    _use(e)
+    use_gemm(e)
     multipliers, shifts, x_offset, zero, low, high = quantized_numbers(e, x.dtype)
     padded = -(-in_c // NR) * NR
 

@@ -14,8 +14,7 @@ import numpy as np
 
 from ...datum import DatumType
 from ..emit import Emit
-from .host_gemm import NR, THREADS, TL_THREAD_COL_BYTES, applies, concat_slice
-from .host_gemm import _use as use_gemm
+from .host_gemm import NR, THREADS, TL_THREAD_COL_BYTES, applies, concat_slice, use_gemm
 
 HEADER = "tl_host_wino.h"
 #: the fewest input and output channels of a layer taken (below, the direct GEMM measured faster)
