@@ -18,7 +18,7 @@ from tractile.compile.ops.host_gemm import HEADERS, pack_s8
 from tractile.compile.target import find_target
 
 from ..tflite.builder import GraphBuilder, Window2D, q, qc
-from .harness import assert_builds_without_warnings, assert_same_outputs, needs_cc, random_input
+from .harness import assert_builds_without_warnings, assert_same_outputs, compiled, needs_cc, random_input
 
 RNG = np.random.default_rng(28)
 
@@ -241,6 +241,18 @@ def test_a_channel_concat_of_convolutions_copies_nothing():
     live = 4 * 6 * 13 * (5 + 26)  # the squeezed input and the concatenation (its halves not apart)
     im2col = 4 * 9 * 5 * 96  # the 3x3 convolution's scratch: 96 rows of 45 taps
     assert source.plan.arena_bytes <= live + im2col + 64, source.plan.arena_bytes
+
+
+def test_a_nan_input_gives_nan_outputs_as_in_the_interpreter(compile_cache):
+    """The float GEMM's clamp keeps a NaN sum (as the portable clamp and NumPy do), not its bound."""
+    needs_cc()
+    model = MODELS["dense_f32"]().into_optimized()
+    cm = compiled(model, compile_cache, name="dense_nan")
+    x = random_input(cm.input_facts[0], RNG)
+    x.reshape(-1)[5] = np.nan
+    expected, actual = model.run([x])[0], cm.run([x])[0]
+    assert np.isnan(expected).any()
+    np.testing.assert_array_equal(np.isnan(actual), np.isnan(expected))
 
 
 def test_a_residual_add_runs_in_the_convolutions_store():

@@ -373,8 +373,8 @@ static inline void tl_x86_f32_finish(__m256 s0, __m256 s1, const float *init, co
   }
   if (last) {
     const __m256 lo = _mm256_set1_ps(low), hi = _mm256_set1_ps(high);
-    s0 = _mm256_min_ps(_mm256_max_ps(s0, lo), hi);
-    s1 = _mm256_min_ps(_mm256_max_ps(s1, lo), hi);
+    s0 = _mm256_min_ps(hi, _mm256_max_ps(lo, s0)); /* NaN-keeping: the second operand wins on a NaN */
+    s1 = _mm256_min_ps(hi, _mm256_max_ps(lo, s1));
   }
   if (width == TL_GEMM_NR) {
     _mm256_storeu_ps(y, s0);
