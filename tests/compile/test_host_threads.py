@@ -4,6 +4,8 @@ each output is computed by one thread in the same order); microcontroller builds
 threads code."""
 from __future__ import annotations
 
+import gc
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -62,6 +64,42 @@ def test_threads_give_the_outputs_of_one_thread(case, compile_cache):
         np.testing.assert_array_equal(split, single, err_msg=f"{case} on {threads} threads")
 
 
+def _tasks() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_threads_live_with_the_context_and_stop_with_it(compile_cache):
+    """The context's workers start with the first split layer, stay for later runs, are stopped
+    when the thread count changes (set_threads 2 -> 1 -> 2 keeps outputs and thread count right)
+    and when the context is garbage-collected (NAME_release)."""
+    needs_cc()
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("counts threads through Linux's /proc/self/task")
+    model = MODELS["dense_f32"]().into_optimized()
+    source = generate(model, name="threads_pool", optimize=False)
+    library = build_shared_library(source.files, source.name, cache_dir=compile_cache)
+    inputs = [random_input(fact, RNG) for fact in model.input_facts]
+    gc.collect()
+    before = _tasks()
+    compiled = CompiledModel(source, library, model)
+    (one,) = compiled.run(list(inputs))
+    assert _tasks() == before
+    for threads in (2, 1, 2, 2, 3):
+        compiled.set_threads(threads)
+        np.testing.assert_array_equal(compiled.run(list(inputs))[0], one, err_msg=f"{threads} threads")
+        assert _tasks() == before + threads - 1, f"workers of {threads} threads"
+    other = compiled.state()
+    other.set_threads(2)
+    np.testing.assert_array_equal(other.run(list(inputs))[0], one)
+    assert _tasks() == before + 3
+    del other
+    gc.collect()
+    assert _tasks() == before + 2
+    del compiled
+    gc.collect()
+    assert _tasks() == before
+
+
 def test_set_threads_reaches_compiled_models(compile_cache):
     needs_cc()
     model = MODELS["conv_s8_3x3"]().into_optimized()
@@ -82,30 +120,52 @@ def test_set_threads_reaches_compiled_models(compile_cache):
 
 DRIVER = r"""
 #include <stdio.h>
+#include <string.h>
 #include "tl_threads.h"
 typedef struct { pthread_t who[100]; int32_t seen[100]; } record;
 static void mark(const void *args, int32_t begin, int32_t end, void *col) {
   record *r = (record *)(void *)(uintptr_t)args;
+  volatile int32_t spin;
   int32_t i;
   ((volatile unsigned char *)col)[TL_THREAD_COL_BYTES - 1] = 1;
-  for (i = begin; i < end; ++i) { r->who[i] = pthread_self(); r->seen[i] += 1; }
+  for (i = begin; i < end; ++i) {
+    r->who[i] = pthread_self();
+    r->seen[i] += 1;
+    for (spin = 0; spin < 20000; ++spin) {
+    }
+  }
 }
 int main(void) {
   static record r;
   static unsigned char col[TL_THREAD_COL_BYTES];
-  int32_t i, changes = 0;
-  tl_parallel_rows(mark, &r, 100, 8, THREADS, col, sizeof col, TL_THREADS_MIN_WORK);
-  for (i = 0; i < 100; ++i) {
-    if (r.seen[i] != 1) return 2;
-    if (i > 0 && !pthread_equal(r.who[i], r.who[i - 1])) { if (i % 8) return 3; ++changes; }
+  static tl_threads threads;
+  int32_t i, call, changes, most = 0, most_threads = 0;
+  memset(&threads, 0, sizeof threads);
+  tl_threads_init(&threads);
+  tl_threads_set(&threads, THREADS);
+  for (call = 0; call < 20; ++call) {
+    pthread_t distinct[100];
+    int32_t count = 0, j;
+    memset(&r, 0, sizeof r);
+    tl_parallel_rows(mark, &r, 100, 8, &threads, col, sizeof col, TL_THREADS_MIN_WORK);
+    for (i = 0, changes = 0; i < 100; ++i) {
+      if (r.seen[i] != 1) return 2;
+      if (i > 0 && !pthread_equal(r.who[i], r.who[i - 1])) { if (i % 8) return 3; ++changes; }
+      for (j = 0; j < count && !pthread_equal(distinct[j], r.who[i]); ++j) {
+      }
+      if (j == count) distinct[count++] = r.who[i];
+    }
+    if (changes > most) most = changes;
+    if (count > most_threads) most_threads = count;
   }
-  printf("%d\n", changes);
+  tl_threads_release(&threads);
+  printf("%d %d %d\n", most, most_threads, threads.pool.workers);
   return 0;
 }
 """
 
 
-@pytest.mark.parametrize("threads", [1, 3, 20])
+@pytest.mark.parametrize("threads", [1, 3, 100])
 def test_rows_are_split_in_whole_blocks_one_range_a_thread(threads, tmp_path):
     needs_cc()
     (tmp_path / "tl_threads.h").write_text(kernel_header("tl_threads.h"))
@@ -113,9 +173,15 @@ def test_rows_are_split_in_whole_blocks_one_range_a_thread(threads, tmp_path):
     cc = find_c_compiler().split()
     subprocess.run([*cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-DTL_HOST_THREADS", "-pthread",
                     f"-DTHREADS={threads}", "-o", "driver", "driver.c"], cwd=tmp_path, check=True)
-    done = subprocess.run([str(tmp_path / "driver")], capture_output=True, text=True, check=True)
-    # 100 rows are 13 blocks of 8: a range per thread, at most one per block
-    assert int(done.stdout) == min(threads, 13) - 1
+    done = subprocess.run([str(tmp_path / "driver")], capture_output=True, text=True, check=True, timeout=60)
+    changes, used, workers_left = map(int, done.stdout.split())
+    # 100 rows are 13 blocks of 8, in at most one part a thread (the thread count capped at
+    # TL_THREADS_MAX = 64): the owner changes only between parts; a part is claimed by whichever
+    # thread is free, so the caller may run several, but in 20 calls the workers take some
+    parts = min(threads, 13)
+    assert changes <= parts - 1 and used <= parts
+    assert (used > 1) == (threads > 1)
+    assert workers_left == 0
 
 
 def test_generated_threads_code_builds_without_warnings(tmp_path):

@@ -14,6 +14,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -133,10 +134,12 @@ class CompiledModel:
         size_of.restype = ctypes.c_size_t
         self.context_bytes = int(size_of())
         self._checkers = _input_checkers(model, self.input_names, self.input_facts)
-        self._set_threads = None
+        self._set_threads = self._release = None
         if program.threads:
             self._set_threads = getattr(self._lib, f"{self.name}_set_threads")
             self._set_threads.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+            self._release = getattr(self._lib, f"{self.name}_release")
+            self._release.argtypes = [ctypes.c_void_p]
         self._profile_offset = None
         if program.profile:
             offset_of = getattr(self._lib, f"{self.name}_profile_offset")
@@ -186,6 +189,8 @@ class CompiledState:
         self._memory = np.zeros(max(-(-model.context_bytes // 8), 1), np.uint64)
         self._context = self._memory.ctypes.data
         model._init(self._context)
+        if model._release is not None:  # the threads the context starts stop with it
+            weakref.finalize(self, _release_context, model._release, self._context, self._memory)
         self._in_stage = [np.empty(tuple(f.shape), f.dtype.np) for f in model.input_facts]
         self._out_stage = [np.empty(shape, dtype) for dtype, shape in model._outputs]
         self._staged = all(a.nbytes <= STAGED_BYTES for a in self._in_stage + self._out_stage)
@@ -268,6 +273,11 @@ class CompiledState:
         if threads != self._applied and setter is not None:
             setter(self._context, threads)
             self._applied = threads
+
+
+def _release_context(release, context: int, memory: np.ndarray) -> None:
+    """Stop the threads of the context at ``context`` (``memory``, kept alive until then, holds it)."""
+    release(context)
 
 
 def _input_checkers(model, names: list[str], facts: list) -> list:

@@ -27,7 +27,8 @@ from .target import Target
 #: identifiers the generated code uses for itself
 RESERVED = ("ctx", "arena", "memcpy", "memset", "size_t")
 #: what the generated header declares after the model's name (``model_invoke``...)
-DECLARED = ("ctx", "init", "reset", "invoke", "context_bytes", "profile_offset", "set_threads")
+DECLARED = ("ctx", "init", "reset", "invoke", "context_bytes", "profile_offset", "set_threads",
+            "release")
 
 
 def concrete_shape(fact: TypedFact, where: str) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
         "",
         "#include <stddef.h>",
         "#include <stdint.h>",
+        *(['#include "tl_threads.h"'] if program.threads else []),
         "",
         "#ifdef __cplusplus",
         'extern "C" {',
@@ -76,7 +77,8 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
     for field in program.state:
         lines.append(f"  {_ctype(field)} {field.var}[{max(field.count, 1)}];")
     if program.threads:
-        lines.append("  int32_t threads;  /* threads of the large layers (host build with TL_HOST_THREADS) */")
+        lines.append("  tl_threads threads;  /* threads of the large layers (and their pool, host build with "
+                     "TL_HOST_THREADS) */")
     if program.profile:
         lines += ["#ifdef TL_PROFILE", f"  uint64_t profile_ticks[{max(len(program.nodes), 1)}];", "#endif"]
     lines.append(f"}} {name}_ctx;")
@@ -96,9 +98,12 @@ def render_header(program: Program, plan: MemoryPlan, source: str) -> str:
     lines.append(f"/* sizeof({name}_ctx), for callers that cannot see the struct */")
     lines.append(f"size_t {name}_context_bytes(void);")
     if program.threads:
-        lines.append("/* split the large layers across this many threads (host build with TL_HOST_THREADS; "
-                     "1 after init) */")
+        lines.append("/* split the large layers across this many threads (host build with TL_HOST_THREADS, "
+                     "every file compiled with it; 1 after init) */")
         lines.append(f"void {name}_set_threads({name}_ctx *ctx, int32_t threads);")
+        lines.append("/* with TL_HOST_THREADS: stop the threads the context started (they live with it, waiting "
+                     "for the next run); call it before freeing the context or initialising it again */")
+        lines.append(f"void {name}_release({name}_ctx *ctx);")
     if program.profile:
         lines.append(f"size_t {name}_profile_offset(void);")
     lines += ["", "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {upper}_H */", ""]
@@ -167,8 +172,9 @@ def render_source(program: Program, plan: MemoryPlan, source: str, target: Targe
     lines.append("")
     lines.append(f"size_t {name}_context_bytes(void) {{ return sizeof({name}_ctx); }}")
     if program.threads:
-        lines.append(f"void {name}_set_threads({name}_ctx *ctx, int32_t threads) {{ ctx->threads = threads > 1 ? "
-                     "threads : 1; }")
+        lines.append(f"void {name}_set_threads({name}_ctx *ctx, int32_t threads) "
+                     "{ tl_threads_set(&ctx->threads, threads); }")
+        lines.append(f"void {name}_release({name}_ctx *ctx) {{ tl_threads_release(&ctx->threads); }}")
     if program.profile:
         lines.append(f"size_t {name}_profile_offset(void) {{ return offsetof({name}_ctx, profile_ticks); }}")
     lines.append("")
@@ -194,7 +200,7 @@ def _reset_functions(program: Program) -> list[str]:
     lines.append(f"void {name}_init({name}_ctx *ctx) {{")
     lines.append("  memset(ctx, 0, sizeof *ctx);")
     if program.threads:
-        lines.append("  ctx->threads = 1;")
+        lines.append("  tl_threads_init(&ctx->threads);")
     lines.append(f"  {name}_reset(ctx);")
     lines.append("}")
     lines.append("")

@@ -135,7 +135,7 @@ static inline void tl_conv_few_s8(const int8_t *x, const int8_t *packed, const i
                                   int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top, int32_t pad_left,
                                   int32_t x_zero, int32_t kp, const int32_t *multiplier, const int32_t *shift,
                                   int32_t per_channel, int32_t zero, int32_t low, int32_t high, const int16_t *few,
-                                  int32_t image_w, int32_t threads) {
+                                  int32_t image_w, tl_threads *threads) {
 #ifdef TL_GEMM_S16_TILE
   tl_conv_few_args a;
   (void)packed;
@@ -154,7 +154,8 @@ static inline void tl_conv_few_s8(const int8_t *x, const int8_t *packed, const i
   a.zero = zero;
   a.low = low;
   a.high = high;
-  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c, y, (size_t)batches * out_h * out_w * filters)) threads = 1;
+  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c, y, (size_t)batches * out_h * out_w * filters))
+    threads = NULL;
   tl_parallel_rows(tl_conv_few_range, &a, batches * out_h, 1, threads, col,
                    (size_t)(k_h * image_w * in_c + 2) * 2u, (int64_t)batches * out_h * out_w * k_h * k_w * in_c * filters);
 #else

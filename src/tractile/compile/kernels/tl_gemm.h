@@ -431,7 +431,7 @@ static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const
                                     int8_t *col, int32_t rows, int32_t depth, int32_t kp, int32_t units,
                                     const int32_t *multiplier, const int32_t *shift, const double *scale,
                                     int32_t per_channel, int32_t zero, int32_t low, int32_t high,
-                                    const int16_t *wide, int32_t threads) {
+                                    const int16_t *wide, tl_threads *threads) {
   int8_t local[TL_GEMM_BLOCK * TL_GEMM_LOCAL];
   tl_dense_s8_args a;
   a.x = x;
@@ -450,7 +450,7 @@ static inline void tl_dense_gemm_s8(const int8_t *x, const int8_t *packed, const
   a.high = high;
   a.copy = col != NULL || kp != depth;
   if (!col) col = local;
-  if (!tl_disjoint(x, (size_t)rows * (size_t)depth, y, (size_t)rows * (size_t)units)) threads = 1;
+  if (!tl_disjoint(x, (size_t)rows * (size_t)depth, y, (size_t)rows * (size_t)units)) threads = NULL;
 #ifdef TL_GEMM_S16_TILE
   if (wide && col != local && !scale) {
     a.wide = wide;
@@ -495,7 +495,7 @@ static inline size_t tl_f32_span(int32_t rows, int32_t units, int32_t ldy) {
 /* tl_dense_gemm_f32 with y's rows ldy floats apart and res (NULL: none) added, laid out as y */
 static inline void tl_dense_gemm_f32_any(const float *x, const float *packed, const float *bias, const float *res,
                                          float *y, int32_t rows, int32_t depth, int32_t units, int32_t ldy, float low,
-                                         float high, int32_t threads) {
+                                         float high, tl_threads *threads) {
   tl_dense_f32_args a;
   a.x = x;
   a.packed = packed;
@@ -507,7 +507,7 @@ static inline void tl_dense_gemm_f32_any(const float *x, const float *packed, co
   a.ldy = ldy;
   a.low = low;
   a.high = high;
-  if (!tl_disjoint(x, (size_t)rows * (size_t)depth * 4u, y, tl_f32_span(rows, units, ldy))) threads = 1;
+  if (!tl_disjoint(x, (size_t)rows * (size_t)depth * 4u, y, tl_f32_span(rows, units, ldy))) threads = NULL;
   tl_parallel_rows(tl_dense_gemm_f32_range, &a, rows, TL_GEMM_F32_MR, threads, NULL, 0,
                    (int64_t)rows * depth * units);
 }
@@ -515,7 +515,7 @@ static inline void tl_dense_gemm_f32_any(const float *x, const float *packed, co
 /* tl_dense_gemm_f32 with y's rows ldy floats apart (a slice of the channels of a Concat's output) */
 static inline void tl_dense_gemm_f32_pitched(const float *x, const float *packed, const float *bias, float *y,
                                              int32_t rows, int32_t depth, int32_t units, int32_t ldy, float low,
-                                             float high, int32_t threads) {
+                                             float high, tl_threads *threads) {
   tl_dense_gemm_f32_any(x, packed, bias, NULL, y, rows, depth, units, ldy, low, high, threads);
 }
 
@@ -523,14 +523,14 @@ static inline void tl_dense_gemm_f32_pitched(const float *x, const float *packed
  * res may be y: each element is read before it is written, by the same thread) */
 static inline void tl_dense_gemm_f32_residual(const float *x, const float *packed, const float *bias, float *y,
                                               const float *res, int32_t rows, int32_t depth, int32_t units, float low,
-                                              float high, int32_t threads) {
+                                              float high, tl_threads *threads) {
   tl_dense_gemm_f32_any(x, packed, bias, res, y, rows, depth, units, units, low, high, threads);
 }
 
 /* y[m][u] = clamp(bias[u] + sum_d x[m][d] * w[u][d]) (dense layers and 1x1 convolutions, x read in
  * place: y must not overlap x); bias may be NULL */
 static inline void tl_dense_gemm_f32(const float *x, const float *packed, const float *bias, float *y, int32_t rows,
-                                     int32_t depth, int32_t units, float low, float high, int32_t threads) {
+                                     int32_t depth, int32_t units, float low, float high, tl_threads *threads) {
   tl_dense_gemm_f32_any(x, packed, bias, NULL, y, rows, depth, units, units, low, high, threads);
 }
 
@@ -573,7 +573,7 @@ static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const 
                                    int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
                                    int32_t pad_left, int32_t x_zero, int32_t kp, const int32_t *multiplier,
                                    const int32_t *shift, int32_t per_channel, int32_t zero, int32_t low,
-                                   int32_t high, const int16_t *wide, int32_t threads) {
+                                   int32_t high, const int16_t *wide, tl_threads *threads) {
   const int32_t pixels = batches * out_h * out_w;
   tl_conv_s8_args a;
   a.x = x;
@@ -589,7 +589,7 @@ static inline void tl_conv_gemm_s8(const int8_t *x, const int8_t *packed, const 
   a.zero = zero;
   a.low = low;
   a.high = high;
-  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c, y, (size_t)pixels * filters)) threads = 1;
+  if (!tl_disjoint(x, (size_t)batches * in_h * in_w * in_c, y, (size_t)pixels * filters)) threads = NULL;
 #ifdef TL_GEMM_S16_TILE
   if (wide) {
     a.wide = wide;
@@ -666,7 +666,7 @@ static inline void tl_conv_gemm_f32_any(const float *x, const float *packed, con
                                         int32_t in_c, int32_t out_h, int32_t out_w, int32_t filters, int32_t k_h,
                                         int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
                                         int32_t pad_top, int32_t pad_left, float low, float high, int32_t chunk,
-                                        int32_t ldy, int32_t threads) {
+                                        int32_t ldy, tl_threads *threads) {
   const int32_t pixels = batches * out_h * out_w, kp = k_h * k_w * in_c;
   tl_conv_f32_args a;
   a.x = x;
@@ -680,7 +680,7 @@ static inline void tl_conv_gemm_f32_any(const float *x, const float *packed, con
   a.chunk = chunk;
   a.ldy = ldy;
   const int apart = tl_disjoint(x, (size_t)batches * in_h * in_w * in_c * 4u, y, tl_f32_span(pixels, filters, ldy));
-  if (!apart) threads = 1;
+  if (!apart) threads = NULL;
 #ifdef TL_GEMM_F32_SEGMENTS
   if (dil_w == 1 && kp <= TL_GEMM_F32_KC && tl_conv_inside_end(&a.g) - tl_conv_inside_first(&a.g) >= 6) {
     tl_parallel_rows(tl_conv_direct_f32_range, &a, batches * out_h, 1, threads, col, (size_t)chunk * (size_t)kp * 4u,
@@ -703,7 +703,7 @@ static inline void tl_conv_gemm_f32_pitched(const float *x, const float *packed,
                                             int32_t out_h, int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w,
                                             int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
                                             int32_t pad_top, int32_t pad_left, float low, float high, int32_t chunk,
-                                            int32_t ldy, int32_t threads) {
+                                            int32_t ldy, tl_threads *threads) {
   tl_conv_gemm_f32_any(x, packed, bias, NULL, y, col, batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w,
                        stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, low, high, chunk, ldy, threads);
 }
@@ -716,7 +716,7 @@ static inline void tl_conv_gemm_f32_residual(const float *x, const float *packed
                                              int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
                                              int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
                                              int32_t pad_left, float low, float high, int32_t chunk,
-                                             int32_t threads) {
+                                             tl_threads *threads) {
   tl_conv_gemm_f32_any(x, packed, bias, res, y, col, batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w,
                        stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, low, high, chunk, filters, threads);
 }
@@ -725,7 +725,7 @@ static inline void tl_conv_gemm_f32(const float *x, const float *packed, const f
                                     int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h,
                                     int32_t out_w, int32_t filters, int32_t k_h, int32_t k_w, int32_t stride_h,
                                     int32_t stride_w, int32_t dil_h, int32_t dil_w, int32_t pad_top,
-                                    int32_t pad_left, float low, float high, int32_t chunk, int32_t threads) {
+                                    int32_t pad_left, float low, float high, int32_t chunk, tl_threads *threads) {
   tl_conv_gemm_f32_any(x, packed, bias, NULL, y, col, batches, in_h, in_w, in_c, out_h, out_w, filters, k_h, k_w,
                        stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, low, high, chunk, filters, threads);
 }

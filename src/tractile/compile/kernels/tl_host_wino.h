@@ -289,7 +289,7 @@ static inline void tl_wino_f32_range(const void *args, int32_t begin, int32_t en
 static inline void tl_wino_f32(const float *x, const float *u, const float *bias, float *y, float *scratch,
                                int32_t batches, int32_t in_h, int32_t in_w, int32_t in_c, int32_t out_h, int32_t out_w,
                                int32_t filters, int32_t pad_top, int32_t pad_left, int32_t tile, int32_t strip,
-                               int32_t ldy, float low, float high, int32_t threads) {
+                               int32_t ldy, float low, float high, tl_threads *threads) {
   tl_wino_args a;
   int32_t tiles;
   a.x = x;

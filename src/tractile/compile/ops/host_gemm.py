@@ -23,8 +23,8 @@ HEADERS = ("tl_conv.h", "tl_threads.h", "tl_gemm.h", "tl_gemm_x86.h", "tl_gemm_n
 THREAD_WORK = 1 << 22
 #: bytes of scratch a thread other than the caller has for its rows (tl_threads.h's TL_THREAD_COL_BYTES)
 TL_THREAD_COL_BYTES = 256 * 1024
-#: the thread count of the context, the GEMM kernels' last argument (tl_threads.h splits rows by it)
-THREADS = "ctx->threads"
+#: the context's threads (count and pool), the GEMM kernels' last argument (tl_threads.h splits rows by it)
+THREADS = "&ctx->threads"
 #: output channels per packed block (one zmm of int32 or float; tl_gemm.h's TL_GEMM_NR)
 NR = 16
 #: int8 rows copied (im2col'ed) at a time (tl_gemm.h's TL_GEMM_BLOCK)
