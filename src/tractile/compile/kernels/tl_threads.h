@@ -84,7 +84,7 @@ static inline void tl_rows_part(int32_t rows, int32_t block, int32_t parts, int3
 static inline void tl_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
+#elif defined(__aarch64__) || (defined(__ARM_ARCH) && __ARM_ARCH >= 7)
   __asm__ __volatile__("yield");
 #endif
 }
