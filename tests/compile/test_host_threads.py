@@ -8,6 +8,7 @@ import gc
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +89,10 @@ def test_threads_live_with_the_context_and_stop_with_it(compile_cache):
         compiled.set_threads(threads)
         np.testing.assert_array_equal(compiled.run(list(inputs))[0], one, err_msg=f"{threads} threads")
         assert _tasks() == before + threads - 1, f"workers of {threads} threads"
+    # between runs the workers spin a little (TL_THREADS_SPIN_NS, 200 us), then sleep: an idle model costs no CPU
+    start = time.process_time()
+    time.sleep(0.3)
+    assert time.process_time() - start < 0.05, "the workers kept spinning while the model was idle"
     other = compiled.state()
     other.set_threads(2)
     np.testing.assert_array_equal(other.run(list(inputs))[0], one)
