@@ -22,6 +22,7 @@ from tractile.errors import TractileError
 
 from ..tflite.builder import Window2D
 from .harness import assert_builds_without_warnings, needs_cc, random_input
+from .test_host_dw import SAME2, float_depthwise
 from .test_host_gemm import ROWS2, float_conv, float_conv_deep, float_dense, float_residual, int8_conv, int8_dense
 
 RNG = np.random.default_rng(29)
@@ -40,6 +41,10 @@ MODELS = {
     "dense_f32": lambda: float_dense(403, 300, 37),
     # a residual Add in the 1x1 convolution's store, written over the residual (rows split across threads)
     "conv_f32_residual": lambda: float_residual(64, 48, (1, 1), shape=(1, 45, 47)),
+    # depthwise layers weigh their multiply-adds 8 times (tl_host_dw.h's TL_HDW_SPLIT_WEIGHT): 3x3
+    # interiors in runs; stride 2 over two batches (rows split across the batches' boundary)
+    "dwconv_f32_3x3": lambda: float_depthwise(64, (3, 3), SAME, shape=(1, 31, 33)),
+    "dwconv_f32_stride2": lambda: float_depthwise(56, (3, 3), SAME2, shape=(2, 45, 47)),
 }
 
 

@@ -13,6 +13,11 @@
 #include "tl_common.h"
 #include "tl_conv.h"
 #include "tl_pool.h"
+#include "tl_threads.h"
+
+/* a depthwise multiply-add weighs this many of a GEMM's against tl_threads.h's split threshold
+ * (one tap per load, memory-bound: 4-12 times slower per multiply-add; compile/ops/host_dw.py) */
+#define TL_HDW_SPLIT_WEIGHT 8
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -190,15 +195,72 @@ static inline void tl_hdw_row3x3_f32(const float *px, const float *w, const floa
 }
 #endif
 
+/* output rows [begin, end) of all batches' out_h rows; [inner0, inner1): the output columns of a
+ * 3x3 interior taken in runs (inner0 == out_w: none) */
+static inline void tl_dwconv_f32_span(const float *x, const float *w, const float *bias, float *y, int32_t in_h,
+                                      int32_t in_w, int32_t channels, int32_t out_h, int32_t out_w, int32_t k_h,
+                                      int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h, int32_t dil_w,
+                                      int32_t pad_top, int32_t pad_left, int32_t inner0, int32_t inner1, float low,
+                                      float high, int32_t begin, int32_t end) {
+  const int32_t row_step = dil_h * in_w * channels, col_step = dil_w * channels;
+  int32_t row, ox;
+#if !TL_HDW_F32
+  (void)inner0;
+  (void)inner1;
+#endif
+  for (row = begin; row < end; ++row) {
+    const int32_t b = row / out_h, top = row % out_h * stride_h - pad_top;
+    int32_t ky0, ky1;
+    float *const out_row = y + (ptrdiff_t)row * out_w * channels;
+    tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
+    for (ox = 0; ox < out_w; ++ox) {
+      const int32_t left = ox * stride_w - pad_left;
+      int32_t kx0, kx1;
+      /* the window's corner as an offset: it may lie outside the input, only valid taps are read */
+      const ptrdiff_t corner = ((ptrdiff_t)(b * in_h + top) * in_w + left) * channels;
+#if TL_HDW_F32
+      if (ox == inner0 && ky0 == 0 && ky1 == 3) {
+        tl_hdw_row3x3_f32(x + corner, w, bias, out_row, inner0, inner1, channels, row_step, stride_w * channels, low,
+                          high);
+        ox = inner1 - 1;
+        continue;
+      }
+#endif
+      tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
+      tl_hdw_pixel_f32(x + (corner + ky0 * row_step + kx0 * col_step), w + (ky0 * k_w + kx0) * channels, bias,
+                       out_row + (ptrdiff_t)ox * channels, 0, channels, 0, ky1 - ky0, 0, kx1 - kx0, k_w, row_step,
+                       col_step, low, high);
+    }
+  }
+}
+
+typedef struct {
+  const float *x, *w, *bias;
+  float *y;
+  int32_t in_h, in_w, channels, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+  int32_t inner0, inner1;
+  float low, high;
+} tl_dwconv_f32_args;
+
+static inline void tl_dwconv_f32_range(const void *args, int32_t begin, int32_t end, void *scratch) {
+  const tl_dwconv_f32_args *a = (const tl_dwconv_f32_args *)args;
+  (void)scratch;
+  tl_dwconv_f32_span(a->x, a->w, a->bias, a->y, a->in_h, a->in_w, a->channels, a->out_h, a->out_w, a->k_h, a->k_w,
+                     a->stride_h, a->stride_w, a->dil_h, a->dil_w, a->pad_top, a->pad_left, a->inner0, a->inner1,
+                     a->low, a->high, begin, end);
+}
+
+/* y = clamp(the depthwise convolution of x + bias). Rows are split across the context's threads
+ * when the layer weighs enough (its multiply-adds * TL_HDW_SPLIT_WEIGHT) and y does not overlap
+ * x; on one thread the rows run in a direct call, which the compiler specialises per layer */
 static inline void tl_dwconv_host_f32(const float *x, const float *w, const float *bias, float *y, int32_t batches,
                                       int32_t in_h, int32_t in_w, int32_t channels, int32_t out_h, int32_t out_w,
                                       int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w, int32_t dil_h,
-                                      int32_t dil_w, int32_t pad_top, int32_t pad_left, float low, float high) {
-  const int32_t row_step = dil_h * in_w * channels, col_step = dil_w * channels;
-  int32_t b, oy, ox;
-#if TL_HDW_F32
-  /* the output columns of a 3x3 interior taken in runs: [inner0, inner1), else none */
+                                      int32_t dil_w, int32_t pad_top, int32_t pad_left, float low, float high,
+                                      tl_threads *threads) {
+  const int64_t work = (int64_t)batches * out_h * out_w * channels * k_h * k_w * TL_HDW_SPLIT_WEIGHT;
   int32_t inner0 = out_w, inner1 = out_w;
+#if TL_HDW_F32
   if (k_h == 3 && k_w == 3 && dil_w == 1 && stride_w == 1 && channels >= 4 * TL_HDW_REGS * TL_HDW_F32 &&
       (int64_t)3 * (TL_HDW_RUN + 2) * channels * 4 <= TL_HDW_RUN_BYTES) {
     inner0 = (pad_left + stride_w - 1) / stride_w;
@@ -207,31 +269,35 @@ static inline void tl_dwconv_host_f32(const float *x, const float *w, const floa
     if (inner1 - inner0 < TL_HDW_RUN) inner0 = inner1 = out_w;
   }
 #endif
-  for (b = 0; b < batches; ++b)
-    for (oy = 0; oy < out_h; ++oy) {
-      const int32_t top = oy * stride_h - pad_top;
-      int32_t ky0, ky1;
-      float *const out_row = y + (ptrdiff_t)(b * out_h + oy) * out_w * channels;
-      tl_valid_taps(top, dil_h, k_h, in_h, &ky0, &ky1);
-      for (ox = 0; ox < out_w; ++ox) {
-        const int32_t left = ox * stride_w - pad_left;
-        int32_t kx0, kx1;
-        /* the window's corner as an offset: it may lie outside the input, only valid taps are read */
-        const ptrdiff_t corner = ((ptrdiff_t)(b * in_h + top) * in_w + left) * channels;
-#if TL_HDW_F32
-        if (ox == inner0 && ky0 == 0 && ky1 == 3) {
-          tl_hdw_row3x3_f32(x + corner, w, bias, out_row, inner0, inner1, channels, row_step, stride_w * channels, low,
-                            high);
-          ox = inner1 - 1;
-          continue;
-        }
-#endif
-        tl_valid_taps(left, dil_w, k_w, in_w, &kx0, &kx1);
-        tl_hdw_pixel_f32(x + (corner + ky0 * row_step + kx0 * col_step),
-                         w + (ky0 * k_w + kx0) * channels, bias, out_row + (ptrdiff_t)ox * channels, 0,
-                         channels, 0, ky1 - ky0, 0, kx1 - kx0, k_w, row_step, col_step, low, high);
-      }
-    }
+  if (tl_splits(threads, work) && tl_disjoint(x, (size_t)batches * in_h * in_w * channels * 4u, y,
+                                              (size_t)batches * out_h * out_w * channels * 4u)) {
+    tl_dwconv_f32_args a;
+    a.x = x;
+    a.w = w;
+    a.bias = bias;
+    a.y = y;
+    a.in_h = in_h;
+    a.in_w = in_w;
+    a.channels = channels;
+    a.out_h = out_h;
+    a.out_w = out_w;
+    a.k_h = k_h;
+    a.k_w = k_w;
+    a.stride_h = stride_h;
+    a.stride_w = stride_w;
+    a.dil_h = dil_h;
+    a.dil_w = dil_w;
+    a.pad_top = pad_top;
+    a.pad_left = pad_left;
+    a.inner0 = inner0;
+    a.inner1 = inner1;
+    a.low = low;
+    a.high = high;
+    tl_parallel_rows(tl_dwconv_f32_range, &a, batches * out_h, 1, threads, NULL, 0, work);
+    return;
+  }
+  tl_dwconv_f32_span(x, w, bias, y, in_h, in_w, channels, out_h, out_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w,
+                     pad_top, pad_left, inner0, inner1, low, high, 0, batches * out_h);
 }
 
 /* the window of one pooled pixel: its first input pixel and the valid taps' counts */

@@ -230,12 +230,23 @@ static inline void tl_threads_set(tl_threads *t, int32_t count) {
   t->count = count;
 }
 
+/* whether tl_parallel_rows would split a layer of `work` multiply-adds (before its own checks) */
+static inline int tl_splits(const tl_threads *threads, int64_t work) {
+#ifdef TL_HOST_THREADS
+  return threads && threads->count > 1 && work >= TL_THREADS_MIN_WORK;
+#else
+  (void)threads;
+  (void)work;
+  return 0;
+#endif
+}
+
 /* fn over rows [0, rows) on up to threads->count threads (see above; NULL: one); `work`
  * multiply-adds in all */
 static inline void tl_parallel_rows(tl_rows_fn fn, const void *args, int32_t rows, int32_t block,
                                     tl_threads *threads, void *col, size_t col_bytes, int64_t work) {
 #ifdef TL_HOST_THREADS
-  if (threads && threads->count > 1 && col_bytes <= TL_THREAD_COL_BYTES && work >= TL_THREADS_MIN_WORK) {
+  if (tl_splits(threads, work) && col_bytes <= TL_THREAD_COL_BYTES) {
     const int32_t blocks = (rows + block - 1) / block;
     int32_t parts = threads->count < TL_THREADS_MAX ? threads->count : TL_THREADS_MAX;
     tl_pool *p;

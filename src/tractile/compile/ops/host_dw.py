@@ -8,9 +8,12 @@ import numpy as np
 
 from ...datum import DatumType
 from ..emit import Emit
-from .host_gemm import applies
+from .host_gemm import THREAD_WORK, THREADS, applies
 
-HEADERS = ("tl_conv.h", "tl_pool.h", "tl_host_dw.h")
+HEADERS = ("tl_conv.h", "tl_pool.h", "tl_threads.h", "tl_host_dw.h")
+#: a depthwise multiply-add weighs this many of a GEMM's against the split threshold (one tap per
+#: load, memory-bound: 4-12 times slower per multiply-add; tl_host_dw.h's TL_HDW_SPLIT_WEIGHT)
+SPLIT_WEIGHT = 8
 
 
 def _use(e: Emit) -> None:
@@ -33,10 +36,12 @@ def depthwise_f32(e: Emit, x, y, taps: np.ndarray, bias: np.ndarray | None, wind
     _use(e)
     low, high = fused_float_activation(e, e.op.activation, y)
     bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
+    e._lowering.program.threads = True
     e.call("tl_dwconv_host_f32", x, e.constant("weights", taps.astype(np.float32)), bias_name, y, batches, in_h, in_w,
-           in_c, out_h, out_w, *window_args(window, top, left), np.float32(low), np.float32(high))
+           in_c, out_h, out_w, *window_args(window, top, left), np.float32(low), np.float32(high), THREADS)
     finish_activation(e, e.op.activation, y)
-    _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * in_c, window.strides[0], top, batches)
+    if batches * out_h * out_w * in_c * k_h * k_w * SPLIT_WEIGHT < THREAD_WORK:  # else rows may run out of order
+        _overlap_nhwc(e, x, y, in_h, out_h, in_w * in_c, out_w * in_c, window.strides[0], top, batches)
     return True
 
 
