@@ -30,7 +30,7 @@ from ..runtime.threads import check_thread_count, host_threads
 #: gcc vectorise loops with float comparisons and float-to-integer conversions (tl_rnn.h's activations)
 OPT_FLAGS = {"speed": ["-O3", "-march=native", "-fno-trapping-math"], "size": ["-Os"]}
 #: the host build splits large layers across threads (tl_threads.h); firmware builds never define it
-HOST_DEFINES = ("-DTL_HOST_THREADS", "-pthread")
+HOST_DEFINES = ("-DTL_HOST_THREADS", "-D_GNU_SOURCE", "-pthread")  # _GNU_SOURCE: tl_threads.h pins its workers
 
 
 def default_cache_dir() -> Path:

@@ -147,6 +147,26 @@ static inline void *tl_pool_worker(void *pool) {
   return NULL;
 }
 
+#if defined(__linux__) && defined(_GNU_SOURCE)
+/* worker `index` of `workers` pinned to a CPU of the caller's allowed set other than the caller's
+ * own, the next ones after it (when there are enough): Linux may wake a sleeping worker on the
+ * CPU of the thread that woke it, where the two would share one core for the whole layer
+ * (measured on a 2-vCPU VM: a third of cold runs took 1.6-2x as long as the split should) */
+static inline void tl_pool_pin(pthread_t id, int32_t index, int32_t workers) {
+  cpu_set_t allowed, one;
+  const int cpu = sched_getcpu();
+  int c, skip = index;
+  if (cpu < 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(cpu, &allowed) ||
+      CPU_COUNT(&allowed) < workers + 1)
+    return;
+  for (c = (cpu + 1) % CPU_SETSIZE;; c = (c + 1) % CPU_SETSIZE)
+    if (c != cpu && CPU_ISSET(c, &allowed) && !skip--) break;
+  CPU_ZERO(&one);
+  CPU_SET(c, &one);
+  (void)pthread_setaffinity_np(id, sizeof one, &one); /* unpinned on failure: still correct */
+}
+#endif
+
 /* the started pool of `t` (its workers started now if they were not), or NULL */
 static inline tl_pool *tl_pool_of(tl_threads *t) {
   tl_pool *p = &t->pool;
@@ -166,6 +186,9 @@ static inline tl_pool *tl_pool_of(tl_threads *t) {
   if (pthread_attr_setstacksize(&attr, TL_THREAD_COL_BYTES + (256 * 1024)) == 0) {
     for (i = 0; i < want; ++i) {
       if (pthread_create(&p->ids[p->workers], &attr, tl_pool_worker, p) != 0) break; /* the rest: not used */
+#if defined(__linux__) && defined(_GNU_SOURCE)
+      tl_pool_pin(p->ids[p->workers], p->workers, want);
+#endif
       ++p->workers;
     }
   }
