@@ -90,6 +90,10 @@ class Emit:
     def uses_math(self) -> None:
         self._lowering.program.uses_math = True
 
+    def uses_threads(self) -> None:
+        """The node's kernel takes the context's threads (``host_gemm.THREADS``, tl_threads.h)."""
+        self._lowering.program.threads = True
+
     def constant(self, role: str, values: np.ndarray, dtype: DatumType | None = None) -> str:
         """A ``static const`` array holding ``values`` (as ``dtype``, default: theirs); its C name.
 

@@ -36,7 +36,7 @@ def depthwise_f32(e: Emit, x, y, taps: np.ndarray, bias: np.ndarray | None, wind
     _use(e)
     low, high = fused_float_activation(e, e.op.activation, y)
     bias_name = e.constant("bias", bias.astype(np.float32)) if bias is not None else "NULL"
-    e._lowering.program.threads = True
+    e.uses_threads()
     e.call("tl_dwconv_host_f32", x, e.constant("weights", taps.astype(np.float32)), bias_name, y, batches, in_h, in_w,
            in_c, out_h, out_w, *window_args(window, top, left), np.float32(low), np.float32(high), THREADS)
     finish_activation(e, e.op.activation, y)

@@ -65,7 +65,7 @@ def use_gemm(e: Emit) -> None:
     """Include the host GEMM's headers (and tl_threads.h's split) in the node's program."""
     for header in HEADERS:
         e.use(header)
-    e._lowering.program.threads = True
+    e.uses_threads()
 
 
 def padded_depth(depth: int) -> int:

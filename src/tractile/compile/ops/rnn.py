@@ -138,9 +138,7 @@ def project(e: Emit, op: Recurrent, p: Prepared, d: int, into: str) -> None:
     in x's row order) into ``into``, by the host's float GEMM: one pass over the weights instead
     of one a step."""
     suffix = f"_{d}" if op.num_directions > 1 else ""
-    for header in host_gemm.HEADERS:
-        e.use(header)
-    e._lowering.program.threads = True
+    host_gemm.use_gemm(e)
     packed = e.constant("Wp" + suffix, host_gemm.pack_f32(p.w[d]))
     bias = e.constant("Wb" + suffix, p.bias[d][:p.gates]) if p.bias is not None else "NULL"
     e.call("tl_dense_gemm_f32", e.input(0), packed, bias, into, p.steps * p.batch, p.depth, p.gates,
